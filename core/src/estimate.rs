@@ -1,0 +1,73 @@
+//! The token estimate: the seed's fixed "4 chars ≈ 1 token" heuristic, in its one home.
+//!
+//! It prices the JSON text *as it stands in the record*: an escaped `\u4e2d` is six chars, a
+//! literal `中` one. It underprices CJK text and code on purpose; every figure it yields is a
+//! `~` figure to a UI and is never reconciled with the provider's.
+
+/// `ceil(chars / 4)`, where `chars` counts the Unicode scalar values of `json`, whitespace
+/// outside strings excluded. A linear scan with no recursion, so nesting depth costs nothing.
+pub fn estimate(json: &[u8]) -> u64 {
+    let mut chars: u64 = 0;
+    let mut in_string = false;
+    let mut escaped = false;
+    for &b in json {
+        // A UTF-8 continuation byte belongs to the scalar already counted.
+        if b & 0xC0 == 0x80 {
+            continue;
+        }
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            chars += 1;
+        } else {
+            match b {
+                b' ' | b'\t' | b'\n' | b'\r' => {}
+                b'"' => {
+                    in_string = true;
+                    chars += 1;
+                }
+                _ => chars += 1,
+            }
+        }
+    }
+    chars.div_ceil(4)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::estimate;
+
+    #[test]
+    fn counts_scalars_not_bytes() {
+        // "中文" is 4 chars with its quotes: one token.
+        assert_eq!(estimate("\"中文\"".as_bytes()), 1);
+        // The escaped form stands as 14 chars in the record: four tokens.
+        assert_eq!(estimate(br#""\u4e2d\u6587""#), 4);
+    }
+
+    #[test]
+    fn whitespace_counts_only_inside_strings() {
+        assert_eq!(estimate(b"{ \"a\" :\n 1 }"), estimate(b"{\"a\":1}"));
+        assert_eq!(estimate(b"\"a b\""), 2); // 5 chars
+        assert_eq!(estimate(b"\"ab\""), 1);
+    }
+
+    #[test]
+    fn escaped_quote_does_not_end_the_string() {
+        // `"a\" b"`: the space is inside the string, so 7 chars.
+        assert_eq!(estimate(br#""a\" b""#), 2);
+        assert_eq!(estimate(br#""a\\" "#), 2); // 5 chars, trailing space outside
+    }
+
+    #[test]
+    fn empty_is_zero() {
+        assert_eq!(estimate(b""), 0);
+        assert_eq!(estimate(b"   "), 0);
+        assert_eq!(estimate(b"0"), 1);
+    }
+}

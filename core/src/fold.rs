@@ -1,0 +1,236 @@
+//! The counter fold (SPEC §2): one state machine that both the streaming view and the page API
+//! drive, so a page and a stream of invocations fold the same way.
+//!
+//! A run may be folded only from its first counter that follows a main frame that is no
+//! counter: a page whose front cuts inside a running turn serves its leading counters as
+//! themselves, so a later page's fold nests inside or around an earlier one, never crosses it.
+
+use crate::frame::MAX_SAFE;
+
+/// What one valid counter adds to a foldable part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tally {
+    pub delta: u64,
+    /// How many original counters it stands for (`folded_frames`, else 1).
+    pub frames: u64,
+}
+
+/// A foldable part that has closed: the frames at `oldest..=newest` (by page index) it covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Part {
+    /// Page index of its oldest counter, whose stamp (or `folded_from`) the fold keeps.
+    pub oldest: usize,
+    /// Page index of its newest counter, where the folded frame stands.
+    pub newest: usize,
+    /// How many counters of the page it holds; a part of one is served as itself.
+    pub members: u64,
+    pub delta: u64,
+    pub frames: u64,
+}
+
+/// How a counter fed to [`RunState::counter`] went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fed {
+    /// It joined (or opened) a foldable part: it stands for nothing on its own until the
+    /// part closes as a part of one.
+    Joined,
+    /// It is served as itself.
+    Alone,
+}
+
+/// One session's fold state. Between pages only `open_ok` survives: whether the last main
+/// frame was a non-counter, so that the next page's leading counters may fold.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunState {
+    pub open_ok: bool,
+    pub part: Option<Part>,
+}
+
+impl RunState {
+    /// A main frame that is no counter: the open part closes, and a new one may start.
+    pub fn other(&mut self) -> Option<Part> {
+        self.open_ok = true;
+        self.part.take()
+    }
+
+    /// A main counter at page index `at`; `tally` is `None` for a counter that cannot be
+    /// folded (unstamped, bad delta, bad fold fields). Returns how it went, and the part it
+    /// closed, if any.
+    pub fn counter(&mut self, at: usize, tally: Option<Tally>) -> (Fed, Option<Part>) {
+        let Some(t) = tally else {
+            self.open_ok = false;
+            return (Fed::Alone, self.part.take());
+        };
+        match &mut self.part {
+            Some(p) => {
+                let delta = p.delta + t.delta;
+                let frames = p.frames + t.frames;
+                if delta > MAX_SAFE || frames > MAX_SAFE {
+                    self.open_ok = false;
+                    return (Fed::Alone, self.part.take());
+                }
+                p.newest = at;
+                p.members += 1;
+                p.delta = delta;
+                p.frames = frames;
+                (Fed::Joined, None)
+            }
+            None if self.open_ok => {
+                self.part = Some(Part {
+                    oldest: at,
+                    newest: at,
+                    members: 1,
+                    delta: t.delta,
+                    frames: t.frames,
+                });
+                (Fed::Joined, None)
+            }
+            None => (Fed::Alone, None),
+        }
+    }
+
+    /// The page ends: the open part closes. A page that ended inside a run leaves the next
+    /// page's leading counters unfoldable, since their run's start was served already.
+    pub fn end_page(&mut self) -> Option<Part> {
+        let part = self.part.take();
+        if part.is_some() {
+            self.open_ok = false;
+        }
+        part
+    }
+}
+
+/// Splices a folded frame out of its newest counter's bytes: the three fold fields are
+/// replaced in place where present, else appended in order before the closing brace.
+///
+/// `delta`, `from`, `frames` are the value ranges of the existing fields in `newest`;
+/// `from_raw` is the JSON text of the oldest stamp.
+pub fn splice(
+    newest: &[u8],
+    spans: [Option<std::ops::Range<usize>>; 3],
+    part: &Part,
+    from_raw: &str,
+) -> Vec<u8> {
+    let delta = part.delta.to_string();
+    let frames = part.frames.to_string();
+    let values: [&[u8]; 3] = [delta.as_bytes(), from_raw.as_bytes(), frames.as_bytes()];
+    const NAMES: [&str; 3] = ["estimated_tokens_delta", "folded_from", "folded_frames"];
+
+    let mut edits: Vec<(std::ops::Range<usize>, &[u8])> = Vec::with_capacity(3);
+    for (span, value) in spans.iter().zip(values) {
+        if let Some(r) = span {
+            edits.push((r.clone(), value));
+        }
+    }
+    edits.sort_by_key(|(r, _)| r.start);
+
+    let close = newest
+        .iter()
+        .rposition(|b| *b == b'}')
+        .unwrap_or(newest.len());
+    let mut out = Vec::with_capacity(newest.len() + 96);
+    let mut at = 0;
+    for (r, value) in edits {
+        out.extend_from_slice(&newest[at..r.start]);
+        out.extend_from_slice(value);
+        at = r.end;
+    }
+    out.extend_from_slice(&newest[at..close]);
+    for ((span, value), name) in spans.iter().zip(values).zip(NAMES) {
+        if span.is_none() {
+            out.extend_from_slice(b",\"");
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b"\":");
+            out.extend_from_slice(value);
+        }
+    }
+    out.extend_from_slice(&newest[close..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(delta: u64) -> Option<Tally> {
+        Some(Tally { delta, frames: 1 })
+    }
+
+    #[test]
+    fn leading_counters_are_alone_until_a_break() {
+        let mut s = RunState::default();
+        assert_eq!(s.counter(0, t(1)), (Fed::Alone, None));
+        assert_eq!(s.other(), None);
+        assert_eq!(s.counter(2, t(2)).0, Fed::Joined);
+        assert_eq!(s.counter(3, t(3)).0, Fed::Joined);
+        let p = s.other().unwrap();
+        assert_eq!(
+            (p.oldest, p.newest, p.members, p.delta, p.frames),
+            (2, 3, 2, 5, 2)
+        );
+    }
+
+    #[test]
+    fn a_bad_counter_ends_the_part_and_the_block() {
+        let mut s = RunState {
+            open_ok: true,
+            part: None,
+        };
+        s.counter(0, t(1));
+        let (fed, closed) = s.counter(1, None);
+        assert_eq!(fed, Fed::Alone);
+        assert_eq!(closed.unwrap().members, 1);
+        assert_eq!(s.counter(2, t(1)), (Fed::Alone, None));
+    }
+
+    #[test]
+    fn overflow_past_2_pow_53_ends_the_part() {
+        let mut s = RunState {
+            open_ok: true,
+            part: None,
+        };
+        s.counter(0, t(MAX_SAFE));
+        let (fed, closed) = s.counter(1, t(1));
+        assert_eq!(fed, Fed::Alone);
+        assert_eq!(closed.unwrap().delta, MAX_SAFE);
+        assert!(!s.open_ok);
+    }
+
+    #[test]
+    fn page_end_inside_a_run_blocks_the_next_page_front() {
+        let mut s = RunState::default();
+        s.other();
+        s.counter(1, t(1));
+        assert!(s.end_page().is_some());
+        assert_eq!(s.counter(0, t(1)), (Fed::Alone, None));
+        let mut s = RunState::default();
+        s.other();
+        assert!(s.end_page().is_none());
+        assert!(s.open_ok);
+    }
+
+    #[test]
+    fn splice_replaces_in_place_and_appends_in_order() {
+        let rec = br#"{"type":"c","folded_frames":2,"estimated_tokens_delta":7,"x":1} "#;
+        let at = |needle: &str| {
+            let s = std::str::from_utf8(rec).unwrap().find(needle).unwrap() + needle.len();
+            s..s + 1
+        };
+        let d = at("\"estimated_tokens_delta\":");
+        let f = at("\"folded_frames\":");
+        assert_eq!(&rec[d.clone()], b"7");
+        assert_eq!(&rec[f.clone()], b"2");
+        let p = Part {
+            oldest: 0,
+            newest: 1,
+            members: 2,
+            delta: 12,
+            frames: 5,
+        };
+        let out = splice(rec, [Some(d), None, Some(f)], &p, "\"t0\"");
+        assert_eq!(
+            std::str::from_utf8(&out).unwrap(),
+            r#"{"type":"c","folded_frames":5,"estimated_tokens_delta":12,"x":1,"folded_from":"t0"} "#
+        );
+    }
+}

@@ -1,0 +1,195 @@
+//! The frames view in a stream (SPEC §2): each invocation is a page per session; the only
+//! memory between invocations is whether a session's last main frame was a non-counter.
+
+use crate::config::{Config, Malformed, Subagents};
+use crate::fold::{Fed, Part, RunState, Tally, splice};
+use crate::frame::{FrameView, Slot};
+use crate::lru::Lru;
+use crate::record::{BatchError, Emit, RecordIn};
+
+/// What the fold sees of one frame.
+pub(crate) enum Role {
+    /// A main frame that is no counter (or a malformed record under `malformed=pass`).
+    Other,
+    /// A main counter; `None` when it cannot be folded.
+    Counter(Option<Tally>),
+    /// A sub-agent frame under `subagents=keep`: in place, invisible to main runs.
+    Aside,
+    /// Removed before the fold: sub-agent frames under `drop`, malformed under `drop`/`fail`.
+    Removed,
+}
+
+/// The fold's reading of a counter: `None` for one that ends the foldable part.
+pub fn tally(v: &FrameView) -> Option<Tally> {
+    if v.stamp.is_none() || v.delta_span.repeated || v.from_span.repeated || v.frames_span.repeated
+    {
+        return None;
+    }
+    let frames = match v.folded_frames {
+        Slot::Absent => 1,
+        Slot::Valid(n) => n,
+        Slot::Invalid => return None,
+    };
+    if v.folded_from == Slot::Invalid {
+        return None;
+    }
+    Some(Tally {
+        delta: v.delta?,
+        frames,
+    })
+}
+
+/// The raw stamp a fold starting at this counter keeps: its `folded_from`, else its own.
+fn oldest_stamp<'a>(v: &FrameView<'a>) -> &'a str {
+    match v.folded_from {
+        Slot::Valid(raw) => raw,
+        _ => v.stamp.unwrap_or("null"),
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Act {
+    Pass,
+    Skip,
+    Fold(Part),
+}
+
+pub struct FramesView {
+    counter_type: String,
+    subagents: Subagents,
+    malformed: Malformed,
+    pub(crate) sessions: Lru<RunState>,
+}
+
+impl FramesView {
+    pub fn new(config: &Config) -> Self {
+        FramesView {
+            counter_type: config.counter_type.clone(),
+            subagents: config.subagents,
+            malformed: config.malformed,
+            sessions: Lru::new(config.max_sessions),
+        }
+    }
+
+    pub(crate) fn role(&self, view: Option<&FrameView>, replay: bool) -> Role {
+        match view {
+            None => match self.malformed {
+                Malformed::Pass => Role::Other,
+                Malformed::Fail if !replay => Role::Other,
+                _ => Role::Removed,
+            },
+            Some(v) if v.subagent => match self.subagents {
+                Subagents::Drop => Role::Removed,
+                Subagents::Keep => Role::Aside,
+            },
+            Some(v) if v.is_counter(&self.counter_type) => Role::Counter(tally(v)),
+            Some(_) => Role::Other,
+        }
+    }
+
+    /// One invocation: its records are, per session, one page.
+    pub fn process(&mut self, records: &[RecordIn]) -> Result<Vec<Emit>, BatchError> {
+        let views: Vec<Option<FrameView>> =
+            records.iter().map(|r| FrameView::parse(r.value)).collect();
+        if self.malformed == Malformed::Fail {
+            if let Some(index) = views.iter().position(Option::is_none) {
+                return Err(BatchError {
+                    index,
+                    message: "agent-fold: the record is not a JSON object (malformed=fail)".into(),
+                });
+            }
+        }
+        let acts = self.fold(records, &views, false);
+        let mut out = Vec::with_capacity(records.len());
+        for (i, act) in acts.into_iter().enumerate() {
+            match act {
+                Act::Pass => out.push(Emit::Pass(i)),
+                Act::Skip => {}
+                Act::Fold(p) => {
+                    let newest = views[i].as_ref().expect("a folded counter parsed");
+                    let oldest = views[p.oldest].as_ref().expect("a folded counter parsed");
+                    let spans = [
+                        newest.delta_span.range.clone(),
+                        newest.from_span.range.clone(),
+                        newest.frames_span.range.clone(),
+                    ];
+                    out.push(Emit::Replace(
+                        i,
+                        splice(records[i].value, spans, &p, oldest_stamp(oldest)),
+                    ));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Replays history into the per-session memory, emitting nothing.
+    pub fn look_back(&mut self, records: &[RecordIn]) {
+        let views: Vec<Option<FrameView>> =
+            records.iter().map(|r| FrameView::parse(r.value)).collect();
+        self.fold(records, &views, true);
+    }
+
+    fn fold(
+        &mut self,
+        records: &[RecordIn],
+        views: &[Option<FrameView>],
+        replay: bool,
+    ) -> Vec<Act> {
+        let mut acts = vec![Act::Pass; records.len()];
+        let mut open = Vec::new();
+        for (i, (rec, view)) in records.iter().zip(views).enumerate() {
+            let role = self.role(view.as_ref(), replay);
+            if let Role::Removed = role {
+                acts[i] = Act::Skip;
+                continue;
+            }
+            if let Role::Aside = role {
+                continue;
+            }
+            let key = rec.session(view.as_ref());
+            let slot = match self.sessions.touch(&key) {
+                Some(slot) => slot,
+                None => {
+                    let (slot, evicted) = self.sessions.insert(&key, RunState::default());
+                    if let Some(p) = evicted.and_then(|(_, mut st)| st.end_page()) {
+                        close(&mut acts, p);
+                    }
+                    slot
+                }
+            };
+            let st = self.sessions.get_mut(slot);
+            let closed = match role {
+                Role::Counter(t) => {
+                    let (fed, closed) = st.counter(i, t);
+                    if fed == Fed::Joined {
+                        acts[i] = Act::Skip;
+                        if st.part.is_some_and(|p| p.members == 1) {
+                            open.push(slot);
+                        }
+                    }
+                    closed
+                }
+                _ => st.other(),
+            };
+            if let Some(p) = closed {
+                close(&mut acts, p);
+            }
+        }
+        for slot in open {
+            if let Some(p) = self.sessions.get_mut(slot).end_page() {
+                close(&mut acts, p);
+            }
+        }
+        acts
+    }
+}
+
+/// A part of one is served as itself; a longer one becomes its folded frame.
+fn close(acts: &mut [Act], p: Part) {
+    acts[p.newest] = if p.members >= 2 {
+        Act::Fold(p)
+    } else {
+        Act::Pass
+    };
+}

@@ -1,0 +1,166 @@
+//! The pressure view in a stream: per session, apply each main frame once (the cursor makes
+//! re-deliveries no-ops) and emit a `context/pressure` record whenever a figure changes.
+
+use std::io::Write;
+
+use crate::config::{Config, Malformed};
+use crate::frame::FrameView;
+use crate::lru::Lru;
+use crate::pressure::{Change, Figures, Refusal, Session};
+use crate::record::{BatchError, Emit, RecordIn};
+
+/// Every record this module writes says which state format it speaks.
+pub const STATE_VERSION: u32 = 3;
+
+pub struct PressureView {
+    capacity: Option<u64>,
+    malformed: Malformed,
+    pub(crate) sessions: Lru<Session>,
+}
+
+impl PressureView {
+    pub fn new(config: &Config) -> Self {
+        PressureView {
+            capacity: config.capacity,
+            malformed: config.malformed,
+            sessions: Lru::new(config.max_sessions),
+        }
+    }
+
+    pub fn process(&mut self, records: &[RecordIn]) -> Result<Vec<Emit>, BatchError> {
+        let views: Vec<Option<FrameView>> =
+            records.iter().map(|r| FrameView::parse(r.value)).collect();
+        if self.malformed == Malformed::Fail {
+            if let Some(index) = views.iter().position(Option::is_none) {
+                return Err(BatchError {
+                    index,
+                    message: "agent-fold: the record is not a JSON object (malformed=fail)".into(),
+                });
+            }
+        }
+        let mut out = Vec::new();
+        for (at, (rec, view)) in records.iter().zip(&views).enumerate() {
+            if let Some(v) = view {
+                self.apply(at, rec, v, Some(&mut out));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Rebuilds sessions from history, emitting nothing.
+    pub fn look_back(&mut self, records: &[RecordIn]) {
+        for (at, rec) in records.iter().enumerate() {
+            if let Some(v) = FrameView::parse(rec.value) {
+                self.apply(at, rec, &v, None);
+            }
+        }
+    }
+
+    fn apply(&mut self, at: usize, rec: &RecordIn, v: &FrameView, out: Option<&mut Vec<Emit>>) {
+        if v.subagent {
+            return;
+        }
+        let key = rec.session(Some(v));
+        let slot = self.sessions.touch(&key);
+        if let (Some(slot), Some(seq)) = (slot, v.seq) {
+            if self.sessions.get(slot).is_redelivery(seq) {
+                return;
+            }
+        }
+        let change = match Change::read(v) {
+            Ok(change) => change,
+            Err(refusal) => {
+                if let Some(out) = out {
+                    out.push(error_record(at, &key, v.seq, &refusal));
+                }
+                return;
+            }
+        };
+        let Some(seq) = v.seq else { return };
+        let (result, before) = match slot {
+            Some(slot) => {
+                let s = self.sessions.get_mut(slot);
+                let before = s.figures(self.capacity);
+                (s.apply(change.as_ref(), seq).map(|()| slot), Some(before))
+            }
+            None => {
+                let mut s = Session::starting_at(seq);
+                match s.apply(change.as_ref(), seq) {
+                    Ok(()) => (Ok(self.sessions.insert(&key, s).0), None),
+                    Err(e) => (Err(e), None),
+                }
+            }
+        };
+        let Some(out) = out else { return };
+        match result {
+            Err(refusal) => out.push(error_record(at, &key, Some(seq), &refusal)),
+            Ok(slot) => {
+                let now = self.sessions.get(slot).figures(self.capacity);
+                if before != Some(now) {
+                    out.push(pressure_record(at, &key, seq, v.stamp, &now));
+                }
+            }
+        }
+    }
+}
+
+fn session_json(out: &mut Vec<u8>, key: &[u8]) {
+    let s = String::from_utf8_lossy(key);
+    serde_json::to_writer(&mut *out, &*s).expect("writing to a Vec");
+}
+
+fn opt(out: &mut Vec<u8>, name: &str, v: Option<u64>) {
+    match v {
+        Some(n) => write!(out, ",\"{name}\":{n}"),
+        None => write!(out, ",\"{name}\":null"),
+    }
+    .expect("writing to a Vec");
+}
+
+/// A `context/pressure` record.
+pub fn pressure_record(at: usize, key: &[u8], seq: u64, stamp: Option<&str>, f: &Figures) -> Emit {
+    let mut out = Vec::with_capacity(320);
+    out.extend_from_slice(b"{\"type\":\"context/pressure\",\"session\":");
+    session_json(&mut out, key);
+    write!(out, ",\"seq\":{seq}").expect("writing to a Vec");
+    if let Some(stamp) = stamp {
+        out.extend_from_slice(b",\"timestamp\":");
+        out.extend_from_slice(stamp.as_bytes());
+    }
+    opt(&mut out, "pressureTokens", f.pressure);
+    opt(&mut out, "projectedTokens", f.projected);
+    opt(&mut out, "capacity", f.capacity);
+    out.extend_from_slice(b",\"contextOccupancy\":");
+    match f.occupancy {
+        Some(x) => serde_json::to_writer(&mut out, &x).expect("writing to a Vec"),
+        None => out.extend_from_slice(b"null"),
+    }
+    opt(&mut out, "systemTokens", f.system);
+    opt(&mut out, "toolsTokens", f.tools);
+    opt(&mut out, "messageTokens", f.message);
+    if f.partial {
+        out.extend_from_slice(b",\"partial\":true");
+    }
+    write!(out, ",\"stateVersion\":{STATE_VERSION}}}").expect("writing to a Vec");
+    Emit::New {
+        at,
+        key: key.to_vec(),
+        value: out,
+    }
+}
+
+/// A `context/error` record.
+pub fn error_record(at: usize, key: &[u8], seq: Option<u64>, refusal: &Refusal) -> Emit {
+    let mut out = Vec::with_capacity(160);
+    out.extend_from_slice(b"{\"type\":\"context/error\",\"session\":");
+    session_json(&mut out, key);
+    opt(&mut out, "seq", seq);
+    out.extend_from_slice(b",\"error\":");
+    serde_json::to_writer(&mut out, &refusal.to_string()).expect("writing to a Vec");
+    write!(out, ",\"stateVersion\":{STATE_VERSION}}}").expect("writing to a Vec");
+    Emit::New {
+        at,
+        key: key.to_vec(),
+        value: out,
+    }
+}

@@ -1,0 +1,104 @@
+//! The WebAssembly entry points, in the ABI Fluvio's engine calls: `(ptr, len, version)`,
+//! input encoded with Fluvio's protocol, output handed back through `copy_records`.
+
+use std::collections::BTreeMap;
+use std::io::Cursor;
+
+use fluvio_smartmodule::dataplane::core::{Decoder, Encoder};
+use fluvio_smartmodule::dataplane::smartmodule::{
+    SmartModuleInitErrorStatus, SmartModuleInitOutput, SmartModuleInitRuntimeError,
+    SmartModuleInput, SmartModuleKind, SmartModuleLookbackErrorStatus, SmartModuleOutput,
+    SmartModuleTransformErrorStatus, SmartModuleTransformRuntimeError,
+};
+use fluvio_smartmodule::{Record, eyre};
+
+// Named in the `env` module so the module links without `--allow-undefined`; the engine
+// binds the import by its name, whatever its module.
+#[link(wasm_import_module = "env")]
+unsafe extern "C" {
+    fn copy_records(ptr: i32, len: i32);
+}
+
+/// Hands an encoded output to the engine; the engine copies it before the next call.
+fn hand_over<E: Encoder>(output: &E, version: i16) -> Result<(), ()> {
+    let mut out = Vec::new();
+    output.encode(&mut out, version).map_err(|_| ())?;
+    let (ptr, len) = (out.as_mut_ptr(), out.len());
+    std::mem::forget(out);
+    // SAFETY: the engine's import reads `len` bytes at `ptr` of this module's memory, which
+    // stay allocated (forgotten) for it.
+    unsafe { copy_records(ptr as i32, len as i32) };
+    Ok(())
+}
+
+/// Takes ownership of the input the engine wrote through `alloc`.
+///
+/// SAFETY: `ptr` and `len` are what the engine got from this module's `alloc(len)` and filled.
+unsafe fn input(ptr: *mut u8, len: usize) -> Vec<u8> {
+    unsafe { Vec::from_raw_parts(ptr, len, len) }
+}
+
+fn records(bytes: Vec<u8>, version: i16) -> Option<(SmartModuleInput, Vec<Record>)> {
+    let mut input = SmartModuleInput::default();
+    input.decode(&mut Cursor::new(bytes), version).ok()?;
+    #[allow(deprecated)]
+    let records = input.clone().try_into_records(version).ok()?;
+    Some((input, records))
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn init(ptr: *mut u8, len: usize, version: i16) -> i32 {
+    let bytes = unsafe { input(ptr, len) };
+    // The init input starts with the params map; its trailing fields (look-back) are not read.
+    let mut params = BTreeMap::<String, String>::new();
+    if params.decode(&mut Cursor::new(bytes), version).is_err() {
+        return SmartModuleInitErrorStatus::DecodingInput as i32;
+    }
+    match crate::init(&params) {
+        Ok(()) => 0,
+        Err(e) => {
+            let output = SmartModuleInitOutput {
+                error: SmartModuleInitRuntimeError::new(eyre!("{e}")),
+            };
+            match hand_over(&output, version) {
+                Ok(()) => SmartModuleInitErrorStatus::InitError as i32,
+                Err(()) => SmartModuleInitErrorStatus::EncodingOutput as i32,
+            }
+        }
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn array_map(ptr: *mut u8, len: usize, version: i16) -> i32 {
+    let bytes = unsafe { input(ptr, len) };
+    let Some((input, records)) = records(bytes, version) else {
+        return SmartModuleTransformErrorStatus::DecodingBaseInput as i32;
+    };
+    let mut output = SmartModuleOutput::default();
+    match crate::process(records) {
+        Ok(out) => output.successes = out,
+        Err((e, record)) => {
+            output.error = Some(SmartModuleTransformRuntimeError::new(
+                &record,
+                input.base_offset(),
+                SmartModuleKind::ArrayMap,
+                eyre!("{}", e.message),
+            ));
+        }
+    }
+    let n = output.successes.len() as i32;
+    match hand_over(&output, version) {
+        Ok(()) => n,
+        Err(()) => SmartModuleTransformErrorStatus::EncodingOutput as i32,
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn look_back(ptr: *mut u8, len: usize, version: i16) -> i32 {
+    let bytes = unsafe { input(ptr, len) };
+    let Some((_, records)) = records(bytes, version) else {
+        return SmartModuleLookbackErrorStatus::DecodingBaseInput as i32;
+    };
+    crate::look_back(&records);
+    0
+}
