@@ -16,6 +16,8 @@ pub mod pressure;
 pub mod pressure_view;
 pub mod record;
 pub mod surface;
+#[cfg(feature = "testgen")]
+pub mod testgen;
 
 pub use checkpoint::CheckpointError;
 pub use config::{Config, Malformed, ParamError, Subagents, View};

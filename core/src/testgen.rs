@@ -1,0 +1,357 @@
+//! Generated agent logs for property tests and fuzz targets (feature `testgen`).
+//!
+//! One generator serves both: the fuzz targets shape it from libFuzzer's bytes, the property
+//! tests from a seeded stream of pseudo-random bytes, so `cargo test` explores the same space
+//! the fuzzers do, in seconds.
+
+use arbitrary::{Arbitrary, Result, Unstructured};
+use serde_json::{Value, json};
+
+/// A counter's `estimated_tokens_delta`, good and bad.
+#[derive(Arbitrary, Debug, Clone, Copy)]
+pub enum Delta {
+    Small(u8),
+    Big(u64),
+    Max,
+    Negative,
+    Float,
+    Text,
+    Missing,
+}
+
+/// A frame of a generated log, before it becomes JSON.
+#[derive(Arbitrary, Debug, Clone)]
+pub enum GenFrame {
+    Counter {
+        session: u8,
+        delta: Delta,
+        stamped: bool,
+        /// An already folded counter: `folded_frames` (0 is invalid) and a `folded_from`.
+        folded: Option<(u8, bool)>,
+    },
+    Other {
+        session: u8,
+        kind: u8,
+    },
+    Sub {
+        session: u8,
+        counter: bool,
+    },
+    Malformed {
+        session: Option<u8>,
+        bytes: u8,
+    },
+}
+
+/// A log of frames, the invocation cuts to replay it with, and its key mode.
+#[derive(Arbitrary, Debug, Clone)]
+pub struct GenLog {
+    pub frames: Vec<GenFrame>,
+    /// Invocation sizes, cycled (0 counts as 1).
+    pub cuts: Vec<u8>,
+    /// Records carry their session as a Fluvio key (else only as `session_id`).
+    pub keyed: bool,
+}
+
+/// A generated record: key and value.
+pub type Rec = (Option<Vec<u8>>, Vec<u8>);
+
+const OTHER_KINDS: [&str; 4] = ["user/message", "assistant/message", "tool/result", "compact/end"];
+
+fn session_name(s: u8) -> String {
+    format!("s{}", s % 4)
+}
+
+impl GenFrame {
+    /// The frame's session and JSON text; `n` numbers it (ids, stamps).
+    pub fn render(&self, n: usize) -> (Option<String>, Vec<u8>) {
+        match self {
+            GenFrame::Counter {
+                session,
+                delta,
+                stamped,
+                folded,
+            } => {
+                let s = session_name(*session);
+                let mut v = json!({"type": "thinking/tokens", "id": format!("c{n}"), "session_id": s});
+                if *stamped {
+                    v["timestamp"] = format!("2026-11-29T10:{:02}:{:02}Z", n / 60 % 60, n % 60).into();
+                }
+                let d: Option<Value> = match delta {
+                    Delta::Small(d) => Some((*d).into()),
+                    Delta::Big(d) => Some((*d).into()),
+                    Delta::Max => Some((1u64 << 53).into()),
+                    Delta::Negative => Some((-1).into()),
+                    Delta::Float => Some(1.5.into()),
+                    Delta::Text => Some("7".into()),
+                    Delta::Missing => None,
+                };
+                if let Some(d) = d {
+                    v["estimated_tokens_delta"] = d;
+                }
+                if let Some((frames, from_ok)) = folded {
+                    v["folded_frames"] = (*frames).into();
+                    v["folded_from"] = if *from_ok { format!("f{n}").into() } else { Value::Null };
+                }
+                (Some(s), v.to_string().into_bytes())
+            }
+            GenFrame::Other { session, kind } => {
+                let s = session_name(*session);
+                let kind = OTHER_KINDS[*kind as usize % OTHER_KINDS.len()];
+                let v = json!({"type": kind, "id": format!("o{n}"), "session_id": s, "timestamp": "t"});
+                (Some(s), v.to_string().into_bytes())
+            }
+            GenFrame::Sub { session, counter } => {
+                let s = session_name(*session);
+                let kind = if *counter { "thinking/tokens" } else { "assistant/message" };
+                let v = json!({"type": kind, "id": format!("x{n}"), "session_id": s, "timestamp": "t",
+                    "estimated_tokens_delta": 3, "extras": {"parent_tool_use_id": "toolu_sub"}});
+                (Some(s), v.to_string().into_bytes())
+            }
+            GenFrame::Malformed { session, bytes } => {
+                let body = match bytes % 4 {
+                    0 => b"not json".to_vec(),
+                    1 => b"[1,2]".to_vec(),
+                    2 => b"{\"type\":\"thinking/tokens\"".to_vec(),
+                    _ => vec![0xff, b'{'],
+                };
+                (session.map(session_name), body)
+            }
+        }
+    }
+}
+
+impl GenLog {
+    pub fn from_bytes(data: &[u8]) -> Result<GenLog> {
+        GenLog::arbitrary_take_rest(Unstructured::new(data))
+    }
+
+    /// A log shaped from `len` pseudo-random bytes of `seed`.
+    pub fn from_seed(seed: u64, len: usize) -> GenLog {
+        let bytes = seeded_bytes(seed, len);
+        GenLog::arbitrary_take_rest(Unstructured::new(&bytes)).expect("take_rest never fails")
+    }
+
+    /// The log as records. Malformed records are keyed by their session when `keyed`.
+    pub fn records(&self) -> Vec<Rec> {
+        self.frames
+            .iter()
+            .enumerate()
+            .map(|(n, f)| {
+                let (s, body) = f.render(n);
+                let key = if self.keyed { s.map(String::into_bytes) } else { None };
+                (key, body)
+            })
+            .collect()
+    }
+
+    /// The invocation boundaries over `n` records: sizes from `cuts`, cycled.
+    pub fn batches(&self, n: usize) -> Vec<std::ops::Range<usize>> {
+        let mut out = Vec::new();
+        let mut at = 0;
+        let mut i = 0;
+        while at < n {
+            let size = self
+                .cuts
+                .get(i % self.cuts.len().max(1))
+                .map_or(n, |c| (*c as usize).max(1));
+            let end = (at + size).min(n);
+            out.push(at..end);
+            at = end;
+            i += 1;
+        }
+        out
+    }
+}
+
+/// One step of a generated session for the pressure view.
+#[derive(Arbitrary, Debug, Clone)]
+pub enum SurfaceOp {
+    Header {
+        system: u8,
+        tools: u8,
+        window: Option<u32>,
+    },
+    Message {
+        len: u8,
+        cjk: bool,
+    },
+    Sample {
+        input: u16,
+        cache_read: u32,
+        cache_creation: u16,
+        with_message: bool,
+    },
+    /// A replacement span; each end either picks a node of the log so far or is a raw seq.
+    Replace {
+        from: SeqPick,
+        to: SeqPick,
+        with_message: bool,
+    },
+    /// A replacement whose `replaces` is not a span object.
+    BadReplace(u8),
+    /// A frame already applied, sent again.
+    Redeliver(u8),
+    /// A frame with a message and no seq.
+    NoSeq,
+    /// A frame that moves the cursor only.
+    Quiet,
+    /// A sub-agent's message: not this session's context.
+    Sub,
+}
+
+#[derive(Arbitrary, Debug, Clone, Copy)]
+pub enum SeqPick {
+    /// The seq of the n-th message-bearing frame so far (modulo their count).
+    Node(u8),
+    Raw(u64),
+    Huge,
+}
+
+/// A generated session: it may start mid-stream (partial).
+#[derive(Arbitrary, Debug, Clone)]
+pub struct GenSession {
+    pub start_seq: u8,
+    pub ops: Vec<SurfaceOp>,
+    pub cuts: Vec<u8>,
+}
+
+impl GenSession {
+    pub fn from_bytes(data: &[u8]) -> Result<GenSession> {
+        GenSession::arbitrary_take_rest(Unstructured::new(data))
+    }
+
+    pub fn from_seed(seed: u64, len: usize) -> GenSession {
+        let bytes = seeded_bytes(seed, len);
+        GenSession::arbitrary_take_rest(Unstructured::new(&bytes)).expect("take_rest never fails")
+    }
+
+    /// The session's frames as records of session `s`, in log order.
+    pub fn records(&self) -> Vec<Rec> {
+        let mut seq = self.start_seq as u64;
+        let mut sent: Vec<Vec<u8>> = Vec::new();
+        let mut nodes: Vec<u64> = Vec::new();
+        let mut out = Vec::new();
+        for op in &self.ops {
+            let mut v = json!({"session_id": "s", "seq": seq, "timestamp": format!("t{seq}")});
+            let mut node = false;
+            match op {
+                SurfaceOp::Header {
+                    system,
+                    tools,
+                    window,
+                } => {
+                    v["type"] = "request/header".into();
+                    if *system > 0 {
+                        v["system"] = "s".repeat(*system as usize).into();
+                    }
+                    if *tools > 0 {
+                        v["tools"] = json!([{"name": "t".repeat(*tools as usize)}]);
+                    }
+                    if let Some(w) = window {
+                        v["context_window"] = (*w).into();
+                    }
+                }
+                SurfaceOp::Message { len, cjk } => {
+                    v["type"] = "user/message".into();
+                    let unit = if *cjk { "中" } else { "a\\\"" };
+                    v["message"] = json!({"content": unit.repeat(*len as usize)});
+                    node = true;
+                }
+                SurfaceOp::Sample {
+                    input,
+                    cache_read,
+                    cache_creation,
+                    with_message,
+                } => {
+                    v["type"] = "assistant/message".into();
+                    v["usage"] = json!({"input_tokens": input, "cache_read_input_tokens": cache_read,
+                        "cache_creation_input_tokens": cache_creation, "output_tokens": 1});
+                    if *with_message {
+                        v["message"] = json!({"content": "ok"});
+                        node = true;
+                    }
+                }
+                SurfaceOp::Replace {
+                    from,
+                    to,
+                    with_message,
+                } => {
+                    let pick = |p: &SeqPick| match p {
+                        SeqPick::Node(i) if !nodes.is_empty() => nodes[*i as usize % nodes.len()],
+                        SeqPick::Node(i) => *i as u64,
+                        SeqPick::Raw(r) => *r,
+                        SeqPick::Huge => u64::MAX,
+                    };
+                    v["type"] = "user/message".into();
+                    v["replaces"] = json!({"from_seq": pick(from), "to_seq": pick(to)});
+                    if *with_message {
+                        v["message"] = json!({"content": "summary"});
+                    }
+                    node = true;
+                }
+                SurfaceOp::BadReplace(k) => {
+                    v["type"] = "user/message".into();
+                    v["replaces"] = match k % 4 {
+                        0 => json!({"from_seq": -1, "to_seq": 2}),
+                        1 => json!({"from_seq": 1}),
+                        2 => json!([1, 2]),
+                        _ => json!({"from_seq": 1.5, "to_seq": "2"}),
+                    };
+                    node = true;
+                }
+                SurfaceOp::Redeliver(back) => {
+                    if !sent.is_empty() {
+                        let i = sent.len() - 1 - (*back as usize % sent.len());
+                        out.push((Some(b"s".to_vec()), sent[i].clone()));
+                    }
+                    continue;
+                }
+                SurfaceOp::NoSeq => {
+                    let v = json!({"type": "user/message", "session_id": "s", "message": "x"});
+                    out.push((Some(b"s".to_vec()), v.to_string().into_bytes()));
+                    continue;
+                }
+                SurfaceOp::Quiet => v["type"] = "tool/use".into(),
+                SurfaceOp::Sub => {
+                    v["type"] = "user/message".into();
+                    v["message"] = "sub".into();
+                    v["extras"] = json!({"parent_tool_use_id": "toolu_x"});
+                }
+            }
+            if node {
+                nodes.push(seq);
+            }
+            let bytes = v.to_string().into_bytes();
+            sent.push(bytes.clone());
+            out.push((Some(b"s".to_vec()), bytes));
+            seq += 1;
+        }
+        out
+    }
+
+    pub fn batches(&self, n: usize) -> Vec<std::ops::Range<usize>> {
+        GenLog {
+            frames: Vec::new(),
+            cuts: self.cuts.clone(),
+            keyed: true,
+        }
+        .batches(n)
+    }
+}
+
+/// splitmix64 bytes: a seeded, portable stream for property tests.
+pub fn seeded_bytes(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed;
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        out.extend_from_slice(&z.to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds the SmartModule to target/wasm/wasm32-unknown-unknown/release/agent_fold_smartmodule.wasm.
+# rustup's wasm32 target where it is (or installs), else Debian's toolchain that builds std from
+# source (see ../shared/TOOLCHAIN.md). Each toolchain keeps its own target dir.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=target/wasm/wasm32-unknown-unknown/release/agent_fold_smartmodule.wasm
+
+if rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
+  route=rustup
+elif command -v rustup >/dev/null && echo "build-wasm: installing rustup's wasm32-unknown-unknown target" >&2 \
+     && timeout 300 rustup target add wasm32-unknown-unknown >&2; then
+  route=rustup
+else
+  route=debian
+fi
+
+if [[ $route == rustup ]]; then
+  cargo build --release --locked --target wasm32-unknown-unknown -p agent-fold-smartmodule \
+    --target-dir target/wasm
+else
+  if ! [[ -x /usr/bin/cargo && -d /usr/lib/rustlib/src/rust/library ]] || ! command -v rust-lld >/dev/null; then
+    echo "build-wasm: installing Debian's rustc-web cargo-web rust-web-src lld-22" >&2
+    apt-get update -q >&2
+    apt-get install -y -q rustc-web cargo-web rust-web-src lld-22 >&2
+  fi
+  RUSTC_BOOTSTRAP=1 PATH=/usr/bin:$PATH /usr/bin/cargo build --release \
+    --target wasm32-unknown-unknown -Zbuild-std=std,panic_abort -p agent-fold-smartmodule \
+    --target-dir target/wasm-debian
+  mkdir -p "$(dirname "$out")"
+  cp target/wasm-debian/wasm32-unknown-unknown/release/agent_fold_smartmodule.wasm "$out"
+fi
+echo "build-wasm: $out ($(wc -c <"$out") bytes, via $route)" >&2
