@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the SmartModule to target/wasm/wasm32-unknown-unknown/release/agent_fold_smartmodule.wasm.
+# Builds the SmartModule to target/wasm/wasm32-unknown-unknown/release/agent_fold_smartmodule.wasm,
+# and the bench's identity fixture (agent_fold_identity.wasm) next to it.
 # rustup's wasm32 target where it is (or installs), else Debian's toolchain that builds std from
 # source (see ../shared/TOOLCHAIN.md). Each toolchain keeps its own target dir.
 set -euo pipefail
@@ -17,7 +18,7 @@ fi
 
 if [[ $route == rustup ]]; then
   cargo build --release --locked --target wasm32-unknown-unknown -p agent-fold-smartmodule \
-    --target-dir target/wasm
+    -p agent-fold-identity --target-dir target/wasm
 else
   if ! [[ -x /usr/bin/cargo && -d /usr/lib/rustlib/src/rust/library ]] || ! command -v rust-lld >/dev/null; then
     echo "build-wasm: installing Debian's rustc-web cargo-web rust-web-src lld-22" >&2
@@ -26,8 +27,9 @@ else
   fi
   RUSTC_BOOTSTRAP=1 PATH=/usr/bin:$PATH /usr/bin/cargo build --release \
     --target wasm32-unknown-unknown -Zbuild-std=std,panic_abort -p agent-fold-smartmodule \
-    --target-dir target/wasm-debian
+    -p agent-fold-identity --target-dir target/wasm-debian
   mkdir -p "$(dirname "$out")"
-  cp target/wasm-debian/wasm32-unknown-unknown/release/agent_fold_smartmodule.wasm "$out"
+  cp target/wasm-debian/wasm32-unknown-unknown/release/agent_fold_{smartmodule,identity}.wasm \
+    "$(dirname "$out")/"
 fi
 echo "build-wasm: $out ($(wc -c <"$out") bytes, via $route)" >&2

@@ -100,7 +100,17 @@ impl Instance {
 
     /// One invocation. `base_offset` is the first record's offset, for error reports.
     pub fn process(&mut self, records: &[Rec], base_offset: i64) -> Result<Vec<Rec>> {
-        let records: Vec<Record> = records.iter().map(Rec::to_record).collect();
+        // Each record carries its offset within the invocation, as in an SPU's batch: the
+        // module's error names `base_offset + offset_delta` of the record it refuses.
+        let records: Vec<Record> = records
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let mut rec = r.to_record();
+                rec.preamble.set_offset_delta(i as i64);
+                rec
+            })
+            .collect();
         let mut input = SmartModuleInput::try_from_records(records, 22)?;
         input.set_base_offset(base_offset);
         let output = self.chain.process(input)?;

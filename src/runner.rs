@@ -1,31 +1,42 @@
 //! `agent-fold run`: feeds a JSONL log to the SmartModule in invocations of `--batch` records,
 //! exactly as a consumer with the module attached would see it.
 
-use std::io::{Read, Write};
+use std::borrow::Cow;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
-use agent_fold_core::{Emit, FrameView, Processor, RecordIn};
+use agent_fold_core::{Adapter, Emit, FrameView, Input, Processor, RecordIn};
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::Value;
 
 use crate::engine::{Instance, Rec, default_wasm_path, read_wasm};
-use crate::jsonl;
+use crate::{logs, plot};
 
 pub const USAGE: &str = "\
 usage: agent-fold run [--wasm FILE | --native] [-e KEY=VALUE]... [--batch N] [--lookback FILE]
-                      [--pressure-out FILE] [--checkpoint-in FILE] [--checkpoint-out FILE]
-                      [INPUT.jsonl | -]
+                      [--input FORMAT] [--pressure-out FILE] [--plot FILE.svg]
+                      [--checkpoint-in FILE] [--checkpoint-out FILE] [INPUT.jsonl | DIR | -]
+       agent-fold accuracy [--input FORMAT] PATH...
+       agent-fold corpus --records N [--seed S]
 
 Runs the agent-fold SmartModule over a JSONL agent log, one line per record (key: the line's
-session_id), and prints every output record's value as one line on stdout.
+session_id), and prints every output record's value as one line on stdout. A progress bar
+shows on stderr when it is a terminal.
 
   --wasm FILE          the SmartModule to run in fluvio-smartengine (default: the project's build)
   --native             run the core library instead of the .wasm (same output, no engine)
   -e KEY=VALUE         a module param (emit, subagents, counter_type, capacity, max_sessions,
-                       malformed); repeatable
-  --batch N            records per invocation (default 1000)
+                       malformed, input); repeatable
+  --batch N            records (log lines) per invocation (default 1000)
   --lookback FILE      records replayed through look_back before the input
+  --input FORMAT       the log is an agent's own: claude-code, claude-stream, codex (or auto to
+                       detect it); its lines are adapted to frames here, --batch lines to an
+                       invocation, before the module sees them (the same output as the module's
+                       own -e input=FORMAT). A claude-code DIR is a session directory: the
+                       transcript beside it and its subagents/*.jsonl, merged by time
   --pressure-out FILE  also run an emit=pressure instance and write its records to FILE
+  --plot FILE.svg      draw the session's pressureTokens, projectedTokens, capacity and
+                       compactions over time (runs an emit=pressure instance too)
   --checkpoint-in F    resume from a checkpoint (implies --native: a Fluvio module's state
   --checkpoint-out F   cannot leave the engine, so checkpoints are the library's)
 ";
@@ -42,6 +53,11 @@ pub struct RunArgs {
     pub checkpoint_in: Option<PathBuf>,
     pub checkpoint_out: Option<PathBuf>,
     pub input: Option<PathBuf>,
+    /// `--input FORMAT`: the log's format, adapted in the runner.
+    pub format: Option<Input>,
+    /// `--input auto`: detect the format from the log.
+    pub detect: bool,
+    pub plot: Option<PathBuf>,
 }
 
 impl RunArgs {
@@ -78,6 +94,15 @@ impl RunArgs {
                 "--pressure-out" => a.pressure_out = Some(value("--pressure-out")?.into()),
                 "--checkpoint-in" => a.checkpoint_in = Some(value("--checkpoint-in")?.into()),
                 "--checkpoint-out" => a.checkpoint_out = Some(value("--checkpoint-out")?.into()),
+                "--input" => match value("--input")?.as_str() {
+                    "auto" => a.detect = true,
+                    v => {
+                        a.format = Some(Input::parse(v).ok_or_else(|| {
+                            anyhow!("--input: {v:?} is none of auto, {}", Input::NAMES.join(", "))
+                        })?)
+                    }
+                },
+                "--plot" => a.plot = Some(value("--plot")?.into()),
                 "-" => a.input = None,
                 s if s.starts_with('-') => bail!("unknown option {s}\n\n{USAGE}"),
                 s => {
@@ -94,7 +119,20 @@ impl RunArgs {
             }
             a.native = true;
         }
+        if (a.format.is_some() || a.detect) && a.params.iter().any(|(k, _)| k == "input") {
+            bail!(
+                "--input adapts the log here, -e input=… in the module: choose one (same output)"
+            );
+        }
         Ok(a)
+    }
+
+    fn param(&self, key: &str) -> Option<&str> {
+        self.params
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -172,6 +210,15 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// Adds another invocation's counts.
+    pub fn add(&mut self, o: &Summary) {
+        self.records_in += o.records_in;
+        self.records_out += o.records_out;
+        self.subagent_dropped += o.subagent_dropped;
+        self.malformed_dropped += o.malformed_dropped;
+        self.counters_folded_away += o.counters_folded_away;
+    }
+
     pub fn of(input: &[Rec], output_len: usize, params: &[(String, String)]) -> Summary {
         let param = |k: &str| {
             params
@@ -215,17 +262,6 @@ impl std::fmt::Display for Summary {
     }
 }
 
-fn read_input(path: Option<&PathBuf>) -> Result<Vec<u8>> {
-    match path {
-        Some(p) => std::fs::read(p).with_context(|| format!("reading {}", p.display())),
-        None => {
-            let mut buf = Vec::new();
-            std::io::stdin().read_to_end(&mut buf)?;
-            Ok(buf)
-        }
-    }
-}
-
 fn write_lines(w: &mut impl Write, recs: &[Rec]) -> Result<()> {
     for r in recs {
         w.write_all(&r.value)?;
@@ -242,18 +278,62 @@ fn view_of(params: &[(String, String)]) -> &str {
         .map_or("frames", |(_, v)| v.as_str())
 }
 
+/// A progress bar over `len` log lines on stderr, hidden when stderr is not a terminal.
+fn progress_bar(len: usize) -> indicatif::ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let pb = indicatif::ProgressBar::new(len as u64);
+    pb.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} lines ({per_sec}, {eta} left)",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    pb
+}
+
 /// `agent-fold run`. Returns the summary of the main instance's run.
 pub fn run(args: &RunArgs) -> Result<Summary> {
-    let input = jsonl::records(&read_input(args.input.as_ref())?);
+    let input = logs::read_records(args.input.as_deref())?;
+    // The log's format: adapted here with --input; with -e input=… the module adapts, and a
+    // shadow adapter here sees the same frames for the summary and the plot's marks.
+    let format = match (args.format, args.detect) {
+        (Some(f), _) => Some(f),
+        (None, true) => Some(logs::detect(&input).ok_or_else(|| {
+            anyhow!("--input auto: cannot tell the log's format from its first lines")
+        })?),
+        (None, false) => match args.param("input") {
+            Some(v) => Some(Input::parse(v).ok_or_else(|| {
+                anyhow!("bad value {v:?} for param `input`: expected {}", Input::NAMES.join(", "))
+            })?),
+            None => None,
+        },
+    }
+    .filter(|f| *f != Input::AgentFold);
+    let adapt_here = args.format.is_some() || args.detect;
+    let max_sessions = args
+        .param("max_sessions")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(agent_fold_core::config::DEFAULT_MAX_SESSIONS);
+    let mut adapter = format.map(|f| Adapter::new(f, max_sessions));
     let history = match &args.lookback {
-        Some(p) => Some(jsonl::records(
-            &std::fs::read(p).with_context(|| format!("reading {}", p.display()))?,
-        )),
+        Some(p) => {
+            let lines = logs::read_records(Some(p))?;
+            Some(match (&mut adapter, adapt_here) {
+                (Some(a), true) => logs::adapt_chunk(a, &lines),
+                (Some(a), false) => {
+                    logs::adapt_chunk(a, &lines);
+                    lines
+                }
+                (None, _) => lines,
+            })
+        }
         None => None,
     };
     let mut main = Module::new(args, &args.params, history.as_deref())?;
-    let mut pressure = match &args.pressure_out {
-        Some(_) => {
+    let mut pressure = match args.pressure_out.is_some() || args.plot.is_some() {
+        true => {
             let mut params: Vec<_> = args
                 .params
                 .iter()
@@ -263,7 +343,7 @@ pub fn run(args: &RunArgs) -> Result<Summary> {
             params.push(("emit".into(), "pressure".into()));
             Some(Module::new(args, &params, history.as_deref())?)
         }
-        None => None,
+        false => None,
     };
     if let Some(p) = &args.checkpoint_in {
         let doc: Value = serde_json::from_slice(&std::fs::read(p)?)
@@ -271,6 +351,12 @@ pub fn run(args: &RunArgs) -> Result<Summary> {
         restore(&mut main, doc.get("main"))?;
         if let Some(pm) = &mut pressure {
             restore(pm, doc.get("pressure"))?;
+        }
+        if let Some(a) = &mut adapter {
+            let state = doc.get("adapter").ok_or_else(|| {
+                anyhow!("the checkpoint has no adapter state for input={}", a.input().name())
+            })?;
+            a.restore(state).map_err(|e| anyhow!("{e}"))?;
         }
     }
 
@@ -282,19 +368,39 @@ pub fn run(args: &RunArgs) -> Result<Summary> {
         )),
         None => None,
     };
-    let mut n_out = 0;
+    let mut summary = Summary::default();
+    let mut marks = plot::Marks::default();
+    let mut pressure_recs = Vec::new();
+    let pb = progress_bar(input.len());
     for (i, chunk) in input.chunks(args.batch).enumerate() {
         let base = (i * args.batch) as i64;
-        let recs = main.process(chunk, base)?;
-        n_out += recs.len();
+        let frames: Cow<[Rec]> = match &mut adapter {
+            Some(a) => Cow::Owned(logs::adapt_chunk(a, chunk)),
+            None => Cow::Borrowed(chunk),
+        };
+        let fed: &[Rec] = if adapt_here { &frames } else { chunk };
+        let recs = main.process(fed, base)?;
+        summary.add(&Summary::of(&frames, recs.len(), &args.params));
         write_lines(&mut out, &recs)?;
-        if let (Some(pm), Some(w)) = (&mut pressure, &mut pout) {
-            write_lines(w, &pm.process(chunk, base)?)?;
+        if let Some(pm) = &mut pressure {
+            let precs = pm.process(fed, base)?;
+            if let Some(w) = &mut pout {
+                write_lines(w, &precs)?;
+            }
+            if args.plot.is_some() {
+                marks.note(&frames);
+                pressure_recs.extend(precs);
+            }
         }
+        pb.inc(chunk.len() as u64);
     }
+    pb.finish_and_clear();
     out.flush()?;
     if let Some(w) = &mut pout {
         w.flush()?;
+    }
+    if let Some(path) = &args.plot {
+        plot::render(path, &plot::panels(&pressure_recs, &marks))?;
     }
     if let Some(p) = &args.checkpoint_out {
         let mut doc = serde_json::Map::new();
@@ -302,9 +408,12 @@ pub fn run(args: &RunArgs) -> Result<Summary> {
         if let Some(pm) = &pressure {
             doc.insert("pressure".into(), checkpoint(pm)?);
         }
+        if let Some(a) = &adapter {
+            doc.insert("adapter".into(), a.checkpoint());
+        }
         std::fs::write(p, Value::Object(doc).to_string())?;
     }
-    Ok(Summary::of(&input, n_out, &args.params))
+    Ok(summary)
 }
 
 fn checkpoint(m: &Module) -> Result<Value> {
@@ -332,6 +441,8 @@ pub fn main_with(args: &[String]) -> Result<i32> {
             }
             Ok(0)
         }
+        Some("corpus") => crate::corpus::main_with(&args[1..]),
+        Some("accuracy") => crate::accuracy::main_with(&args[1..]),
         Some("-h" | "--help" | "help") => {
             print!("{USAGE}");
             Ok(0)

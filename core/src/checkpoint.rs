@@ -61,13 +61,17 @@ fn count(obj: &Map<String, Value>, name: &str) -> Result<Option<u64>, Checkpoint
     }
 }
 
+/// The `stateVersion` of a document or session; a refusal names the value it found as JSON
+/// (`4`, `"3"`, `3.0`), since a string or float that merely looks right is refused too.
 fn version(obj: &Map<String, Value>) -> Result<u64, CheckpointError> {
-    match obj.get("stateVersion").and_then(Value::as_u64) {
-        Some(v @ 1..=3) => Ok(v),
-        Some(v) => err(format!(
-            "stateVersion {v} is not one this build reads (1, 2 or 3)"
-        )),
-        None => err("`stateVersion` is missing or not an integer"),
+    match obj.get("stateVersion") {
+        Some(v) => match v.as_u64() {
+            Some(n @ 1..=3) => Ok(n),
+            _ => err(format!(
+                "stateVersion {v} is not one this build reads (1, 2 or 3)"
+            )),
+        },
+        None => err("`stateVersion` is missing"),
     }
 }
 

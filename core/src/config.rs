@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+pub use crate::adapt::Input;
+
 /// Which view an instance serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum View {
@@ -37,6 +39,8 @@ pub struct Config {
     pub capacity: Option<u64>,
     pub max_sessions: usize,
     pub malformed: Malformed,
+    /// The records' format: frames as they are, or an agent's log to adapt first.
+    pub input: Input,
 }
 
 pub const DEFAULT_COUNTER_TYPE: &str = "thinking/tokens";
@@ -53,6 +57,7 @@ impl Default for Config {
             capacity: None,
             max_sessions: DEFAULT_MAX_SESSIONS,
             malformed: Malformed::Pass,
+            input: Input::AgentFold,
         }
     }
 }
@@ -69,13 +74,14 @@ impl fmt::Display for ParamError {
 
 impl std::error::Error for ParamError {}
 
-pub const PARAMS: [&str; 6] = [
+pub const PARAMS: [&str; 7] = [
     "emit",
     "subagents",
     "counter_type",
     "capacity",
     "max_sessions",
     "malformed",
+    "input",
 ];
 
 fn bad(key: &str, value: &str, expected: &str) -> ParamError {
@@ -138,6 +144,12 @@ impl Config {
                         _ => return Err(bad(key, value, "pass, drop or fail")),
                     }
                 }
+                "input" => {
+                    c.input = match Input::parse(value) {
+                        Some(i) => i,
+                        None => return Err(bad(key, value, &Input::NAMES.join(", "))),
+                    }
+                }
                 _ => {
                     return Err(ParamError(format!(
                         "agent-fold: unknown param `{key}` (known: {})",
@@ -168,6 +180,7 @@ mod tests {
             ("capacity", "200000"),
             ("max_sessions", "3"),
             ("malformed", "fail"),
+            ("input", "codex"),
         ])
         .unwrap();
         assert_eq!(c.view, View::Pressure);
@@ -176,6 +189,17 @@ mod tests {
         assert_eq!(c.capacity, Some(200_000));
         assert_eq!(c.max_sessions, 3);
         assert_eq!(c.malformed, Malformed::Fail);
+        assert_eq!(c.input, Input::Codex);
+    }
+
+    #[test]
+    fn every_input_is_read() {
+        for name in Input::NAMES {
+            let c = Config::from_params([("input", name)]).unwrap();
+            assert_eq!(c.input.name(), name);
+        }
+        let e = Config::from_params([("input", "claude")]).unwrap_err();
+        assert!(e.0.contains("`input`") && e.0.contains("claude-stream"), "{e}");
     }
 
     #[test]
@@ -189,6 +213,8 @@ mod tests {
             ("max_sessions", "0"),
             ("max_sessions", "many"),
             ("malformed", "ignore"),
+            ("input", "json"),
+            ("input", ""),
             ("colour", "blue"),
         ] {
             let e = Config::from_params([(k, v)]).unwrap_err();

@@ -118,19 +118,32 @@ impl Surface {
         if self.floor.is_none() {
             self.floor = Some(node.seq);
         }
-        let removed = |nodes: &[Node]| nodes.iter().fold(0u64, |s, n| s.saturating_add(n.tokens));
+        // The nodes always add up within a u64 (`total` is exact): what a span removes is
+        // part of `total`, and a new node keeps only the tokens that still fit. Saturating
+        // the total instead left nodes adding up past 2^64 after a restored surface of
+        // near-2^64 tokens took one more message: a checkpoint the module wrote and then
+        // refused to restore (fuzz target `checkpoint_restore`), and a total that stopped
+        // being Σ of the nodes once a span was replaced. Only absurd restored figures clip.
+        let removed = |nodes: &[Node]| nodes.iter().map(|n| n.tokens).sum::<u64>();
+        match plan {
+            Plan::Append => {}
+            Plan::Splice { start, end } => self.total -= removed(&self.nodes[start..end]),
+            Plan::FrontCut { end } => self.total -= removed(&self.nodes[..end]),
+        }
+        let node = Node {
+            tokens: node.tokens.min(u64::MAX - self.total),
+            ..node
+        };
         match plan {
             Plan::Append => self.nodes.push(node),
             Plan::Splice { start, end } => {
-                self.total = self.total.saturating_sub(removed(&self.nodes[start..end]));
                 self.nodes.splice(start..end, [node]);
             }
             Plan::FrontCut { end } => {
-                self.total = self.total.saturating_sub(removed(&self.nodes[..end]));
                 self.nodes.splice(..end, [node]);
             }
         }
-        self.total = self.total.saturating_add(node.tokens);
+        self.total += node.tokens;
     }
 }
 

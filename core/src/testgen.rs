@@ -5,6 +5,11 @@
 //! the fuzzers do, in seconds.
 
 use arbitrary::{Arbitrary, Result, Unstructured};
+
+pub mod checks;
+pub use checks::{
+    check_checkpoint_restore, check_fold_bytes, check_fold_invariants, check_surface_ranges,
+};
 use serde_json::{Value, json};
 
 /// A counter's `estimated_tokens_delta`, good and bad.
@@ -56,7 +61,12 @@ pub struct GenLog {
 /// A generated record: key and value.
 pub type Rec = (Option<Vec<u8>>, Vec<u8>);
 
-const OTHER_KINDS: [&str; 4] = ["user/message", "assistant/message", "tool/result", "compact/end"];
+const OTHER_KINDS: [&str; 4] = [
+    "user/message",
+    "assistant/message",
+    "tool/result",
+    "compact/end",
+];
 
 fn session_name(s: u8) -> String {
     format!("s{}", s % 4)
@@ -73,9 +83,11 @@ impl GenFrame {
                 folded,
             } => {
                 let s = session_name(*session);
-                let mut v = json!({"type": "thinking/tokens", "id": format!("c{n}"), "session_id": s});
+                let mut v =
+                    json!({"type": "thinking/tokens", "id": format!("c{n}"), "session_id": s});
                 if *stamped {
-                    v["timestamp"] = format!("2026-11-29T10:{:02}:{:02}Z", n / 60 % 60, n % 60).into();
+                    v["timestamp"] =
+                        format!("2026-11-29T10:{:02}:{:02}Z", n / 60 % 60, n % 60).into();
                 }
                 let d: Option<Value> = match delta {
                     Delta::Small(d) => Some((*d).into()),
@@ -91,19 +103,28 @@ impl GenFrame {
                 }
                 if let Some((frames, from_ok)) = folded {
                     v["folded_frames"] = (*frames).into();
-                    v["folded_from"] = if *from_ok { format!("f{n}").into() } else { Value::Null };
+                    v["folded_from"] = if *from_ok {
+                        format!("f{n}").into()
+                    } else {
+                        Value::Null
+                    };
                 }
                 (Some(s), v.to_string().into_bytes())
             }
             GenFrame::Other { session, kind } => {
                 let s = session_name(*session);
                 let kind = OTHER_KINDS[*kind as usize % OTHER_KINDS.len()];
-                let v = json!({"type": kind, "id": format!("o{n}"), "session_id": s, "timestamp": "t"});
+                let v =
+                    json!({"type": kind, "id": format!("o{n}"), "session_id": s, "timestamp": "t"});
                 (Some(s), v.to_string().into_bytes())
             }
             GenFrame::Sub { session, counter } => {
                 let s = session_name(*session);
-                let kind = if *counter { "thinking/tokens" } else { "assistant/message" };
+                let kind = if *counter {
+                    "thinking/tokens"
+                } else {
+                    "assistant/message"
+                };
                 let v = json!({"type": kind, "id": format!("x{n}"), "session_id": s, "timestamp": "t",
                     "estimated_tokens_delta": 3, "extras": {"parent_tool_use_id": "toolu_sub"}});
                 (Some(s), v.to_string().into_bytes())
@@ -139,7 +160,11 @@ impl GenLog {
             .enumerate()
             .map(|(n, f)| {
                 let (s, body) = f.render(n);
-                let key = if self.keyed { s.map(String::into_bytes) } else { None };
+                let key = if self.keyed {
+                    s.map(String::into_bytes)
+                } else {
+                    None
+                };
                 (key, body)
             })
             .collect()

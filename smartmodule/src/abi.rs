@@ -38,12 +38,14 @@ unsafe fn input(ptr: *mut u8, len: usize) -> Vec<u8> {
     unsafe { Vec::from_raw_parts(ptr, len, len) }
 }
 
-fn records(bytes: Vec<u8>, version: i16) -> Option<(SmartModuleInput, Vec<Record>)> {
+/// The invocation's base offset and records.
+fn records(bytes: Vec<u8>, version: i16) -> Option<(i64, Vec<Record>)> {
     let mut input = SmartModuleInput::default();
     input.decode(&mut Cursor::new(bytes), version).ok()?;
+    let base_offset = input.base_offset();
     #[allow(deprecated)]
-    let records = input.clone().try_into_records(version).ok()?;
-    Some((input, records))
+    let records = input.try_into_records(version).ok()?;
+    Some((base_offset, records))
 }
 
 #[unsafe(no_mangle)]
@@ -71,7 +73,7 @@ pub unsafe extern "C" fn init(ptr: *mut u8, len: usize, version: i16) -> i32 {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn array_map(ptr: *mut u8, len: usize, version: i16) -> i32 {
     let bytes = unsafe { input(ptr, len) };
-    let Some((input, records)) = records(bytes, version) else {
+    let Some((base_offset, records)) = records(bytes, version) else {
         return SmartModuleTransformErrorStatus::DecodingBaseInput as i32;
     };
     let mut output = SmartModuleOutput::default();
@@ -80,7 +82,7 @@ pub unsafe extern "C" fn array_map(ptr: *mut u8, len: usize, version: i16) -> i3
         Err((e, record)) => {
             output.error = Some(SmartModuleTransformRuntimeError::new(
                 &record,
-                input.base_offset(),
+                base_offset,
                 SmartModuleKind::ArrayMap,
                 eyre!("{}", e.message),
             ));

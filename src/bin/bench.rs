@@ -1,0 +1,743 @@
+//! `bench`: agent-fold's performance, side by side, in one process, on one corpus.
+//!
+//! - the identity `array_map` module in fluvio-smartengine (the floor any module pays),
+//! - the agent-fold `.wasm` in the engine, frames view and pressure view, at batch 1, 100, 10,000,
+//! - the native core for both views at the same batches,
+//! - a naive baseline: every record parsed into a `serde_json::Value` and serialised again.
+//!
+//! Then per-session state, measured with a counting global allocator on the native core, and
+//! memory over a 1M-record stream with `max_sessions` bounding it.
+//!
+//! `scripts/bench.sh [--quick]` builds what this needs and runs it.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use agent_fold::corpus::{Corpus, CorpusConfig};
+use agent_fold::engine::{Rec, default_wasm_path, read_wasm};
+use agent_fold_core::{Emit, Processor, RecordIn};
+use anyhow::{Result, anyhow, bail};
+use fluvio_smartengine::{SmartEngine, SmartModuleChainBuilder, SmartModuleConfig};
+use fluvio_smartmodule::Record;
+use fluvio_smartmodule::dataplane::smartmodule::SmartModuleInput;
+
+// ---------------------------------------------------------------------------------------------
+// A counting allocator: live and peak heap bytes, as requested (not as malloc rounds them).
+
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+fn grew(n: usize) {
+    let now = LIVE.fetch_add(n, Relaxed) + n;
+    PEAK.fetch_max(now, Relaxed);
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) };
+        LIVE.fetch_sub(layout.size(), Relaxed);
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            LIVE.fetch_sub(layout.size(), Relaxed);
+            grew(new_size);
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+fn live() -> usize {
+    LIVE.load(Relaxed)
+}
+
+/// Starts a peak measurement at the current live bytes.
+fn reset_peak() -> usize {
+    let now = live();
+    PEAK.store(now, Relaxed);
+    now
+}
+
+fn peak() -> usize {
+    PEAK.load(Relaxed)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resident memory from /proc/self/status.
+
+fn status_kb(field: &str) -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    s.lines()
+        .find(|l| l.starts_with(field))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Resets VmHWM to the current RSS (`5` to clear_refs); false where the kernel refuses.
+fn reset_hwm() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+/// Measures the peak RSS growth over a phase: VmHWM at its end minus VmRSS at its start.
+struct RssProbe {
+    start_kb: Option<u64>,
+    reset: bool,
+}
+
+impl RssProbe {
+    fn start() -> RssProbe {
+        let reset = reset_hwm();
+        RssProbe {
+            start_kb: status_kb("VmRSS:"),
+            reset,
+        }
+    }
+    fn growth_mib(&self) -> Option<f64> {
+        if !self.reset {
+            return None;
+        }
+        let hwm = status_kb("VmHWM:")?;
+        Some(hwm.saturating_sub(self.start_kb?) as f64 / 1024.0)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/// FNV-1a over the output records, to check that two runs emitted the same bytes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Digest(u64);
+
+impl Digest {
+    fn new() -> Digest {
+        Digest(0xcbf2_9ce4_8422_2325)
+    }
+    fn add(&mut self, key: Option<&[u8]>, value: &[u8]) {
+        let mut eat = |bytes: &[u8]| {
+            for b in bytes {
+                self.0 = (self.0 ^ *b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        };
+        match key {
+            Some(k) => {
+                eat(&[1]);
+                eat(&(k.len() as u64).to_le_bytes());
+                eat(k);
+            }
+            None => eat(&[0]),
+        }
+        eat(&(value.len() as u64).to_le_bytes());
+        eat(value);
+    }
+}
+
+struct Row {
+    name: String,
+    batch: Option<usize>,
+    time: Duration,
+    records: usize,
+    bytes: u64,
+    fuel: Option<u64>,
+    rss_mib: Option<f64>,
+    heap_mib: f64,
+    out: usize,
+    digest: Digest,
+}
+
+impl Row {
+    fn secs(&self) -> f64 {
+        self.time.as_secs_f64().max(1e-9)
+    }
+    fn rps(&self) -> f64 {
+        self.records as f64 / self.secs()
+    }
+    fn mbps(&self) -> f64 {
+        self.bytes as f64 / 1e6 / self.secs()
+    }
+}
+
+const VERSION: i16 = 22;
+
+fn params(view: &str) -> Vec<(String, String)> {
+    vec![("emit".to_string(), view.to_string())]
+}
+
+/// One module in the engine over the corpus, `batch` records an invocation. Times only
+/// `chain.process` (writing the input into the module, the module, reading its output back);
+/// building each invocation's input from the records is done outside the clock, as the SPU
+/// hands the engine a batch it already holds.
+fn engine_phase(
+    engine: &SmartEngine,
+    name: &str,
+    wasm: &[u8],
+    params: &[(String, String)],
+    corpus: &[Rec],
+    batch: usize,
+) -> Result<Row> {
+    let mut config = SmartModuleConfig::builder();
+    config.smartmodule_names(vec!["agent-fold".to_string()]);
+    for (k, v) in params {
+        config.param(k.clone(), v.clone());
+    }
+    let config = config.build().map_err(|e| anyhow!("{e}"))?;
+    let mut builder = SmartModuleChainBuilder::default();
+    builder.add_smart_module(config, wasm.to_vec());
+    let mut chain = builder
+        .initialize(engine)
+        .map_err(|e| anyhow!("{name}: {e:#}"))?;
+    let _ = chain.metrics_export(); // zero the counters
+
+    let rss = RssProbe::start();
+    let heap0 = reset_peak();
+    let mut time = Duration::ZERO;
+    let mut out = 0;
+    let mut digest = Digest::new();
+    for (i, chunk) in corpus.chunks(batch).enumerate() {
+        let records: Vec<Record> = chunk
+            .iter()
+            .map(|r| match &r.key {
+                Some(k) => Record::new_key_value(k.clone(), r.value.clone()),
+                None => Record::new(r.value.clone()),
+            })
+            .collect();
+        let mut input = SmartModuleInput::try_from_records(records, VERSION)?;
+        input.set_base_offset((i * batch) as i64);
+        let t = Instant::now();
+        let output = chain.process(input)?;
+        time += t.elapsed();
+        if let Some(e) = output.error {
+            bail!("{name}: {e}");
+        }
+        out += output.successes.len();
+        for r in &output.successes {
+            digest.add(r.key().map(|k| k.as_ref()), r.value().as_ref());
+        }
+    }
+    let heap_mib = (peak() - heap0) as f64 / (1 << 20) as f64;
+    let fuel = chain
+        .metrics_export()
+        .remove("agent-fold")
+        .map(|m| m.fuel_used());
+    Ok(Row {
+        name: name.to_string(),
+        batch: Some(batch),
+        time,
+        records: corpus.len(),
+        bytes: corpus.iter().map(|r| r.value.len() as u64).sum(),
+        fuel,
+        rss_mib: rss.growth_mib(),
+        heap_mib,
+        out,
+        digest,
+    })
+}
+
+fn inputs(corpus: &[Rec]) -> Vec<RecordIn<'_>> {
+    corpus
+        .iter()
+        .map(|r| RecordIn::new(r.key.as_deref(), &r.value))
+        .collect()
+}
+
+/// The native core over the corpus; times `Processor::process` only.
+fn native_phase(name: &str, view: &str, corpus: &[Rec], batch: usize) -> Result<Row> {
+    let ins = inputs(corpus);
+    let mut p = Processor::from_params([("emit", view)])?;
+    let rss = RssProbe::start();
+    let heap0 = reset_peak();
+    let mut time = Duration::ZERO;
+    let mut out = 0;
+    let mut digest = Digest::new();
+    for (c, chunk) in ins.chunks(batch).enumerate() {
+        let t = Instant::now();
+        let emits = p.process(chunk).map_err(|e| anyhow!("{name}: {e}"))?;
+        time += t.elapsed();
+        out += emits.len();
+        let base = c * batch;
+        for e in &emits {
+            match e {
+                Emit::Pass(i) => {
+                    digest.add(corpus[base + i].key.as_deref(), &corpus[base + i].value)
+                }
+                Emit::Replace(i, v) => digest.add(corpus[base + i].key.as_deref(), v),
+                Emit::New { key, value, .. } => digest.add(Some(key), value),
+            }
+        }
+    }
+    Ok(Row {
+        name: name.to_string(),
+        batch: Some(batch),
+        time,
+        records: corpus.len(),
+        bytes: corpus.iter().map(|r| r.value.len() as u64).sum(),
+        fuel: None,
+        rss_mib: rss.growth_mib(),
+        heap_mib: (peak() - heap0) as f64 / (1 << 20) as f64,
+        out,
+        digest,
+    })
+}
+
+/// The naive baseline: parse every record into a `Value`, serialise it again.
+fn naive_phase(corpus: &[Rec]) -> Row {
+    let rss = RssProbe::start();
+    let heap0 = reset_peak();
+    let mut digest = Digest::new();
+    let t = Instant::now();
+    let mut outs = 0usize;
+    for r in corpus {
+        let v = match serde_json::from_slice::<serde_json::Value>(&r.value) {
+            Ok(v) => serde_json::to_vec(&v).expect("a Value serialises"),
+            Err(_) => r.value.clone(),
+        };
+        outs += v.len();
+        std::hint::black_box(&v);
+    }
+    let time = t.elapsed();
+    digest.add(None, &outs.to_le_bytes());
+    Row {
+        name: "naive serde_json::Value".to_string(),
+        batch: None,
+        time,
+        records: corpus.len(),
+        bytes: corpus.iter().map(|r| r.value.len() as u64).sum(),
+        fuel: None,
+        rss_mib: rss.growth_mib(),
+        heap_mib: (peak() - heap0) as f64 / (1 << 20) as f64,
+        out: corpus.len(),
+        digest,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-session state.
+
+fn uuid(n: u64) -> Vec<u8> {
+    format!(
+        "{:08x}-{:04x}-4{:03x}-a{:03x}-{:012x}",
+        n.wrapping_mul(0x9e37_79b9) as u32,
+        n & 0xffff,
+        n & 0xfff,
+        (n >> 12) & 0xfff,
+        n
+    )
+    .into_bytes()
+}
+
+/// Heap bytes per frames-view session: `n` sessions each seen with a user message and a
+/// counter (so each holds its run state), divided by `n`.
+fn frames_bytes_per_session(n: usize) -> Result<f64> {
+    let cap = n.to_string();
+    let mut p = Processor::from_params([("emit", "frames"), ("max_sessions", cap.as_str())])?;
+    let user = br#"{"type":"user/message","seq":0,"timestamp":"2026-11-29T10:00:00Z","message":{"role":"user","content":"hi"}}"#;
+    let counter = br#"{"type":"thinking/tokens","seq":1,"timestamp":"2026-11-29T10:00:01Z","estimated_tokens_delta":5}"#;
+    let mut at = 0;
+    let mut taken = 0;
+    while at < n {
+        let keys: Vec<Vec<u8>> = (at..(at + 1000).min(n)).map(|i| uuid(i as u64)).collect();
+        let mut recs = Vec::with_capacity(keys.len() * 2);
+        for k in &keys {
+            recs.push(RecordIn::new(Some(k), user));
+            recs.push(RecordIn::new(Some(k), counter));
+        }
+        let t0 = live();
+        let emits = p.process(&recs)?;
+        drop(emits);
+        drop(recs);
+        taken += live() as i64 - t0 as i64;
+        at += keys.len();
+    }
+    if p.sessions() != n {
+        bail!("expected {n} sessions, hold {}", p.sessions());
+    }
+    Ok(taken as f64 / n as f64)
+}
+
+/// Heap bytes per surface node of the pressure view: `sessions` sessions of `nodes` message
+/// frames each, divided by the node count (session overhead included).
+fn pressure_bytes_per_node(sessions: usize, nodes: usize) -> Result<(f64, f64)> {
+    let cap = sessions.to_string();
+    let mut p = Processor::from_params([("emit", "pressure"), ("max_sessions", cap.as_str())])?;
+    let keys: Vec<Vec<u8>> = (0..sessions).map(|i| uuid(i as u64)).collect();
+    let mut taken: i64 = 0;
+    let mut taken_empty: i64 = 0;
+    for seq in 0..nodes as u64 {
+        let values: Vec<Vec<u8>> = keys
+            .iter()
+            .map(|_| {
+                format!(
+                    r#"{{"type":"user/message","seq":{seq},"timestamp":"2026-11-29T10:00:00Z","message":{{"role":"user","content":"hello"}}}}"#
+                )
+                .into_bytes()
+            })
+            .collect();
+        let recs: Vec<RecordIn> = keys
+            .iter()
+            .zip(&values)
+            .map(|(k, v)| RecordIn::new(Some(k), v))
+            .collect();
+        let t0 = live();
+        let emits = p.process(&recs)?;
+        drop(emits);
+        let d = live() as i64 - t0 as i64;
+        if seq == 0 {
+            taken_empty = d;
+        }
+        taken += d;
+    }
+    // The first frame creates the session with one node: its bytes minus one node's share.
+    let per_node = taken as f64 / (sessions * nodes) as f64;
+    Ok((per_node, taken_empty as f64 / sessions as f64))
+}
+
+/// Streams `total` corpus records through one native view in invocations of 10,000; returns
+/// the live heap the processor holds at each quarter, and its session count.
+fn stream_memory(
+    view: &str,
+    max_sessions: usize,
+    total: usize,
+    seed: u64,
+) -> Result<Vec<(usize, i64, usize)>> {
+    let mut corpus = Corpus::new(CorpusConfig {
+        seed,
+        ..CorpusConfig::default()
+    });
+    let cap = max_sessions.to_string();
+    let mut p = Processor::from_params([("emit", view), ("max_sessions", cap.as_str())])?;
+    let mut held: i64 = 0;
+    let mut done = 0;
+    let mut marks = Vec::new();
+    let quarter = total / 4;
+    while done < total {
+        let chunk: Vec<Rec> = corpus.by_ref().take(10_000.min(total - done)).collect();
+        let ins = inputs(&chunk);
+        let t0 = live();
+        let emits = p.process(&ins)?;
+        drop(emits);
+        held += live() as i64 - t0 as i64;
+        done += chunk.len();
+        if done % quarter == 0 || done == total {
+            marks.push((done, held, p.sessions()));
+        }
+    }
+    Ok(marks)
+}
+
+// ---------------------------------------------------------------------------------------------
+
+struct Args {
+    quick: bool,
+    records: usize,
+    stream: usize,
+    seed: u64,
+    wasm: PathBuf,
+    identity: PathBuf,
+}
+
+fn parse_args() -> Result<Args> {
+    let mut quick = false;
+    let mut records = None;
+    let mut stream = None;
+    let mut seed = 42;
+    let wasm = default_wasm_path();
+    let mut identity = wasm.with_file_name("agent_fold_identity.wasm");
+    let mut wasm_arg = None;
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut num = |name: &str| -> Result<u64> {
+            it.next()
+                .and_then(|v| v.replace('_', "").parse().ok())
+                .ok_or_else(|| anyhow!("{name} takes an integer"))
+        };
+        match a.as_str() {
+            "--quick" => quick = true,
+            "--records" => records = Some(num("--records")? as usize),
+            "--stream" => stream = Some(num("--stream")? as usize),
+            "--seed" => seed = num("--seed")?,
+            "--wasm" => wasm_arg = it.next().map(PathBuf::from),
+            "--identity" => identity = it.next().map(PathBuf::from).unwrap_or(identity),
+            "-h" | "--help" => {
+                println!(
+                    "usage: bench [--quick] [--records N] [--stream N] [--seed S] [--wasm F] [--identity F]"
+                );
+                std::process::exit(0);
+            }
+            s => bail!("unknown option {s}"),
+        }
+    }
+    Ok(Args {
+        quick,
+        records: records.unwrap_or(if quick { 20_000 } else { 200_000 }),
+        stream: stream.unwrap_or(1_000_000),
+        seed,
+        wasm: wasm_arg.unwrap_or(wasm),
+        identity,
+    })
+}
+
+fn mib(bytes: i64) -> String {
+    format!("{:.2} MiB", bytes as f64 / (1 << 20) as f64)
+}
+
+fn main() -> Result<()> {
+    let args = parse_args()?;
+    let started = Instant::now();
+    let wasm = read_wasm(&args.wasm)?;
+    let identity = read_wasm(&args.identity)?;
+
+    eprintln!(
+        "bench: generating {} records (seed {})",
+        args.records, args.seed
+    );
+    let mut generator = Corpus::new(CorpusConfig {
+        seed: args.seed,
+        ..CorpusConfig::default()
+    });
+    let corpus: Vec<Rec> = generator.by_ref().take(args.records).collect();
+    let stats = generator.stats().clone();
+
+    let engine = SmartEngine::new();
+    let batches = [1usize, 100, 10_000];
+    let mut rows: Vec<Row> = Vec::new();
+    for &batch in &batches {
+        eprintln!("bench: engine, batch {batch}");
+        rows.push(engine_phase(
+            &engine,
+            "engine identity",
+            &identity,
+            &[],
+            &corpus,
+            batch,
+        )?);
+        rows.push(engine_phase(
+            &engine,
+            "engine frames",
+            &wasm,
+            &params("frames"),
+            &corpus,
+            batch,
+        )?);
+        rows.push(engine_phase(
+            &engine,
+            "engine pressure",
+            &wasm,
+            &params("pressure"),
+            &corpus,
+            batch,
+        )?);
+    }
+    eprintln!("bench: native");
+    for &batch in &batches {
+        rows.push(native_phase("native frames", "frames", &corpus, batch)?);
+        rows.push(native_phase("native pressure", "pressure", &corpus, batch)?);
+    }
+    rows.push(naive_phase(&corpus));
+
+    let find = |name: &str, batch: Option<usize>| {
+        rows.iter()
+            .find(|r| r.name == name && r.batch == batch)
+            .expect("a measured phase")
+    };
+    // The engine and the native core must agree byte for byte at every batch size.
+    let mut agree = Vec::new();
+    for &b in &batches {
+        for view in ["frames", "pressure"] {
+            let (e, n) = (
+                find(&format!("engine {view}"), Some(b)),
+                find(&format!("native {view}"), Some(b)),
+            );
+            agree.push((view, b, e.out == n.out && e.digest == n.digest));
+        }
+    }
+    let id = find("engine identity", Some(10_000));
+    if id.out != corpus.len() {
+        bail!(
+            "the identity module emitted {} of {} records",
+            id.out,
+            corpus.len()
+        );
+    }
+
+    eprintln!("bench: per-session state");
+    let fps_10k = frames_bytes_per_session(10_000)?;
+    let fps_100k = frames_bytes_per_session(100_000)?;
+    let (per_node_1, _) = pressure_bytes_per_node(1, 100_000)?;
+    let (per_node_1k, per_session_p) = pressure_bytes_per_node(1_000, 100)?;
+
+    let stream = if args.quick {
+        args.stream.min(400_000)
+    } else {
+        args.stream
+    };
+    eprintln!("bench: memory over a {stream}-record stream");
+    let mut flat = Vec::new();
+    for (view, cap) in [("frames", 256), ("pressure", 256), ("pressure", 10_000)] {
+        flat.push((view, cap, stream_memory(view, cap, stream, args.seed + 1)?));
+    }
+
+    // ----- the report -----
+    let mut md = String::new();
+    use std::fmt::Write as _;
+    let _ = writeln!(
+        md,
+        "# agent-fold bench ({} mode)\n\nCorpus (seed {}): {stats}.\n",
+        if args.quick { "quick" } else { "full" },
+        args.seed
+    );
+    let _ = writeln!(
+        md,
+        "| phase | batch | records/s | MB/s | fuel/record | peak RSS growth | peak heap growth | records out |"
+    );
+    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|");
+    for r in &rows {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {:.0} | {:.1} | {} | {} | {:.1} MiB | {} |",
+            r.name,
+            r.batch.map_or("–".to_string(), |b| b.to_string()),
+            r.rps(),
+            r.mbps(),
+            r.fuel.map_or("–".to_string(), |f| format!(
+                "{:.0}",
+                f as f64 / r.records as f64
+            )),
+            r.rss_mib
+                .map_or("n/a".to_string(), |m| format!("{m:.1} MiB")),
+            r.heap_mib,
+            r.out
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\nEngine rows time `chain.process` (input written into the module, the module, its output \
+         read back and decoded); native rows time `Processor::process`; naive times parse + \
+         serialise. MB/s counts record values in. fuel/record is fluvio-smartengine 0.50.1's \
+         `fuel_used` metric, which adds each invocation's fuel twice (transform and instance \
+         wrappers): halve it for wasm instructions. Peak RSS growth: VmHWM at the phase's end \
+         (reset through /proc/self/clear_refs at its start) minus VmRSS at its start — it \
+         includes the module's linear memory, which wasmtime maps outside the heap; peak heap \
+         growth: the counting allocator's peak minus live bytes at the phase's start (host side \
+         only)."
+    );
+    let ok = |b: bool| if b { "✓" } else { "✗ MISSED" };
+    let ratio = |a: &Row, b: &Row| a.rps() / b.rps();
+    let fr = ratio(find("engine frames", Some(10_000)), id);
+    let pr = ratio(find("engine pressure", Some(10_000)), id);
+    let nr = ratio(
+        find("native frames", Some(10_000)),
+        find("naive serde_json::Value", None),
+    );
+    let _ = writeln!(md, "\n## Ratios\n");
+    let _ = writeln!(
+        md,
+        "- frames in engine / identity, batch 10,000: **{fr:.2}** (target ≥ 0.8) {}",
+        ok(fr >= 0.8)
+    );
+    let _ = writeln!(
+        md,
+        "- pressure in engine / identity, batch 10,000: **{pr:.2}** (target ≥ 0.6) {}",
+        ok(pr >= 0.6)
+    );
+    let _ = writeln!(
+        md,
+        "- native frames / naive, batch 10,000: **{nr:.1}** (target ≥ 10) {}",
+        ok(nr >= 10.0)
+    );
+    for &b in &[1usize, 100] {
+        let _ = writeln!(
+            md,
+            "- batch {b}: frames / identity {:.2}, pressure / identity {:.2}",
+            ratio(
+                find("engine frames", Some(b)),
+                find("engine identity", Some(b))
+            ),
+            ratio(
+                find("engine pressure", Some(b)),
+                find("engine identity", Some(b))
+            )
+        );
+    }
+    let same: Vec<String> = agree
+        .iter()
+        .map(|(v, b, same)| format!("{v}@{b} {}", if *same { "same" } else { "DIFFERENT" }))
+        .collect();
+    let _ = writeln!(
+        md,
+        "- engine vs native output, byte for byte: {}",
+        same.join(", ")
+    );
+
+    let _ = writeln!(
+        md,
+        "\n## Per-session state (native core, counting allocator)\n"
+    );
+    let _ = writeln!(
+        md,
+        "- frames view: **{fps_10k:.0} B/session** at 10,000 sessions, {fps_100k:.0} B/session at \
+         100,000 (36-byte session keys; target ≤ 256) {}",
+        ok(fps_10k <= 256.0)
+    );
+    let _ = writeln!(
+        md,
+        "- pressure view: **{per_node_1:.1} B/surface node** (one session, 100,000 nodes; target ≤ 32) {}; \
+         {per_node_1k:.1} B/node over 1,000 sessions × 100 nodes, session overhead included; \
+         {per_session_p:.0} B for a session with one node",
+        ok(per_node_1 <= 32.0)
+    );
+
+    let _ = writeln!(
+        md,
+        "\n## Memory over a {stream}-record stream (native, batch 10,000, live heap the processor holds)\n"
+    );
+    let _ = writeln!(
+        md,
+        "| view | max_sessions | {} |",
+        flat[0]
+            .2
+            .iter()
+            .map(|(n, _, _)| format!("at {n}"))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+    let _ = writeln!(md, "|---|---:|{}", "---:|".repeat(flat[0].2.len()));
+    for (view, cap, marks) in &flat {
+        let _ = writeln!(
+            md,
+            "| {view} | {cap} | {} |",
+            marks
+                .iter()
+                .map(|(_, b, s)| format!("{} ({s} sessions)", mib(*b)))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\nTotal bench time {:.0} s.",
+        started.elapsed().as_secs_f64()
+    );
+    print!("{md}");
+    Ok(())
+}

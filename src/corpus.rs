@@ -1,0 +1,774 @@
+//! A deterministic corpus of realistic agent logs, for the bench and for anyone who wants a big
+//! log to feed the module: `agent-fold corpus --records N --seed S`.
+//!
+//! Many sessions run at once and their frames interleave, as on a busy agent-event topic. Each
+//! session opens with a `request/header` carrying a system prompt and a large tool schema, and
+//! then runs turns: a run of 1–50 thinking-token counters (most short, a few long), an
+//! `assistant/message` with `usage`, a `tool/result` of 100 B–20 KiB; now and then a fresh
+//! header, a sub-agent dispatch (frames with `extras.parent_tool_use_id`), or a compaction
+//! (`compact/start`, counters, `compact/end`, a summary `user/message` whose `replaces` span is
+//! a valid span of the session's surface). About 0.1% of records are malformed (truncated
+//! frames, relay error pages). Counters are about half the records.
+//!
+//! The generator streams: it holds only each live session's small state, so a corpus of any
+//! length costs constant memory. A seeded splitmix64 makes it deterministic across machines.
+
+use std::fmt::Write as _;
+
+use anyhow::{Result, anyhow, bail};
+
+use crate::engine::Rec;
+
+/// splitmix64: tiny, fast, good enough for shaping test data.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed ^ 0x5851_f42d_4c95_7f2d)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `lo..=hi`.
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next_u64() % (hi - lo + 1)
+    }
+
+    /// True with probability `p`.
+    pub fn chance(&mut self, p: f64) -> bool {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 <= p
+    }
+
+    /// Log-uniform in `lo..=hi`: as many small values as big ones per decade.
+    pub fn log_range(&mut self, lo: u64, hi: u64) -> u64 {
+        let u = (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        let (a, b) = ((lo as f64).ln(), (hi as f64).ln());
+        ((a + u * (b - a)).exp() as u64).clamp(lo, hi)
+    }
+
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[(self.next_u64() % items.len() as u64) as usize]
+    }
+}
+
+/// How a corpus is shaped.
+#[derive(Debug, Clone)]
+pub struct CorpusConfig {
+    pub seed: u64,
+    /// Sessions live at once (their frames interleave).
+    pub active_sessions: usize,
+    /// Records carry their session id as the Fluvio record key (as a producer keyed by
+    /// session writes them); else only as `session_id`.
+    pub keyed: bool,
+}
+
+impl Default for CorpusConfig {
+    fn default() -> Self {
+        CorpusConfig {
+            seed: 1,
+            active_sessions: 64,
+            keyed: true,
+        }
+    }
+}
+
+/// What a generator has produced so far.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    pub records: u64,
+    pub bytes: u64,
+    pub counters: u64,
+    pub subagent: u64,
+    pub malformed: u64,
+    pub headers: u64,
+    pub compactions: u64,
+    pub tool_results: u64,
+    pub sessions: u64,
+}
+
+impl std::fmt::Display for Stats {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        let pct = |n: u64| 100.0 * n as f64 / self.records.max(1) as f64;
+        write!(
+            f,
+            "{} records, {:.1} MB, {} sessions; counters {:.1}%, sub-agent {:.1}%, tool results {:.1}%, \
+             headers {:.2}%, compactions {}, malformed {:.2}%",
+            self.records,
+            self.bytes as f64 / 1e6,
+            self.sessions,
+            pct(self.counters),
+            pct(self.subagent),
+            pct(self.tool_results),
+            pct(self.headers),
+            self.compactions,
+            pct(self.malformed)
+        )
+    }
+}
+
+/// One planned frame of a session: bodies are rendered when it is emitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Header,
+    User,
+    Counter {
+        sub: bool,
+    },
+    Assistant {
+        sub: bool,
+        tool: Tool,
+    },
+    ToolResult {
+        sub: bool,
+    },
+    /// The main `tool/result` a dispatch returns.
+    TaskResult,
+    CompactStart,
+    CompactEnd,
+    /// The compaction's summary, replacing most of the surface.
+    Summary,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tool {
+    Call,
+    Task,
+    Text,
+}
+
+struct Session {
+    id: String,
+    seq: u64,
+    turns_left: u32,
+    plan: std::collections::VecDeque<Step>,
+    /// Seqs of the session's surface nodes, as the pressure view holds them, so compaction
+    /// spans are valid.
+    surface: Vec<u64>,
+    /// The dispatch in flight, if any.
+    parent: Option<String>,
+    /// The session's running context size, to make `usage` grow as a real one does.
+    context: u64,
+    tools: u32,
+    system_len: u64,
+}
+
+const WORDS: &[&str] = &[
+    "the",
+    "build",
+    "fails",
+    "on",
+    "CI",
+    "with",
+    "a",
+    "linker",
+    "error",
+    "find",
+    "out",
+    "why",
+    "cargo",
+    "test",
+    "module",
+    "stream",
+    "record",
+    "offset",
+    "consumer",
+    "partition",
+    "fold",
+    "counter",
+    "session",
+    "surface",
+    "token",
+    "window",
+    "pressure",
+    "compaction",
+    "replay",
+    "checkpoint",
+    "invocation",
+    "batch",
+    "engine",
+    "fuel",
+    "memory",
+    "frame",
+    "header",
+    "tool",
+    "result",
+    "schema",
+    "agent",
+    "dispatch",
+    "parent",
+    "review",
+    "diff",
+    "function",
+    "return",
+    "value",
+    "string",
+    "integer",
+    "object",
+    "array",
+    "null",
+    "true",
+    "false",
+    "because",
+    "then",
+    "we",
+    "should",
+    "could",
+    "is",
+    "are",
+    "not",
+    "it",
+    "this",
+    "that",
+    "and",
+    "or",
+    "of",
+    "to",
+];
+
+const CODE: &[&str] = &[
+    "fn main() {\n    let args: Vec<String> = std::env::args().collect();\n",
+    "    if let Err(e) = run(&args) {\n        eprintln!(\"error: {e:#}\");\n    }\n}\n",
+    "error[E0308]: mismatched types\n  --> src/fold.rs:88:17\n   |\n88 |     let n: u32 = total;\n",
+    "test fold::tests::leading_counters_are_alone ... ok\n",
+    "warning: unused variable: `x`\n",
+    "{\"key\": \"value\", \"path\": \"C:\\\\Users\\\\dev\\\\src\"}\n",
+    "\tat org.example.Main.run(Main.java:42)\n",
+    "+    out.extend_from_slice(&newest[at..close]);\n-    out.extend(newest[at..close].iter());\n",
+    "中文注释：压力视图按会话保存表面节点。\n",
+    "$ ls -la\ndrwxr-xr-x  5 dev dev 4096 Nov 29 10:00 src\n",
+];
+
+const TOOL_NAMES: &[&str] = &[
+    "Read",
+    "Write",
+    "Edit",
+    "Bash",
+    "Grep",
+    "Glob",
+    "Task",
+    "WebFetch",
+    "WebSearch",
+    "TodoWrite",
+    "NotebookEdit",
+    "LS",
+    "MultiEdit",
+    "ExitPlanMode",
+    "BashOutput",
+    "KillShell",
+];
+
+/// Text of about `len` bytes: prose, code, logs, a little CJK.
+fn text(rng: &mut Rng, len: usize, out: &mut String) {
+    let start = out.len();
+    while out.len() - start < len {
+        if rng.chance(0.15) {
+            out.push_str(*rng.pick(CODE));
+        } else {
+            let n = rng.range(4, 14);
+            for i in 0..n {
+                if i > 0 {
+                    out.push(' ');
+                }
+                out.push_str(*rng.pick(WORDS));
+            }
+            out.push_str(if rng.chance(0.3) { ".\n" } else { ". " });
+        }
+    }
+}
+
+/// `s` as a JSON string literal.
+fn json_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+fn json_text(rng: &mut Rng, len: usize, out: &mut String, scratch: &mut String) {
+    scratch.clear();
+    text(rng, len, scratch);
+    json_str(out, scratch);
+}
+
+/// A deterministic stream of agent-log records.
+pub struct Corpus {
+    rng: Rng,
+    config: CorpusConfig,
+    live: Vec<Session>,
+    next_session: u64,
+    /// Milliseconds since 2026-11-29T00:00:00Z.
+    clock: u64,
+    stats: Stats,
+    scratch: String,
+    /// A record queued behind a malformed one.
+    queued: Option<Rec>,
+}
+
+impl Corpus {
+    pub fn new(config: CorpusConfig) -> Corpus {
+        let mut c = Corpus {
+            rng: Rng::new(config.seed),
+            live: Vec::new(),
+            next_session: 0,
+            clock: 10 * 3_600_000,
+            stats: Stats::default(),
+            scratch: String::new(),
+            queued: None,
+            config,
+        };
+        for _ in 0..c.config.active_sessions.max(1) {
+            let s = c.new_session();
+            c.live.push(s);
+        }
+        c
+    }
+
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    fn new_session(&mut self) -> Session {
+        let n = self.next_session;
+        self.next_session += 1;
+        self.stats.sessions += 1;
+        let id = format!(
+            "{:08x}-{:04x}-4{:03x}-a{:03x}-{:012x}",
+            self.rng.next_u64() as u32,
+            n & 0xffff,
+            self.rng.next_u64() & 0xfff,
+            self.rng.next_u64() & 0xfff,
+            self.rng.next_u64() & 0xffff_ffff_ffff
+        );
+        let mut s = Session {
+            id,
+            seq: 0,
+            turns_left: self.rng.range(8, 120) as u32,
+            plan: Default::default(),
+            surface: Vec::new(),
+            parent: None,
+            context: 0,
+            tools: self.rng.range(8, 30) as u32,
+            system_len: self.rng.log_range(800, 8000),
+        };
+        s.plan.push_back(Step::Header);
+        s.plan.push_back(Step::User);
+        s
+    }
+
+    /// Plans a session's next turn.
+    fn plan_turn(rng: &mut Rng, s: &mut Session) {
+        let p = &mut s.plan;
+        if s.surface.len() >= 8 && rng.chance(0.035) {
+            p.push_back(Step::CompactStart);
+            for _ in 0..rng.range(1, 20) {
+                p.push_back(Step::Counter { sub: false });
+            }
+            p.push_back(Step::CompactEnd);
+            p.push_back(Step::Summary);
+            return;
+        }
+        if rng.chance(0.1) {
+            p.push_back(Step::Header);
+        }
+        let run = |rng: &mut Rng| -> u64 {
+            // Most runs are short; a few long ones are what folding is for.
+            if !rng.chance(0.6) {
+                return 0;
+            }
+            let x = rng.next_u64() % 100;
+            if x < 72 {
+                rng.range(1, 2)
+            } else if x < 94 {
+                rng.range(3, 10)
+            } else {
+                rng.range(11, 50)
+            }
+        };
+        for _ in 0..run(rng) {
+            p.push_back(Step::Counter { sub: false });
+        }
+        let x = rng.next_u64() % 100;
+        let tool = if x < 8 {
+            Tool::Task
+        } else if x < 85 {
+            Tool::Call
+        } else {
+            Tool::Text
+        };
+        p.push_back(Step::Assistant { sub: false, tool });
+        match tool {
+            Tool::Call => p.push_back(Step::ToolResult { sub: false }),
+            Tool::Text => p.push_back(Step::User),
+            Tool::Task => {
+                p.push_back(Step::User); // the sub-agent's prompt (marked sub when rendered)
+                for _ in 0..rng.range(1, 4) {
+                    for _ in 0..run(rng) {
+                        p.push_back(Step::Counter { sub: true });
+                    }
+                    p.push_back(Step::Assistant {
+                        sub: true,
+                        tool: Tool::Call,
+                    });
+                    p.push_back(Step::ToolResult { sub: true });
+                }
+                p.push_back(Step::Assistant {
+                    sub: true,
+                    tool: Tool::Text,
+                });
+                p.push_back(Step::TaskResult);
+            }
+        }
+    }
+
+    /// Renders a session's next frame.
+    fn render(&mut self, at: usize) -> Rec {
+        let rng = &mut self.rng;
+        let s = &mut self.live[at];
+        if s.plan.is_empty() {
+            Self::plan_turn(rng, s);
+        }
+        let step = s.plan.pop_front().expect("a turn plans at least one frame");
+        // A dispatch's sub-agent frames carry its parent; the prompt is its first.
+        if let (Step::User, Some(Step::Counter { sub: true } | Step::Assistant { sub: true, .. })) =
+            (step, s.plan.front().copied())
+        {
+            if s.parent.is_none() {
+                s.parent = Some(format!("toolu_{:016x}", rng.next_u64()));
+            }
+        }
+        let sub = match step {
+            Step::Counter { sub } | Step::Assistant { sub, .. } | Step::ToolResult { sub } => sub,
+            Step::User => s.parent.is_some(),
+            _ => false,
+        };
+        let kind = match step {
+            Step::Header => "request/header",
+            Step::User | Step::Summary => "user/message",
+            Step::Counter { .. } => "thinking/tokens",
+            Step::Assistant { .. } => "assistant/message",
+            Step::ToolResult { .. } | Step::TaskResult => "tool/result",
+            Step::CompactStart => "compact/start",
+            Step::CompactEnd => "compact/end",
+        };
+        let seq = s.seq;
+        s.seq += 1;
+        let mut o = String::with_capacity(256);
+        o.push_str("{\"type\":\"");
+        o.push_str(kind);
+        let _ = write!(
+            o,
+            "\",\"id\":\"{}-{seq:05}\",\"session_id\":\"{}\",\"seq\":{seq},\"timestamp\":",
+            &s.id[..8],
+            s.id
+        );
+        // A few counters go unstamped (a relay that lost the field): they end a foldable part.
+        let unstamped = matches!(step, Step::Counter { .. }) && rng.chance(0.003);
+        if unstamped {
+            o.truncate(o.len() - ",\"timestamp\":".len());
+        } else {
+            let ms = self.clock;
+            let (day, rem) = (ms / 86_400_000, ms % 86_400_000);
+            let _ = write!(
+                o,
+                "\"2026-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z\"",
+                11 + (day + 28) / 30 % 2,
+                1 + (day + 28) % 30,
+                rem / 3_600_000,
+                rem / 60_000 % 60,
+                rem / 1000 % 60,
+                rem % 1000
+            );
+        }
+        let scratch = &mut self.scratch;
+        let mut message_len = 0u64;
+        match step {
+            Step::Header => {
+                self.stats.headers += 1;
+                o.push_str(",\"model\":\"claude-sonnet-4-5\",\"system\":");
+                json_text(rng, s.system_len as usize, &mut o, scratch);
+                o.push_str(",\"tools\":[");
+                for t in 0..s.tools {
+                    if t > 0 {
+                        o.push(',');
+                    }
+                    let name = TOOL_NAMES[t as usize % TOOL_NAMES.len()];
+                    let _ = write!(o, "{{\"name\":\"{name}{}\",\"description\":", t / 16);
+                    let n = rng.range(120, 600) as usize;
+                    json_text(rng, n, &mut o, scratch);
+                    o.push_str(",\"input_schema\":{\"type\":\"object\",\"properties\":{");
+                    let props = rng.range(1, 6);
+                    for p in 0..props {
+                        if p > 0 {
+                            o.push(',');
+                        }
+                        let _ = write!(
+                            o,
+                            "\"{}_{p}\":{{\"type\":\"{}\",\"description\":",
+                            rng.pick(WORDS),
+                            rng.pick(&["string", "integer", "boolean", "array"])
+                        );
+                        let n = rng.range(20, 120) as usize;
+                        json_text(rng, n, &mut o, scratch);
+                        o.push('}');
+                    }
+                    o.push_str("},\"required\":[]}}");
+                }
+                o.push_str("],\"context_window\":200000,\"max_tokens\":32000");
+            }
+            Step::User | Step::Summary => {
+                let start = o.len();
+                o.push_str(",\"message\":{\"role\":\"user\",\"content\":");
+                let len = if step == Step::Summary {
+                    rng.range(600, 4000)
+                } else {
+                    rng.log_range(40, 3000)
+                };
+                json_text(rng, len as usize, &mut o, scratch);
+                o.push('}');
+                message_len = (o.len() - start) as u64;
+                if step == Step::Summary {
+                    self.stats.compactions += 1;
+                    // Replace all but the last two nodes: a valid span of the surface.
+                    let n = s.surface.len();
+                    let (from, to) = (s.surface[0], s.surface[n - 3]);
+                    let _ = write!(o, ",\"replaces\":{{\"from_seq\":{from},\"to_seq\":{to}}}");
+                    s.surface.drain(..n - 2);
+                    s.surface.insert(0, seq);
+                    s.context = s.context / 5;
+                } else if !sub {
+                    s.surface.push(seq);
+                }
+            }
+            Step::Counter { .. } => {
+                self.stats.counters += 1;
+                let delta = rng.log_range(1, 400);
+                let _ = write!(o, ",\"estimated_tokens_delta\":{delta}");
+            }
+            Step::Assistant { tool, .. } => {
+                let start = o.len();
+                o.push_str(",\"message\":{\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\",\"content\":[{\"type\":\"text\",\"text\":");
+                let n = rng.log_range(30, 1500) as usize;
+                json_text(rng, n, &mut o, scratch);
+                o.push('}');
+                match tool {
+                    Tool::Text => {}
+                    Tool::Call | Tool::Task => {
+                        let name = if tool == Tool::Task {
+                            "Task"
+                        } else {
+                            rng.pick(TOOL_NAMES)
+                        };
+                        let _ = write!(
+                            o,
+                            ",{{\"type\":\"tool_use\",\"id\":\"toolu_{:016x}\",\"name\":\"{name}\",\"input\":{{\"command\":",
+                            rng.next_u64()
+                        );
+                        let n = rng.range(20, 300) as usize;
+                        json_text(rng, n, &mut o, scratch);
+                        o.push_str("}}");
+                    }
+                }
+                o.push_str("]}");
+                message_len = (o.len() - start) as u64;
+                let input = rng.range(2, 400);
+                let cached = s.context.saturating_sub(input);
+                let created = rng.range(0, 300);
+                let _ = write!(
+                    o,
+                    ",\"usage\":{{\"input_tokens\":{input},\"cache_read_input_tokens\":{cached},\
+                     \"cache_creation_input_tokens\":{created},\"output_tokens\":{}}}",
+                    rng.range(10, 900)
+                );
+                if !sub {
+                    s.surface.push(seq);
+                }
+            }
+            Step::ToolResult { .. } | Step::TaskResult => {
+                self.stats.tool_results += 1;
+                let start = o.len();
+                let len = if sub {
+                    rng.log_range(100, 4096)
+                } else {
+                    rng.log_range(100, 20 * 1024)
+                };
+                let _ = write!(
+                    o,
+                    ",\"message\":{{\"role\":\"tool\",\"tool_use_id\":\"toolu_{:016x}\",\"content\":",
+                    rng.next_u64()
+                );
+                json_text(rng, len as usize, &mut o, scratch);
+                o.push('}');
+                message_len = (o.len() - start) as u64;
+                if step == Step::TaskResult {
+                    s.parent = None;
+                }
+                if !sub {
+                    s.surface.push(seq);
+                }
+            }
+            Step::CompactStart | Step::CompactEnd => {}
+        }
+        if !sub {
+            s.context += message_len / 4;
+        }
+        if sub {
+            self.stats.subagent += 1;
+            let parent = s.parent.as_deref().unwrap_or("toolu_0");
+            let _ = write!(o, ",\"extras\":{{\"parent_tool_use_id\":\"{parent}\"}}");
+        }
+        o.push('}');
+        let key = self.config.keyed.then(|| s.id.clone().into_bytes());
+        Rec {
+            key,
+            value: o.into_bytes(),
+        }
+    }
+
+    /// A record the relay mangled: a truncated frame, or an error page.
+    fn malformed(&mut self, of: &Rec) -> Rec {
+        let value = if self.rng.chance(0.7) {
+            let cut = self.rng.range(1, of.value.len() as u64 - 1) as usize;
+            of.value[..cut].to_vec()
+        } else {
+            b"<html><body><h1>502 Bad Gateway</h1></body></html>".to_vec()
+        };
+        Rec {
+            key: of.key.clone(),
+            value,
+        }
+    }
+
+    fn count(&mut self, r: &Rec) {
+        self.stats.records += 1;
+        self.stats.bytes += r.value.len() as u64;
+    }
+}
+
+impl Iterator for Corpus {
+    type Item = Rec;
+
+    fn next(&mut self) -> Option<Rec> {
+        if let Some(r) = self.queued.take() {
+            self.count(&r);
+            return Some(r);
+        }
+        self.clock += self.rng.range(0, 250);
+        let at = (self.rng.next_u64() % self.live.len() as u64) as usize;
+        let rec = self.render(at);
+        let s = &mut self.live[at];
+        if s.plan.is_empty() {
+            if s.turns_left == 0 && s.parent.is_none() {
+                self.live[at] = self.new_session();
+            } else {
+                s.turns_left = s.turns_left.saturating_sub(1);
+            }
+        }
+        if self.rng.chance(0.001) {
+            self.stats.malformed += 1;
+            let bad = self.malformed(&rec);
+            self.queued = Some(rec);
+            self.count(&bad);
+            return Some(bad);
+        }
+        self.count(&rec);
+        Some(rec)
+    }
+}
+
+/// `records` records of the corpus `seed` shapes, with the default shape.
+pub fn corpus(records: usize, seed: u64) -> Vec<Rec> {
+    Corpus::new(CorpusConfig {
+        seed,
+        ..CorpusConfig::default()
+    })
+    .take(records)
+    .collect()
+}
+
+pub const USAGE: &str = "\
+usage: agent-fold corpus [--records N] [--seed S] [--sessions K] [--unkeyed]
+
+Writes a deterministic corpus of realistic agent logs as JSONL on stdout (one frame a line),
+and its statistics on stderr. K sessions run at once (default 64).
+";
+
+/// `agent-fold corpus …`.
+pub fn main_with(args: &[String]) -> Result<i32> {
+    let mut records = 10_000usize;
+    let mut config = CorpusConfig::default();
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut num = |name: &str| -> Result<u64> {
+            it.next()
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| anyhow!("{name} takes an integer\n\n{USAGE}"))
+        };
+        match arg.as_str() {
+            "--records" => records = num("--records")? as usize,
+            "--seed" => config.seed = num("--seed")?,
+            "--sessions" => config.active_sessions = num("--sessions")?.max(1) as usize,
+            "--unkeyed" => config.keyed = false,
+            "-h" | "--help" => {
+                print!("{USAGE}");
+                return Ok(0);
+            }
+            s => bail!("unknown option {s}\n\n{USAGE}"),
+        }
+    }
+    let mut c = Corpus::new(config);
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    use std::io::Write;
+    for r in c.by_ref().take(records) {
+        out.write_all(&r.value)?;
+        out.write_all(b"\n")?;
+    }
+    out.flush()?;
+    eprintln!("corpus: {}", c.stats());
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deterministic_and_shaped() {
+        let a = corpus(5000, 7);
+        let b = corpus(5000, 7);
+        assert_eq!(a, b);
+        assert_ne!(a, corpus(5000, 8));
+        let mut c = Corpus::new(CorpusConfig::default());
+        let recs: Vec<Rec> = c.by_ref().take(50_000).collect();
+        let s = c.stats();
+        let counters = s.counters as f64 / s.records as f64;
+        assert!((0.4..=0.6).contains(&counters), "{s}");
+        assert!(
+            s.malformed > 0 && s.compactions > 0 && s.subagent > 0,
+            "{s}"
+        );
+        let bad = recs
+            .iter()
+            .filter(|r| serde_json::from_slice::<serde_json::Value>(&r.value).is_err())
+            .count() as u64;
+        assert_eq!(bad, s.malformed);
+    }
+}

@@ -1,0 +1,205 @@
+//! Agents' own logs as the runner reads them: a file, stdin, or a Claude Code session
+//! directory (the main transcript beside it and its `subagents/`), and the adapters that turn
+//! their lines into frames.
+
+use std::path::{Path, PathBuf};
+
+use agent_fold_core::{Adapter, Input};
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+
+use crate::engine::Rec;
+use crate::jsonl;
+
+/// The files of a log path: the file itself; or, for a Claude Code session directory
+/// `<id>/`, the transcript `<id>.jsonl` beside it (when there) followed by `<id>/subagents/*.jsonl`
+/// (and any `*.jsonl` directly in the directory), sorted by name.
+pub fn log_files(path: &Path) -> Result<Vec<PathBuf>> {
+    if !path.is_dir() {
+        return Ok(vec![path.to_owned()]);
+    }
+    let mut files = Vec::new();
+    let beside = match path.file_name() {
+        Some(name) => path.with_file_name(format!("{}.jsonl", name.to_string_lossy())),
+        None => path.with_extension("jsonl"),
+    };
+    if beside.is_file() {
+        files.push(beside.clone());
+    }
+    for dir in [path.to_owned(), path.join("subagents")] {
+        if !dir.is_dir() {
+            continue;
+        }
+        let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .with_context(|| format!("reading {}", dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "jsonl"))
+            .collect();
+        found.sort();
+        files.extend(found);
+    }
+    if files.is_empty() {
+        bail!(
+            "{} is a directory with no transcript beside it ({}) and no .jsonl in it or in subagents/",
+            path.display(),
+            beside.display()
+        );
+    }
+    Ok(files)
+}
+
+/// The line's `timestamp` in seconds since 1970, when it has an RFC 3339 one.
+pub fn line_stamp(line: &[u8]) -> Option<f64> {
+    let v = agent_fold_core::FrameView::parse(line)?;
+    let raw = v.stamp?;
+    rfc3339_secs(raw.trim_matches('"'))
+}
+
+/// Seconds since 1970 of an RFC 3339 stamp (`2026-02-12T14:11:57.624Z`, `…+02:00`).
+pub fn rfc3339_secs(s: &str) -> Option<f64> {
+    let b = s.as_bytes();
+    if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> { s.get(r)?.parse().ok() };
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    let mut rest = &s[19..];
+    let mut frac = 0.0;
+    if let Some(r) = rest.strip_prefix('.') {
+        let digits = r.bytes().take_while(u8::is_ascii_digit).count();
+        frac = format!("0.{}", &r[..digits]).parse().ok()?;
+        rest = &r[digits..];
+    }
+    let offset = match rest {
+        "Z" | "z" | "" => 0,
+        o if o.len() == 6 && (o.starts_with('+') || o.starts_with('-')) => {
+            let sign = if o.starts_with('-') { -1 } else { 1 };
+            sign * (o[1..3].parse::<i64>().ok()? * 3600 + o[4..6].parse::<i64>().ok()? * 60)
+        }
+        _ => return None,
+    };
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if mo <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (mo + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some((days * 86_400 + h * 3600 + mi * 60 + sec - offset) as f64 + frac)
+}
+
+/// Merges files' lines into one log: each file keeps its order, and the next line is the
+/// earliest head by timestamp (an unstamped line takes its predecessor's), the first file
+/// first on ties. A session's sub-agent files interleave with the transcript as they ran.
+pub fn merge(files: Vec<Vec<Rec>>) -> Vec<Rec> {
+    if files.len() == 1 {
+        return files.into_iter().next().unwrap_or_default();
+    }
+    let total = files.iter().map(Vec::len).sum();
+    let mut iters: Vec<_> = files.into_iter().map(|f| f.into_iter().peekable()).collect();
+    let mut keys = vec![f64::NEG_INFINITY; iters.len()];
+    let mut out = Vec::with_capacity(total);
+    loop {
+        let mut best: Option<(usize, f64)> = None;
+        for (i, it) in iters.iter_mut().enumerate() {
+            let Some(head) = it.peek() else { continue };
+            let k = line_stamp(&head.value).unwrap_or(keys[i]);
+            if best.is_none_or(|(_, bk)| k < bk) {
+                best = Some((i, k));
+            }
+        }
+        let Some((i, k)) = best else { break };
+        keys[i] = k;
+        out.extend(iters[i].next());
+    }
+    out
+}
+
+/// Reads a log path (`None`: stdin) as records, one a line; a directory as [`log_files`] merged.
+pub fn read_records(path: Option<&Path>) -> Result<Vec<Rec>> {
+    let Some(path) = path else {
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)?;
+        return Ok(jsonl::records(&buf));
+    };
+    let mut files = Vec::new();
+    for f in log_files(path)? {
+        let text = std::fs::read(&f).with_context(|| format!("reading {}", f.display()))?;
+        files.push(jsonl::records(&text));
+    }
+    Ok(merge(files))
+}
+
+/// The format of a log, from its first lines that tell.
+pub fn detect(records: &[Rec]) -> Option<Input> {
+    records
+        .iter()
+        .take(200)
+        .find_map(|r| Input::detect(&r.value))
+}
+
+/// The frames one chunk of lines becomes, each keyed by its `session_id` as the runner keys
+/// frames read from a file.
+pub fn adapt_chunk(adapter: &mut Adapter, lines: &[Rec]) -> Vec<Rec> {
+    let mut frames = Vec::with_capacity(lines.len());
+    for r in lines {
+        adapter.push(r.key.as_deref(), &r.value, &mut frames);
+    }
+    frames.iter().map(|f| jsonl::line_record(f)).collect()
+}
+
+/// A whole log adapted at once.
+pub fn adapt_all(input: Input, lines: &[Rec], max_sessions: usize) -> Vec<Rec> {
+    let mut a = Adapter::new(input, max_sessions);
+    adapt_chunk(&mut a, lines)
+}
+
+/// A frame's `type`, for summaries.
+pub fn frame_type(value: &[u8]) -> String {
+    serde_json::from_slice::<Value>(value)
+        .ok()
+        .and_then(|v| v.get("type").and_then(Value::as_str).map(str::to_owned))
+        .unwrap_or_else(|| "(not a JSON object)".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stamps() {
+        assert_eq!(rfc3339_secs("1970-01-01T00:00:00Z"), Some(0.0));
+        assert_eq!(rfc3339_secs("1970-01-02T00:00:01.5Z"), Some(86_401.5));
+        assert_eq!(rfc3339_secs("2000-03-01T00:00:00Z"), Some(951_868_800.0));
+        assert_eq!(rfc3339_secs("2000-03-01T02:00:00+02:00"), Some(951_868_800.0));
+        assert_eq!(rfc3339_secs("yesterday"), None);
+    }
+
+    #[test]
+    fn merge_keeps_each_file_in_order() {
+        let rec = |ts: Option<&str>, n: u32| {
+            let line = match ts {
+                Some(t) => format!(r#"{{"n":{n},"timestamp":"{t}"}}"#),
+                None => format!(r#"{{"n":{n}}}"#),
+            };
+            Rec::new(None, line.as_bytes())
+        };
+        let main = vec![
+            rec(Some("2026-01-01T00:00:01Z"), 1),
+            rec(Some("2026-01-01T00:00:05Z"), 2),
+            rec(Some("2026-01-01T00:00:03Z"), 3),
+        ];
+        let sub = vec![rec(Some("2026-01-01T00:00:02Z"), 10), rec(None, 11)];
+        let out: Vec<String> = merge(vec![main, sub])
+            .iter()
+            .map(|r| String::from_utf8_lossy(&r.value).into_owned())
+            .collect();
+        let ns: Vec<&str> = out.iter().map(|l| &l[5..7]).collect();
+        assert_eq!(ns, ["1,", "10", "11", "2,", "3,"]);
+    }
+}

@@ -1,0 +1,446 @@
+//! Checkpoints (SPEC §3): a replay stopped anywhere and resumed from its checkpoint equals one
+//! uninterrupted replay; version 3 round-trips to identical text; versions 2 and 1 restore what
+//! they carried; anything else is refused and leaves the state as it was. Also the runner's
+//! `--checkpoint-out` / `--checkpoint-in`.
+
+mod pressure_common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use agent_fold::engine::Rec;
+use agent_fold::jsonl;
+use agent_fold::runner::native_process;
+use agent_fold_core::Processor;
+use agent_fold_core::pressure::Session;
+use agent_fold_core::testgen::GenSession;
+use pressure_common::*;
+use serde_json::{Value, json};
+
+const P: &[(&str, &str)] = &[("emit", "pressure"), ("capacity", "100000")];
+const FRAMES: &[(&str, &str)] = &[("emit", "frames")];
+
+fn example() -> Vec<Rec> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/agent-session.jsonl");
+    jsonl::records(&std::fs::read(path).unwrap())
+}
+
+fn generated(seed: u64) -> Vec<Rec> {
+    GenSession::from_seed(seed, 384)
+        .records()
+        .into_iter()
+        .map(|(k, v)| Rec { key: k, value: v })
+        .collect()
+}
+
+fn process(p: &mut Processor, recs: &[Rec]) -> Vec<String> {
+    lines(&native_process(p, recs, 0).unwrap())
+}
+
+/// For every cut `k`, a processor that stops after `recs[..k]`, checkpoints, and is restored
+/// into a fresh one that continues with `recs[k..]`, says exactly what one processor says over
+/// the same two invocations. Each checkpoint also restores to identical text.
+fn resume_anywhere(params: &[(&str, &str)], recs: &[Rec]) -> usize {
+    for k in 0..=recs.len() {
+        let mut whole = processor(params);
+        let mut expect = process(&mut whole, &recs[..k]);
+        expect.extend(process(&mut whole, &recs[k..]));
+
+        let mut first = processor(params);
+        let mut got = process(&mut first, &recs[..k]);
+        let text = first.checkpoint();
+        let mut second = processor(params);
+        second.restore(&text).unwrap();
+        assert_eq!(second.checkpoint(), text, "restore → checkpoint at cut {k}");
+        got.extend(process(&mut second, &recs[k..]));
+        assert_eq!(got, expect, "resumed at cut {k}");
+        assert_eq!(second.checkpoint(), whole.checkpoint(), "end state, cut {k}");
+    }
+    recs.len()
+}
+
+#[test]
+fn the_example_resumes_from_a_checkpoint_at_every_position() {
+    let recs = example();
+    assert_eq!(resume_anywhere(P, &recs), 39);
+    // The frames view's memory between pages survives a checkpoint too.
+    resume_anywhere(FRAMES, &recs);
+    // Checkpoint text is stable: version 3, the pressure view, sessions oldest first.
+    let mut p = processor(P);
+    process(&mut p, &recs);
+    let doc: Value = serde_json::from_str(&p.checkpoint()).unwrap();
+    assert_eq!(doc["stateVersion"], 3);
+    assert_eq!(doc["view"], "pressure");
+    let names: Vec<&str> = doc["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["session"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["s-77", "s-42"]);
+    let s42 = session_checkpoint(&p, "s-42").unwrap();
+    assert_eq!(s42["cursor"], 32);
+    assert_eq!(s42["partial"], false);
+    assert_eq!(s42["pressureTokens"], 95 + 410 + 30);
+}
+
+#[test]
+fn generated_sessions_resume_from_a_checkpoint_at_every_position() {
+    let mut frames = 0;
+    for seed in 0..60 {
+        frames += resume_anywhere(P, &generated(seed));
+    }
+    assert!(frames > 600, "the generator made real sessions ({frames} frames)");
+}
+
+#[test]
+fn a_session_checkpoint_round_trips() {
+    let mut p = processor(P);
+    process(&mut p, &example());
+    let s = session_checkpoint(&p, "s-42").unwrap();
+    let (key, session) = Session::from_checkpoint(&s, None).unwrap();
+    assert_eq!(key, b"s-42");
+    assert_eq!(session.to_checkpoint(&key), s);
+    assert_eq!(session.anchor, Some(s["anchorTokens"].as_u64().unwrap()));
+    // A session object that names no version takes the document's.
+    let mut bare = s.clone();
+    bare.as_object_mut().unwrap().remove("stateVersion");
+    assert_eq!(Session::from_checkpoint(&bare, Some(3)).unwrap().1, session);
+    assert!(Session::from_checkpoint(&bare, None).is_err());
+}
+
+fn pressure_of(out: &[Rec]) -> Vec<Value> {
+    out.iter().map(json).collect()
+}
+
+fn figures(v: &Value) -> Value {
+    json!([
+        v["pressureTokens"],
+        v["projectedTokens"],
+        v["contextOccupancy"],
+        v["messageTokens"]
+    ])
+}
+
+#[test]
+fn a_version_2_checkpoint_restores_without_a_projection_until_the_next_sample() {
+    // Version 2 carried no anchor. The seed's BEFORE-compact state (pressure 4227 over a
+    // surface of 4365), restored: no projection, occupancy falls back to 4227 / 100000.
+    let v2 = r#"{"stateVersion":2,"view":"pressure","sessions":[
+        {"session":"s-42","cursor":4,"partial":false,"floor":1,"systemTokens":18,"toolsTokens":0,
+         "capacity":null,"pressureTokens":4227,"surface":[[1,2000],[2,2269],[3,50],[4,46]]}]}"#;
+    let mut p = processor(P);
+    p.restore(v2).unwrap();
+    let s = session_checkpoint(&p, "s-42").unwrap();
+    assert_eq!(s["stateVersion"], 3);
+    assert_eq!(s["anchorTokens"], Value::Null);
+    assert_eq!(s["cursor"], 4);
+    assert_eq!(s["floor"], 1);
+
+    let recs = frames(&[
+        // A re-delivery: the cursor came back too.
+        r#"{"type":"tool/result","session_id":"s-42","seq":4,"message":"x"}"#,
+        // The compaction: 4 nodes → one of 286 tokens. No anchor, so no projection.
+        &format!(
+            r#"{{"type":"user/message","session_id":"s-42","seq":5,"message":{},"replaces":{{"from_seq":1,"to_seq":4}}}}"#,
+            text(286)
+        ),
+        // The next sample anchors at 286 and projects again: 530 + 296 − 286 = 540.
+        &format!(
+            r#"{{"type":"assistant/message","session_id":"s-42","seq":6,"message":{},"usage":{{"input_tokens":530}}}}"#,
+            text(10)
+        ),
+    ]);
+    let out = pressure_of(&native_process(&mut p, &recs, 0).unwrap());
+    assert_eq!(out.len(), 2, "{out:?}");
+    assert_eq!(out[0]["seq"], 5);
+    assert_eq!(figures(&out[0]), json!([4227, null, 0.04227, 286]));
+    assert_eq!(out[0]["systemTokens"], 18);
+    assert_eq!(out[0]["capacity"], 100000);
+    assert_eq!(figures(&out[1]), json!([530, 540, 0.0054, 296]));
+}
+
+#[test]
+fn a_version_1_checkpoint_restores_the_envelope_and_the_surface() {
+    let v1 = r#"{"stateVersion":1,"view":"pressure","sessions":[
+        {"session":"s","systemTokens":18,"toolsTokens":5,"surface":[[0,3],[1,4]]}]}"#;
+    let mut p = processor(P);
+    p.restore(v1).unwrap();
+    let s = session_checkpoint(&p, "s").unwrap();
+    assert_eq!(s["systemTokens"], 18);
+    assert_eq!(s["toolsTokens"], 5);
+    assert_eq!(s["surface"], json!([[0, 3], [1, 4]]));
+    assert_eq!(s["pressureTokens"], Value::Null);
+    assert_eq!(s["partial"], false);
+
+    let recs = frames(&[
+        r#"{"type":"user/message","session_id":"s","seq":2,"message":"ok"}"#,
+        r#"{"type":"user/message","session_id":"s","seq":3,"message":"Hello.","replaces":{"from_seq":0,"to_seq":1}}"#,
+    ]);
+    let out = pressure_of(&native_process(&mut p, &recs, 0).unwrap());
+    let brief: Vec<Value> = out
+        .iter()
+        .map(|v| {
+            json!([
+                v["seq"],
+                v["systemTokens"],
+                v["toolsTokens"],
+                v["messageTokens"],
+                v["pressureTokens"]
+            ])
+        })
+        .collect();
+    // 3 + 4 + "ok" (1) = 8; then nodes 0..=1 → "Hello." (2): 2 + 1 = 3.
+    assert_eq!(brief, [json!([2, 18, 5, 8, null]), json!([3, 18, 5, 3, null])]);
+}
+
+fn refused(p: &mut Processor, text: &str) -> String {
+    let before = p.checkpoint();
+    let e = p.restore(text).expect_err(text).to_string();
+    assert_eq!(p.checkpoint(), before, "a refused checkpoint changes nothing: {text}");
+    e
+}
+
+/// A processor with state in it, and a twin that never saw a restore attempt.
+fn busy() -> (Processor, Processor) {
+    let recs = example();
+    let mut a = processor(P);
+    let mut b = processor(P);
+    process(&mut a, &recs[..20]);
+    process(&mut b, &recs[..20]);
+    (a, b)
+}
+
+#[test]
+fn unknown_versions_are_refused_by_name() {
+    let (mut p, mut twin) = busy();
+    let session = r#"{"session":"s","cursor":0,"partial":false,"surface":[]}"#;
+    for (version, named) in [
+        ("0", "stateVersion 0 "),
+        ("4", "stateVersion 4 "),
+        ("\"3\"", "stateVersion \"3\" "),
+        ("3.0", "stateVersion 3.0 "),
+        ("-1", "stateVersion -1 "),
+        ("null", "stateVersion null "),
+    ] {
+        let doc = format!(
+            r#"{{"stateVersion":{version},"view":"pressure","sessions":[{session}]}}"#
+        );
+        let e = refused(&mut p, &doc);
+        assert!(e.contains(named), "{version}: {e}");
+        // The same version on a session inside a readable document.
+        let doc = format!(
+            r#"{{"stateVersion":3,"view":"pressure","sessions":[{{"stateVersion":{version},"session":"s","cursor":0,"partial":false,"surface":[]}}]}}"#
+        );
+        let e = refused(&mut p, &doc);
+        assert!(e.contains(named), "session {version}: {e}");
+    }
+    let e = refused(&mut p, &format!(r#"{{"view":"pressure","sessions":[{session}]}}"#));
+    assert!(e.contains("stateVersion") && e.contains("missing"), "{e}");
+    // Refusals left the state alone: both go on alike.
+    let rest = &example()[20..];
+    assert_eq!(process(&mut p, rest), process(&mut twin, rest));
+}
+
+#[test]
+fn garbage_is_refused_and_changes_nothing() {
+    let (mut p, mut twin) = busy();
+    let doc = |sessions: &str| {
+        format!(r#"{{"stateVersion":3,"view":"pressure","sessions":{sessions}}}"#)
+    };
+    let good = r#""cursor":3,"partial":false,"floor":0,"systemTokens":1,"toolsTokens":2,"capacity":null,"pressureTokens":null,"anchorTokens":null"#;
+    let s = |body: &str| format!(r#"[{{"session":"s",{good},{body}}}]"#);
+    let mut cases: Vec<String> = vec![
+        "".into(),
+        "not json".into(),
+        r#"{"stateVersion":3"#.into(),
+        "[]".into(),
+        "3".into(),
+        r#"{"stateVersion":3,"view":"pressure"}"#.into(),
+        r#"{"stateVersion":3,"view":"pressure","sessions":{}}"#.into(),
+        r#"{"stateVersion":3,"sessions":[]}"#.into(),
+        r#"{"stateVersion":3,"view":"frames","sessions":[]}"#.into(),
+        r#"{"stateVersion":3,"view":"context","sessions":[]}"#.into(),
+        doc("[1]"),
+        doc(r#"[{"cursor":0,"partial":false,"surface":[]}]"#),
+        doc(r#"[{"session":7,"cursor":0,"partial":false,"surface":[]}]"#),
+        doc(r#"[{"sessionBytes":[256],"cursor":0,"partial":false,"surface":[]}]"#),
+        doc(&format!(r#"[{{"session":"s",{good}}}]"#)),
+        doc(&s(r#""surface":{}"#)),
+        doc(&s(r#""surface":[[0]]"#)),
+        doc(&s(r#""surface":[[0,1,2]]"#)),
+        doc(&s(r#""surface":[[-1,1]]"#)),
+        doc(&s(r#""surface":[[0,"1"]]"#)),
+        doc(&s(r#""surface":[[0,1.5]]"#)),
+        doc(&s(r#""surface":[{"seq":0,"tokens":1}]"#)),
+    ];
+    for (field, bad) in [
+        ("cursor", "-1"),
+        ("cursor", "\"3\""),
+        ("partial", "\"yes\""),
+        ("partial", "null"),
+        ("floor", "1.5"),
+        ("systemTokens", "\"4\""),
+        ("toolsTokens", "-2"),
+        ("capacity", "[]"),
+        ("pressureTokens", "18446744073709551616"),
+        ("anchorTokens", "{}"),
+    ] {
+        let body = format!(r#"{{"session":"s",{good},"surface":[[0,1]]}}"#);
+        let body = body.replacen(&format!(r#""{field}":"#), &format!(r#""{field}":{bad},"x":"#), 1);
+        cases.push(doc(&format!("[{body}]")));
+    }
+    for c in &cases {
+        refused(&mut p, c);
+    }
+    let e = refused(
+        &mut p,
+        &doc(&s(r#""surface":[[0,18446744073709551615],[1,1]]"#)),
+    );
+    assert!(e.contains("2^64"), "{e}");
+    let e = refused(
+        &mut p,
+        &doc(&format!(
+            r#"[{{"session":"s",{good},"surface":[]}},{{"session":"s",{good},"surface":[]}}]"#
+        )),
+    );
+    assert!(e.contains("twice"), "{e}");
+    let rest = &example()[20..];
+    assert_eq!(process(&mut p, rest), process(&mut twin, rest));
+}
+
+#[test]
+fn duplicate_sessions_are_refused_even_past_the_session_cap() {
+    // With room for one session, [a, b, a] would evict the first `a` before the second
+    // arrived; the duplicate must still be seen.
+    let params = [("emit", "pressure"), ("max_sessions", "1")];
+    let s = |k: &str| format!(r#"{{"session":"{k}","cursor":0,"partial":false,"surface":[]}}"#);
+    let doc = format!(
+        r#"{{"stateVersion":3,"view":"pressure","sessions":[{},{},{}]}}"#,
+        s("a"),
+        s("b"),
+        s("a")
+    );
+    let mut p = processor(&params);
+    let e = refused(&mut p, &doc);
+    assert!(e.contains("twice"), "{e}");
+    // Over the cap but distinct: the least recently used are dropped, as in a stream.
+    let doc = format!(
+        r#"{{"stateVersion":3,"view":"pressure","sessions":[{},{}]}}"#,
+        s("a"),
+        s("b")
+    );
+    p.restore(&doc).unwrap();
+    assert_eq!(p.sessions(), 1);
+    assert!(session_checkpoint(&p, "b").is_some());
+}
+
+// The runner: `--checkpoint-out` after one half, `--checkpoint-in` before the other.
+
+struct Tmp(PathBuf);
+
+impl Tmp {
+    fn new(name: &str) -> Tmp {
+        let dir = std::env::temp_dir().join(format!(
+            "agent-fold-{name}-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Tmp(dir)
+    }
+    fn path(&self, f: &str) -> PathBuf {
+        self.0.join(f)
+    }
+}
+
+impl Drop for Tmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `agent-fold run ARGS`: its stdout, having checked it succeeded.
+fn agent_fold(args: &[&Path]) -> Vec<u8> {
+    let out = Command::new(env!("CARGO_BIN_EXE_agent-fold"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "agent-fold {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+fn p(s: &str) -> &Path {
+    Path::new(s)
+}
+
+#[test]
+fn the_runner_resumes_from_its_checkpoint_file() {
+    let t = Tmp::new("runner-ckpt");
+    let input = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/agent-session.jsonl");
+    let text = std::fs::read_to_string(&input).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let common = [p("run"), p("-e"), p("capacity=100000"), p("--batch"), p("4")];
+
+    // One run, in the engine and natively (with its checkpoint).
+    let full_p = t.path("full.pressure");
+    let mut args: Vec<&Path> = common.to_vec();
+    args.extend([p("--pressure-out"), &full_p, &input]);
+    let full = agent_fold(&args);
+    let full_pressure = std::fs::read(&full_p).unwrap();
+    let full_ck = t.path("full.ckpt");
+    let mut args: Vec<&Path> = common.to_vec();
+    args.extend([p("--native"), p("--pressure-out"), &full_p]);
+    args.extend([p("--checkpoint-out"), &full_ck, &input]);
+    assert_eq!(agent_fold(&args), full, "native = engine");
+    assert_eq!(std::fs::read(&full_p).unwrap(), full_pressure);
+    let n_pressure = full_pressure.split(|b| *b == b'\n').count() - 1;
+    assert!(n_pressure >= 10, "the example has pressure records: {n_pressure}");
+
+    // Two halves, cut at every invocation boundary (a multiple of --batch) and at the end.
+    let cuts: Vec<usize> = (0..lines.len()).step_by(4).chain([lines.len()]).collect();
+    for cut in cuts {
+        let (a, b) = (t.path("a.jsonl"), t.path("b.jsonl"));
+        let join = |ls: &[&str]| ls.iter().map(|l| format!("{l}\n")).collect::<String>();
+        std::fs::write(&a, join(&lines[..cut])).unwrap();
+        std::fs::write(&b, join(&lines[cut..])).unwrap();
+        let (pa, pb, ck, ck2) = (
+            t.path("a.pressure"),
+            t.path("b.pressure"),
+            t.path("a.ckpt"),
+            t.path("b.ckpt"),
+        );
+        let mut args: Vec<&Path> = common.to_vec();
+        args.extend([p("--pressure-out"), &pa, p("--checkpoint-out"), &ck, &a]);
+        let mut out = agent_fold(&args);
+        let mut args: Vec<&Path> = common.to_vec();
+        args.extend([p("--pressure-out"), &pb, p("--checkpoint-in"), &ck]);
+        args.extend([p("--checkpoint-out"), &ck2, &b]);
+        out.extend(agent_fold(&args));
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            String::from_utf8_lossy(&full),
+            "stdout, cut at {cut}"
+        );
+        let mut pressure = std::fs::read(&pa).unwrap();
+        pressure.extend(std::fs::read(&pb).unwrap());
+        assert_eq!(
+            String::from_utf8_lossy(&pressure),
+            String::from_utf8_lossy(&full_pressure),
+            "--pressure-out, cut at {cut}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&ck2).unwrap(),
+            std::fs::read_to_string(&full_ck).unwrap(),
+            "the final checkpoint, cut at {cut}"
+        );
+        let doc: Value = serde_json::from_slice(&std::fs::read(&ck).unwrap()).unwrap();
+        assert_eq!(doc["main"]["view"], "frames");
+        assert_eq!(doc["pressure"]["view"], "pressure");
+    }
+}

@@ -1,0 +1,386 @@
+//! Shared helpers for the integration tests: the built `.wasm` loaded once, records from JSON
+//! lines, a case run natively and in Fluvio's engine invocation by invocation, the SPEC §5
+//! accounting identity, and outputs rendered as text for snapshots. Every helper takes the
+//! module's params as given, so any view's tests may use them.
+#![allow(dead_code)]
+
+use std::sync::OnceLock;
+
+pub use agent_fold::engine::Rec;
+use agent_fold::engine::{Instance, default_wasm_path};
+use agent_fold::jsonl;
+use agent_fold::runner::{inputs, native_process};
+use agent_fold_core::Processor;
+use serde_json::Value;
+
+/// Module params as literals: `&[("emit", "frames"), ...]`.
+pub type Params<'a> = &'a [(&'a str, &'a str)];
+
+/// The built SmartModule, read once per test binary.
+pub fn wasm() -> &'static [u8] {
+    static WASM: OnceLock<Vec<u8>> = OnceLock::new();
+    WASM.get_or_init(|| {
+        let path = default_wasm_path();
+        std::fs::read(&path).unwrap_or_else(|e| {
+            panic!(
+                "no SmartModule at {} ({e}): run scripts/build-wasm.sh",
+                path.display()
+            )
+        })
+    })
+}
+
+pub fn owned(params: Params) -> Vec<(String, String)> {
+    params
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// The value a param takes in `params` (the last one given wins), else `default`.
+pub fn param<'a>(params: Params<'a>, key: &str, default: &'a str) -> &'a str {
+    params
+        .iter()
+        .rev()
+        .find(|(k, _)| *k == key)
+        .map_or(default, |(_, v)| v)
+}
+
+/// A native instance, its history replayed through `look_back`.
+pub fn processor(params: Params, history: Option<&[Rec]>) -> Processor {
+    let mut p = Processor::from_params(params.iter().copied()).expect("valid params");
+    if let Some(h) = history {
+        p.look_back(&inputs(h));
+    }
+    p
+}
+
+/// An instance of the built `.wasm` in fluvio-smartengine, its history through `look_back`.
+pub fn engine(params: Params, history: Option<&[Rec]>) -> Instance {
+    Instance::new(wasm(), &owned(params), history).expect("the engine loads the module")
+}
+
+/// A record with an explicit key (`None`: no key).
+pub fn rec(key: Option<&str>, value: &str) -> Rec {
+    Rec::new(key.map(str::as_bytes), value.as_bytes())
+}
+
+/// JSON lines as records, keyed as the runner keys them: by `session_id`, else no key.
+/// Blank lines and surrounding whitespace are left out, so cases can be indented text.
+pub fn lines(text: &str) -> Vec<Rec> {
+    let trimmed: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    jsonl::records(trimmed.join("\n").as_bytes())
+}
+
+/// The same records with no keys: sessions come from `session_id`, else `""`.
+pub fn unkeyed(records: &[Rec]) -> Vec<Rec> {
+    records
+        .iter()
+        .map(|r| Rec {
+            key: None,
+            value: r.value.clone(),
+        })
+        .collect()
+}
+
+/// Records cut into invocations of `batch` records (0: all at once).
+pub fn split(records: &[Rec], batch: usize) -> Vec<Vec<Rec>> {
+    let size = if batch == 0 {
+        records.len().max(1)
+    } else {
+        batch
+    };
+    records.chunks(size).map(<[Rec]>::to_vec).collect()
+}
+
+/// One invocation's answer: its records, or the error text.
+pub type Outcome = Result<Vec<Rec>, String>;
+
+/// Runs invocations one after another on one native instance; each invocation's base offset
+/// is the count of records before it. An error does not stop the run (the state must be as if
+/// the failed invocation never came).
+pub fn native_pages(p: &mut Processor, pages: &[Vec<Rec>]) -> Vec<Outcome> {
+    let mut base = 0;
+    pages
+        .iter()
+        .map(|page| {
+            let out = native_process(p, page, base).map_err(|e| format!("{e:#}"));
+            base += page.len() as i64;
+            out
+        })
+        .collect()
+}
+
+/// [`native_pages`] on an instance of the `.wasm` in the engine.
+pub fn engine_pages(i: &mut Instance, pages: &[Vec<Rec>]) -> Vec<Outcome> {
+    let mut base = 0;
+    pages
+        .iter()
+        .map(|page| {
+            let out = i.process(page, base).map_err(|e| format!("{e:#}"));
+            base += page.len() as i64;
+            out
+        })
+        .collect()
+}
+
+/// Both answers to one invocation: equal records, or an error from each.
+pub type Both = Result<Vec<Rec>, (String, String)>;
+
+/// Runs the invocations natively and in the engine (fresh instances of `params`, `history`
+/// through `look_back`), asserts that both give the same records byte for byte, keys too (or
+/// both fail), and returns the answers.
+pub fn run_both(params: Params, history: Option<&[Rec]>, pages: &[Vec<Rec>]) -> Vec<Both> {
+    let native = native_pages(&mut processor(params, history), pages);
+    let wasm = engine_pages(&mut engine(params, history), pages);
+    native
+        .into_iter()
+        .zip(wasm)
+        .enumerate()
+        .map(|(i, (n, w))| match (n, w) {
+            (Ok(n), Ok(w)) => {
+                assert_eq!(
+                    render(&n),
+                    render(&w),
+                    "invocation {i}: native and .wasm differ"
+                );
+                assert_eq!(
+                    n, w,
+                    "invocation {i}: native and .wasm differ (bytes or keys)"
+                );
+                Ok(n)
+            }
+            (Err(n), Err(w)) => Err((n, w)),
+            (n, w) => panic!("invocation {i}: native {n:?} but .wasm {w:?}"),
+        })
+        .collect()
+}
+
+/// [`run_both`] over `records` cut into invocations of `batch` (0: all at once), for a run
+/// that must not fail: the concatenated output.
+pub fn both_batched(params: Params, records: &[Rec], batch: usize) -> Vec<Rec> {
+    run_both(params, None, &split(records, batch))
+        .into_iter()
+        .flat_map(|o| o.unwrap_or_else(|e| panic!("the run failed: {e:?}")))
+        .collect()
+}
+
+/// A key as text: `-` for none.
+fn key_text(key: &Option<Vec<u8>>) -> String {
+    match key {
+        Some(k) => format!("{:?}", String::from_utf8_lossy(k)),
+        None => "-".into(),
+    }
+}
+
+/// Records as text, one a line: `key | value`.
+pub fn render(records: &[Rec]) -> String {
+    records
+        .iter()
+        .map(|r| {
+            format!(
+                "{} | {}\n",
+                key_text(&r.key),
+                String::from_utf8_lossy(&r.value)
+            )
+        })
+        .collect()
+}
+
+/// A whole case as text: params, history, then each invocation's input and answer.
+pub fn render_case(
+    params: Params,
+    history: Option<&[Rec]>,
+    pages: &[Vec<Rec>],
+    answers: &[Both],
+) -> String {
+    let mut s = String::from("params:");
+    if params.is_empty() {
+        s.push_str(" (defaults)");
+    }
+    for (k, v) in params {
+        s.push_str(&format!(" {k}={v}"));
+    }
+    s.push('\n');
+    if let Some(h) = history {
+        s.push_str("look_back:\n");
+        s.push_str(&render(h));
+    }
+    for (i, (page, answer)) in pages.iter().zip(answers).enumerate() {
+        s.push_str(&format!("--- invocation {i} in:\n"));
+        s.push_str(&render(page));
+        match answer {
+            Ok(out) => {
+                s.push_str(&format!("--- invocation {i} out:\n"));
+                s.push_str(&render(out));
+            }
+            Err((native, engine)) => {
+                s.push_str(&format!("--- invocation {i} failed.\nnative: {native}\n"));
+                s.push_str(&format!(".wasm in the engine: {engine}\n"));
+            }
+        }
+    }
+    s
+}
+
+/// A record's value as a JSON object, if it is one.
+pub fn object(r: &Rec) -> Option<serde_json::Map<String, Value>> {
+    match serde_json::from_slice::<Value>(&r.value) {
+        Ok(Value::Object(m)) => Some(m),
+        _ => None,
+    }
+}
+
+/// SPEC §1: `extras.parent_tool_use_id` is a string.
+pub fn is_subagent(obj: &serde_json::Map<String, Value>) -> bool {
+    obj.get("extras")
+        .and_then(|e| e.get("parent_tool_use_id"))
+        .is_some_and(Value::is_string)
+}
+
+/// SPEC §1: the record's session: its key, else its frame's `session_id` string, else `""`.
+pub fn session_of(r: &Rec) -> Vec<u8> {
+    if let Some(k) = &r.key {
+        return k.clone();
+    }
+    object(r)
+        .and_then(|o| o.get("session_id").and_then(Value::as_str).map(Into::into))
+        .map(String::into_bytes)
+        .unwrap_or_default()
+}
+
+/// `folded_frames`, when the record is a main counter of `counter_type` carrying a valid one
+/// (an integer in 1..=2^53): a folded frame, which stands for that many counters.
+pub fn folded_frames(r: &Rec, counter_type: &str) -> Option<u64> {
+    folded_frames_of(object(r).as_ref()?, counter_type)
+}
+
+/// [`folded_frames`] of a parsed record.
+pub fn folded_frames_of(o: &serde_json::Map<String, Value>, counter_type: &str) -> Option<u64> {
+    if is_subagent(o) || o.get("type").and_then(Value::as_str) != Some(counter_type) {
+        return None;
+    }
+    o.get("folded_frames")?
+        .as_u64()
+        .filter(|n| (1..=1u64 << 53).contains(n))
+}
+
+/// Asserts the SPEC §5 accounting identity of one frames-view invocation:
+/// `records in = records out that are no folded frame + Σ folded_frames of folded frames out
+///  − Σ folded_frames of folded frames in + folded frames in + sub-agent frames dropped +
+///  malformed dropped`.
+///
+/// The `+ folded frames in` term is not in SPEC §5 as written; without it the identity fails
+/// for any input that already carries a folded frame (one passing through unchanged counts 0
+/// on the right). Each folded frame in is itself one record in.
+pub fn check_accounting(params: Params, input: &[Rec], output: &[Rec]) {
+    let counter_type = param(params, "counter_type", "thinking/tokens");
+    let drop_subs = param(params, "subagents", "drop") == "drop";
+    let drop_bad = param(params, "malformed", "pass") == "drop";
+    let mut folded_in = 0i128;
+    let mut frames_in = 0i128;
+    let mut subs_dropped = 0i128;
+    let mut bad_dropped = 0i128;
+    for r in input {
+        let o = object(r);
+        match &o {
+            None if drop_bad => bad_dropped += 1,
+            Some(o) if drop_subs && is_subagent(o) => subs_dropped += 1,
+            _ => {}
+        }
+        if let Some(f) = o.and_then(|o| folded_frames_of(&o, counter_type)) {
+            folded_in += 1;
+            frames_in += f as i128;
+        }
+    }
+    let mut plain_out = 0i128;
+    let mut frames_out = 0i128;
+    for r in output {
+        match folded_frames(r, counter_type) {
+            Some(f) => frames_out += f as i128,
+            None => plain_out += 1,
+        }
+    }
+    let right = plain_out + frames_out + folded_in + subs_dropped + bad_dropped - frames_in;
+    assert_eq!(
+        input.len() as i128,
+        right,
+        "accounting: out {plain_out} plain + {frames_out} in folded frames, in {folded_in} folded \
+         frames of {frames_in}, dropped {subs_dropped} sub-agent and {bad_dropped} malformed\n\
+         in:\n{}out:\n{}",
+        render(input),
+        render(output)
+    );
+}
+
+/// Whether bytes are one JSON object (what SPEC §1 calls a record, and not malformed).
+pub fn is_json_object(bytes: &[u8]) -> bool {
+    matches!(serde_json::from_slice::<Value>(bytes), Ok(Value::Object(_)))
+}
+
+/// One record in brief, for assertions written by hand: `id` (or the raw text of a record
+/// that is no object), then ` Δ{estimated_tokens_delta}`, ` from {folded_from}` and
+/// ` ×{folded_frames}` where present.
+pub fn brief(r: &Rec) -> String {
+    let Some(o) = object(r) else {
+        return String::from_utf8_lossy(&r.value).into_owned();
+    };
+    let text = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+    let mut s = o.get("id").map_or_else(|| "?".into(), text);
+    if let Some(d) = o.get("estimated_tokens_delta") {
+        s.push_str(&format!(" Δ{}", text(d)));
+    }
+    if let Some(f) = o.get("folded_from") {
+        s.push_str(&format!(" from {}", text(f)));
+    }
+    if let Some(n) = o.get("folded_frames") {
+        s.push_str(&format!(" ×{}", text(n)));
+    }
+    s
+}
+
+pub fn briefs(records: &[Rec]) -> Vec<String> {
+    records.iter().map(brief).collect()
+}
+
+/// Asserts SPEC §2 "nothing else changes" on one invocation: the output is the input in order,
+/// less removed records, each record byte for byte with its key, except folded frames — a
+/// counter whose `id` is that of an input counter standing later than everything folded into
+/// it. Returns, for each output record, the index of the input record it stands for.
+pub fn check_in_order(input: &[Rec], output: &[Rec], counter_type: &str) -> Vec<usize> {
+    // (is a counter, its id), parsed once per record.
+    let info = |r: &Rec| match object(r) {
+        Some(o) => (
+            o.get("type").and_then(Value::as_str) == Some(counter_type),
+            o.get("id").cloned(),
+        ),
+        None => (false, None),
+    };
+    let ins: Vec<(bool, Option<Value>)> = input.iter().map(info).collect();
+    let mut at = 0;
+    let mut map = Vec::with_capacity(output.len());
+    for (j, out) in output.iter().enumerate() {
+        let (out_counter, out_id) = info(out);
+        let found = (at..input.len()).find(|&i| {
+            let inp = &input[i];
+            inp.key == out.key
+                && (inp.value == out.value
+                    || (out_counter && ins[i].0 && out_id.is_some() && ins[i].1 == out_id))
+        });
+        let Some(i) = found else {
+            panic!(
+                "output record {j} is not an input record after input {at}, nor a fold of one:\n{}\nin:\n{}out:\n{}",
+                render(std::slice::from_ref(out)),
+                render(input),
+                render(output)
+            );
+        };
+        map.push(i);
+        at = i + 1;
+    }
+    map
+}

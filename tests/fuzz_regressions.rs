@@ -1,0 +1,135 @@
+//! The fuzz targets' properties under `cargo test`: each target's seed corpus
+//! (`fuzz/corpus/<target>/seed-*`), a few hundred pseudo-random inputs, and every crash the
+//! fuzzers found, minimised, as a named regression test.
+//!
+//! The properties live in `agent_fold_core::testgen::checks` (one `check_*` function per
+//! target, panicking on a violation); the fuzz targets in `fuzz/fuzz_targets/` are wrappers
+//! around the same functions. Reproduce a crash file with
+//! `fuzz/target/<host>/release/<target> <file>` after `scripts/fuzz.sh build`.
+
+use std::path::{Path, PathBuf};
+
+use agent_fold_core::testgen::{
+    check_checkpoint_restore, check_fold_bytes, check_fold_invariants, check_surface_ranges,
+    seeded_bytes,
+};
+
+/// A target's committed seed inputs.
+fn seeds(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus").join(target);
+    let mut out: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("seed-"))
+        })
+        .map(|p| {
+            let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            (p, bytes)
+        })
+        .collect();
+    out.sort();
+    assert!(out.len() >= 3, "{}: a handful of seeds", dir.display());
+    out
+}
+
+/// Runs a check on every seed, naming the seed that fails.
+fn replay_seeds(target: &str, check: fn(&[u8])) {
+    for (path, bytes) in seeds(target) {
+        let r = std::panic::catch_unwind(|| check(&bytes));
+        if let Err(e) = r {
+            eprintln!("seed {} failed", path.display());
+            std::panic::resume_unwind(e);
+        }
+    }
+}
+
+/// Runs a check on pseudo-random inputs of a few sizes (deterministic: splitmix64 seeds).
+fn replay_random(check: fn(&[u8]), count: u64) {
+    for seed in 0..count {
+        let len = [8, 40, 160, 640][seed as usize % 4];
+        check(&seeded_bytes(seed, len));
+    }
+}
+
+#[test]
+fn fold_bytes_seeds() {
+    replay_seeds("fold_bytes", check_fold_bytes);
+}
+
+#[test]
+fn fold_invariants_seeds() {
+    replay_seeds("fold_invariants", check_fold_invariants);
+}
+
+#[test]
+fn surface_ranges_seeds() {
+    replay_seeds("surface_ranges", check_surface_ranges);
+}
+
+#[test]
+fn checkpoint_restore_seeds() {
+    replay_seeds("checkpoint_restore", check_checkpoint_restore);
+}
+
+#[test]
+fn fold_invariants_random() {
+    replay_random(check_fold_invariants, 2000);
+}
+
+#[test]
+fn surface_ranges_random() {
+    replay_random(check_surface_ranges, 2000);
+}
+
+#[test]
+fn fold_bytes_random() {
+    // Mostly not JSON: the malformed paths, every param combination the first bytes pick.
+    replay_random(check_fold_bytes, 2000);
+}
+
+/// A few inputs of `fold_bytes` written out, so that the layout stays readable: params, then
+/// records one a line, an empty line between invocations.
+#[test]
+fn fold_bytes_layout() {
+    let log = concat!(
+        r#"{"type":"user/message","session_id":"a","timestamp":"t0"}"#,
+        "\n",
+        r#"{"type":"thinking/tokens","session_id":"a","timestamp":"t1","estimated_tokens_delta":5}"#,
+        "\n\n",
+        r#"{"type":"thinking/tokens","session_id":"a","timestamp":"t2","estimated_tokens_delta":7}"#,
+        "\n",
+        r#"{"type":"thinking/tokens","session_id":"a","timestamp":"t3","estimated_tokens_delta":3}"#,
+        "\n",
+        r#"{"type":"tool/result","session_id":"a"}"#,
+        "\n",
+    );
+    for p0 in [0u8, 1, 2, 4, 8, 16 | 32, 128, 0xff] {
+        for p1 in [0u8, 1, 2, 4, 8, 0xf] {
+            let mut data = vec![p0, p1];
+            data.extend_from_slice(log.as_bytes());
+            check_fold_bytes(&data);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Crashes the fuzzers found, minimised. Each names the fix it guards.
+
+/// `checkpoint_restore`, found by the first smoke run: a restored surface whose tokens add up
+/// to just under 2^64 took one more message; `Surface::commit` saturated its total, so the
+/// nodes the module then wrote to its checkpoint added up past 2^64 and `restore` refused the
+/// module's own checkpoint (and the saturated total would have stopped being Σ of the nodes
+/// once a span was replaced). Fix in `core/src/surface.rs`: `commit` keeps the nodes adding
+/// up within a u64 exactly, clipping only the new node's tokens.
+#[test]
+fn checkpoint_restore_surface_near_2_pow_64_takes_a_message() {
+    let data = concat!(
+        "\x01",
+        r#"{"stateVersion":3,"view":"pressure","sessions":[{"session":"s","partial":false,"#,
+        r#""surface":[[0,18446744073709551614]]}]}"#
+    );
+    check_checkpoint_restore(data.as_bytes());
+}

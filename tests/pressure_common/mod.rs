@@ -1,0 +1,235 @@
+//! Helpers for the pressure view's tests: build frames, run them natively and in Fluvio's
+//! engine (the built `.wasm`) over several invocation sizes, read checkpoints, render snapshots.
+//!
+//! Kept apart from `tests/common` (the frames view's helpers) so the two suites never clash.
+#![allow(dead_code)]
+
+use std::sync::OnceLock;
+
+use agent_fold::engine::{Instance, Rec, default_wasm_path, read_wasm};
+use agent_fold::jsonl::line_record;
+use agent_fold::runner::native_process;
+use agent_fold_core::{Emit, Processor, RecordIn};
+use serde_json::Value;
+
+/// The built SmartModule, read once per test binary.
+pub fn wasm() -> &'static [u8] {
+    static WASM: OnceLock<Vec<u8>> = OnceLock::new();
+    WASM.get_or_init(|| read_wasm(&default_wasm_path()).expect("the .wasm is built"))
+}
+
+/// `key=value` params as the engine takes them.
+pub fn owned(params: &[(&str, &str)]) -> Vec<(String, String)> {
+    params
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+pub fn processor(params: &[(&str, &str)]) -> Processor {
+    Processor::from_params(params.iter().copied()).expect("valid params")
+}
+
+/// A record keyed as the runner keys a JSONL line: by its `session_id`, else no key.
+pub fn frame(json: &str) -> Rec {
+    line_record(json.as_bytes())
+}
+
+/// A record with an explicit key (`None`: no key).
+pub fn keyed(key: Option<&str>, json: &str) -> Rec {
+    Rec::new(key.map(str::as_bytes), json.as_bytes())
+}
+
+pub fn frames(lines: &[&str]) -> Vec<Rec> {
+    lines.iter().map(|l| frame(l)).collect()
+}
+
+pub fn inputs(records: &[Rec]) -> Vec<RecordIn<'_>> {
+    records
+        .iter()
+        .map(|r| RecordIn::new(r.key.as_deref(), &r.value))
+        .collect()
+}
+
+/// The library's output over invocations of `batch` records (0: all at once).
+pub fn native_run(params: &[(&str, &str)], records: &[Rec], batch: usize) -> Vec<Rec> {
+    let mut p = processor(params);
+    native_on(&mut p, records, batch)
+}
+
+pub fn native_on(p: &mut Processor, records: &[Rec], batch: usize) -> Vec<Rec> {
+    let batch = if batch == 0 {
+        records.len().max(1)
+    } else {
+        batch
+    };
+    let mut out = Vec::new();
+    for (i, chunk) in records.chunks(batch).enumerate() {
+        out.extend(native_process(p, chunk, (i * batch) as i64).expect("invocation succeeds"));
+    }
+    out
+}
+
+/// The `.wasm` in fluvio-smartengine over invocations of `batch` records (0: all at once).
+pub fn engine_run(params: &[(&str, &str)], records: &[Rec], batch: usize) -> Vec<Rec> {
+    let mut i = Instance::new(wasm(), &owned(params), None).expect("the module initialises");
+    let batch = if batch == 0 {
+        records.len().max(1)
+    } else {
+        batch
+    };
+    i.run(records, batch).expect("invocation succeeds")
+}
+
+/// One invocation of the library; outputs grouped by the input record they came from.
+pub fn native_by_input(p: &mut Processor, records: &[Rec]) -> Vec<Vec<Rec>> {
+    let emits = p.process(&inputs(records)).expect("invocation succeeds");
+    let mut by = vec![Vec::new(); records.len()];
+    for e in emits {
+        match e {
+            Emit::New { at, key, value } => by[at].push(Rec {
+                key: Some(key),
+                value,
+            }),
+            other => panic!("the pressure view emits only new records, got {other:?}"),
+        }
+    }
+    by
+}
+
+/// Runs `records` natively and in the engine, invocations of 1, 3 and all at once; asserts
+/// all six outputs are identical and every output is keyed by its `session`. Returns the
+/// outputs grouped by input record.
+pub fn run_everywhere(params: &[(&str, &str)], records: &[Rec]) -> Vec<Vec<Rec>> {
+    let by = native_by_input(&mut processor(params), records);
+    let flat: Vec<Rec> = by.iter().flatten().cloned().collect();
+    for batch in [1, 3, 0] {
+        assert_eq!(
+            lines(&native_run(params, records, batch)),
+            lines(&flat),
+            "native, batch {batch}"
+        );
+        assert_eq!(
+            engine_run(params, records, batch),
+            flat,
+            "the .wasm in the engine, batch {batch}"
+        );
+    }
+    for r in &flat {
+        let v = json(r);
+        let session = v["session"].as_str().expect("a session string");
+        assert_eq!(
+            r.key.as_deref(),
+            Some(session.as_bytes()),
+            "keyed by session"
+        );
+        assert_eq!(v["stateVersion"], 3);
+    }
+    by
+}
+
+pub fn json(r: &Rec) -> Value {
+    serde_json::from_slice(&r.value).expect("output is JSON")
+}
+
+pub fn lines(recs: &[Rec]) -> Vec<String> {
+    recs.iter()
+        .map(|r| String::from_utf8_lossy(&r.value).into_owned())
+        .collect()
+}
+
+/// The outputs as JSON, flattened.
+pub fn values(by: &[Vec<Rec>]) -> Vec<Value> {
+    by.iter().flatten().map(json).collect()
+}
+
+/// A JSON string literal of exactly `4 * tokens` chars, quotes included: `tokens` by the
+/// estimate.
+pub fn text(tokens: usize) -> String {
+    assert!(tokens >= 1);
+    format!("\"{}\"", "a".repeat(4 * tokens - 2))
+}
+
+/// Collapses runs of 12 or more identical chars to `c×N`, so long test texts stay readable.
+pub fn collapse(s: &str) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let mut j = i;
+        while j < chars.len() && chars[j] == chars[i] {
+            j += 1;
+        }
+        if j - i >= 12 {
+            out.push_str(&format!("{}×{}", chars[i], j - i));
+        } else {
+            out.extend(&chars[i..j]);
+        }
+        i = j;
+    }
+    out
+}
+
+/// A snapshot's text: the params, then each input frame (`>`) followed by what it emitted
+/// (`<`), one record per line.
+pub fn render(params: &[(&str, &str)], records: &[Rec], by: &[Vec<Rec>]) -> String {
+    let mut s = String::new();
+    let ps: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    s.push_str(&format!("params: {}\n", ps.join(" ")));
+    s.push_str(
+        "native = engine, in invocations of 1, 3 and all; runs of 12+ equal chars shown as c×N\n",
+    );
+    for (r, outs) in records.iter().zip(by) {
+        let text = String::from_utf8_lossy(&r.value);
+        let sid = serde_json::from_slice::<Value>(&r.value)
+            .ok()
+            .and_then(|v| {
+                v.get("session_id")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            });
+        let key = r
+            .key
+            .as_deref()
+            .map(|k| String::from_utf8_lossy(k).into_owned());
+        let prefix = match (&key, &sid) {
+            (Some(k), Some(s)) if k == s => String::new(),
+            (None, None) => String::new(),
+            (Some(k), _) => format!("[key {k:?}] "),
+            (None, Some(_)) => "[no key] ".to_string(),
+        };
+        s.push_str(&format!("> {prefix}{}\n", collapse(&text)));
+        for o in outs {
+            s.push_str(&format!("< {}\n", String::from_utf8_lossy(&o.value)));
+        }
+    }
+    s
+}
+
+/// The checkpoint of one session of a processor, if it holds one.
+pub fn session_checkpoint(p: &Processor, session: &str) -> Option<Value> {
+    let doc: Value = serde_json::from_str(&p.checkpoint()).expect("a checkpoint is JSON");
+    doc["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .find(|s| s["session"] == session)
+        .cloned()
+}
+
+/// Σ tokens over a session checkpoint's surface.
+pub fn surface_sum(session: &Value) -> u64 {
+    session["surface"]
+        .as_array()
+        .expect("surface")
+        .iter()
+        .map(|n| n[1].as_u64().expect("tokens"))
+        .sum()
+}
+
+/// A fresh processor holding a checkpoint's state: a fork of `p`.
+pub fn fork(params: &[(&str, &str)], p: &Processor) -> Processor {
+    let mut q = processor(params);
+    q.restore(&p.checkpoint()).expect("a checkpoint restores");
+    q
+}

@@ -1,0 +1,538 @@
+//! SPEC §6 invariants 6–8 of the pressure view over generated sessions (`GenSession`, the
+//! generator the fuzz targets share): valid and invalid replacement spans, re-deliveries,
+//! frames with no seq, sub-agent frames, sessions that start mid-stream.
+//!
+//! Besides the invariants, every frame's records are compared with a small reference model of
+//! SPEC §3 written here from the spec's words, independently of the core's code.
+
+mod pressure_common;
+
+use std::collections::{BTreeMap, HashMap};
+
+use agent_fold::engine::Rec;
+use agent_fold::jsonl;
+use agent_fold::runner::native_process;
+use agent_fold_core::Processor;
+use agent_fold_core::testgen::GenSession;
+use pressure_common::*;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+
+const P: &[(&str, &str)] = &[("emit", "pressure"), ("capacity", "100000")];
+const SEEDS: u64 = 300;
+const LEN: usize = 384;
+
+fn generated(seed: u64) -> (GenSession, Vec<Rec>) {
+    let g = GenSession::from_seed(seed, LEN);
+    let recs = g
+        .records()
+        .into_iter()
+        .map(|(k, v)| Rec { key: k, value: v })
+        .collect();
+    (g, recs)
+}
+
+fn one(p: &mut Processor, r: &Rec) -> Vec<Rec> {
+    native_process(p, std::slice::from_ref(r), 0).unwrap()
+}
+
+fn seq_of(r: &Rec) -> Option<u64> {
+    serde_json::from_slice::<Value>(&r.value)
+        .ok()?
+        .get("seq")?
+        .as_u64()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The reference model: SPEC §3, read literally.
+
+/// `ceil(chars / 4)`: Unicode scalars of the JSON text as it stands, whitespace outside
+/// strings excluded.
+fn model_estimate(raw: &str) -> u64 {
+    let (mut chars, mut in_str, mut esc) = (0u64, false, false);
+    for c in raw.chars() {
+        if in_str {
+            chars += 1;
+            if esc {
+                esc = false;
+            } else if c == '\\' {
+                esc = true;
+            } else if c == '"' {
+                in_str = false;
+            }
+        } else if !matches!(c, ' ' | '\t' | '\n' | '\r') {
+            chars += 1;
+            in_str = c == '"';
+        }
+    }
+    chars.div_ceil(4)
+}
+
+#[derive(Clone, Default)]
+struct MSession {
+    cursor: u64,
+    partial: bool,
+    system: Option<u64>,
+    tools: Option<u64>,
+    capacity: Option<u64>,
+    /// (seq, tokens)
+    nodes: Vec<(u64, u64)>,
+    /// The seq of the first node the session saw.
+    first_node: Option<u64>,
+    pressure: Option<u64>,
+    anchor: Option<u64>,
+}
+
+impl MSession {
+    fn total(&self) -> u64 {
+        self.nodes.iter().fold(0u64, |s, n| s.saturating_add(n.1))
+    }
+
+    fn figures(&self, default_capacity: Option<u64>) -> Value {
+        let total = self.total();
+        let projected = match (self.pressure, self.anchor) {
+            (Some(p), Some(a)) => {
+                Some((p as i128 + total as i128 - a as i128).clamp(0, u64::MAX as i128) as u64)
+            }
+            _ => None,
+        };
+        let capacity = self.capacity.or(default_capacity);
+        let occupancy = match (projected.or(self.pressure), capacity) {
+            (Some(u), Some(c)) => json!(u as f64 / c as f64),
+            _ => Value::Null,
+        };
+        let env = |v: Option<u64>| if self.partial { v } else { Some(v.unwrap_or(0)) };
+        json!({
+            "pressureTokens": self.pressure,
+            "projectedTokens": projected,
+            "capacity": capacity,
+            "contextOccupancy": occupancy,
+            "systemTokens": env(self.system),
+            "toolsTokens": env(self.tools),
+            "messageTokens": (!self.partial).then_some(total),
+            "partial": self.partial,
+        })
+    }
+}
+
+struct Model {
+    capacity: Option<u64>,
+    sessions: HashMap<Vec<u8>, MSession>,
+}
+
+const NO_SEQ: &str = "the frame carries context (a message, header or usage) but no valid seq: it cannot be placed on the surface";
+const BAD_SPAN: &str = "replacement span is malformed: `replaces` must be {\"from_seq\": integer ≥ 0, \"to_seq\": integer ≥ 0}";
+
+fn error(key: &[u8], seq: Option<u64>, msg: &str) -> String {
+    let mut m = Map::new();
+    m.insert("type".into(), "context/error".into());
+    m.insert("session".into(), String::from_utf8_lossy(key).into());
+    m.insert("seq".into(), json!(seq));
+    m.insert("error".into(), msg.into());
+    m.insert("stateVersion".into(), 3.into());
+    Value::Object(m).to_string()
+}
+
+fn int(v: Option<&Value>) -> Option<u64> {
+    v.and_then(Value::as_u64)
+}
+
+impl Model {
+    fn new(capacity: Option<u64>) -> Model {
+        Model {
+            capacity,
+            sessions: HashMap::new(),
+        }
+    }
+
+    /// The records one frame yields, as JSON text.
+    fn frame(&mut self, key: Option<&[u8]>, value: &[u8]) -> Vec<String> {
+        let (Ok(obj), Ok(raw)) = (
+            serde_json::from_slice::<Map<String, Value>>(value),
+            serde_json::from_slice::<BTreeMap<String, Box<RawValue>>>(value),
+        ) else {
+            return vec![]; // not an object: ignored
+        };
+        if obj
+            .get("extras")
+            .and_then(|e| e.get("parent_tool_use_id"))
+            .is_some_and(Value::is_string)
+        {
+            return vec![]; // a sub-agent's
+        }
+        let key: Vec<u8> = match (key, obj.get("session_id").and_then(Value::as_str)) {
+            (Some(k), _) => k.to_vec(),
+            (None, Some(s)) => s.as_bytes().to_vec(),
+            (None, None) => vec![],
+        };
+        let seq = int(obj.get("seq"));
+        if let (Some(s), Some(seq)) = (self.sessions.get(&key), seq) {
+            if seq <= s.cursor {
+                return vec![]; // a re-delivery
+            }
+        }
+        let kind = obj.get("type").and_then(Value::as_str);
+        let header = kind == Some("request/header");
+        let usage = obj.get("usage").filter(|u| u.is_object());
+        let sample = match (kind, usage) {
+            (Some("assistant/message"), Some(u)) => Some(
+                ["input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"]
+                    .iter()
+                    .map(|f| int(u.get(*f)).unwrap_or(0))
+                    .fold(0u64, u64::saturating_add),
+            ),
+            _ => None,
+        };
+        let message = raw.get("message").map(|m| model_estimate(m.get()));
+        let replaces = obj.get("replaces").filter(|r| !r.is_null());
+        let Some(seq) = seq else {
+            let touches = header || sample.is_some() || message.is_some() || replaces.is_some();
+            return if touches {
+                vec![error(&key, None, NO_SEQ)]
+            } else {
+                vec![]
+            };
+        };
+        let span = match replaces {
+            None => None,
+            Some(r) => match (int(r.get("from_seq")), int(r.get("to_seq"))) {
+                (Some(a), Some(b)) if r.is_object() => Some((a, b)),
+                _ => return vec![error(&key, Some(seq), BAD_SPAN)],
+            },
+        };
+        let existed = self.sessions.get(&key).cloned();
+        let mut s = existed.clone().unwrap_or(MSession {
+            partial: seq != 0,
+            ..MSession::default()
+        });
+        let before = existed.map(|e| e.figures(self.capacity));
+        let node = (message.is_some() || span.is_some()).then(|| (seq, message.unwrap_or(0)));
+
+        // Validate the span against the surface before anything changes.
+        enum Edit {
+            Append,
+            Splice(usize, usize),
+            Front(usize),
+        }
+        let edit = match span {
+            None => Edit::Append,
+            Some((a, b)) => {
+                let at = |q: u64| s.nodes.iter().position(|n| n.0 == q);
+                let unseen = |q: u64| s.first_node.is_none_or(|f| q < f);
+                match (at(a), at(b)) {
+                    (Some(i), Some(j)) if i <= j => Edit::Splice(i, j + 1),
+                    (None, Some(j)) if s.partial && unseen(a) => Edit::Front(j + 1),
+                    (None, None) if s.partial && unseen(a) && unseen(b) && a <= b => {
+                        Edit::Front(0)
+                    }
+                    _ => {
+                        let msg = format!(
+                            "replacement span {a}..{b} is not in the surface: the log is corrupt"
+                        );
+                        return vec![error(&key, Some(seq), &msg)];
+                    }
+                }
+            }
+        };
+        // Commit.
+        if header {
+            if let Some(r) = raw.get("system") {
+                s.system = Some(model_estimate(r.get()));
+            }
+            if let Some(r) = raw.get("tools") {
+                s.tools = Some(model_estimate(r.get()));
+            }
+            if let Some(w) = int(obj.get("context_window")).filter(|w| *w >= 1) {
+                s.capacity = Some(w);
+            }
+        }
+        if let Some(p) = sample {
+            s.pressure = Some(p);
+            s.anchor = Some(s.total());
+        }
+        if let Some(n) = node {
+            s.first_node.get_or_insert(n.0);
+            match edit {
+                Edit::Append => s.nodes.push(n),
+                Edit::Splice(i, j) => {
+                    s.nodes.splice(i..j, [n]);
+                }
+                Edit::Front(j) => {
+                    s.nodes.splice(..j, [n]);
+                    s.anchor = None;
+                }
+            }
+        }
+        s.cursor = seq;
+        let now = s.figures(self.capacity);
+        self.sessions.insert(key.clone(), s);
+        if before.as_ref() == Some(&now) {
+            return vec![];
+        }
+        let mut m = Map::new();
+        m.insert("type".into(), "context/pressure".into());
+        m.insert("session".into(), String::from_utf8_lossy(&key).into());
+        m.insert("seq".into(), seq.into());
+        if let Some(t) = obj.get("timestamp").filter(|t| t.is_string()) {
+            m.insert("timestamp".into(), t.clone());
+        }
+        for (k, v) in now.as_object().unwrap() {
+            if k != "partial" {
+                m.insert(k.clone(), v.clone());
+            }
+        }
+        if now["partial"] == true {
+            m.insert("partial".into(), true.into());
+        }
+        m.insert("stateVersion".into(), 3.into());
+        vec![Value::Object(m).to_string()]
+    }
+}
+
+fn assert_model_agrees(params: &[(&str, &str)], capacity: Option<u64>, recs: &[Rec], what: &str) {
+    let mut p = processor(params);
+    let mut m = Model::new(capacity);
+    for (i, r) in recs.iter().enumerate() {
+        let got = lines(&one(&mut p, r));
+        let want = m.frame(r.key.as_deref(), &r.value);
+        assert_eq!(
+            got,
+            want,
+            "{what}, frame {i}: {}",
+            String::from_utf8_lossy(&r.value)
+        );
+    }
+}
+
+#[test]
+fn the_records_match_a_reference_model_of_the_spec() {
+    for seed in 0..SEEDS {
+        let (_, recs) = generated(seed);
+        assert_model_agrees(P, Some(100_000), &recs, &format!("seed {seed}"));
+    }
+    let example = jsonl::records(
+        &std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/examples/agent-session.jsonl"
+        ))
+        .unwrap(),
+    );
+    assert_model_agrees(P, Some(100_000), &example, "the example");
+    assert_model_agrees(&[("emit", "pressure")], None, &example, "the example, no param");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The invariants, frame by frame.
+
+/// Invariant 6, and the records' promise: after every frame, the last record of the session
+/// shows the state's figures — `messageTokens` (when not partial) is Σ the checkpoint's surface,
+/// `projectedTokens` is `max(0, pressure + Σ surface − anchor)` and never negative — and no
+/// record repeats the figures of the one before it.
+#[test]
+fn message_tokens_are_the_surface_sum_and_projections_never_negative() {
+    let mut checked = 0;
+    for seed in 0..SEEDS {
+        let (_, recs) = generated(seed);
+        let mut p = processor(P);
+        let mut last: Option<Value> = None;
+        for (i, r) in recs.iter().enumerate() {
+            for o in one(&mut p, r) {
+                let v = json(&o);
+                if v["type"] == "context/pressure" {
+                    if let Some(l) = &last {
+                        let figures = |v: &Value| {
+                            let mut v = v.clone();
+                            let m = v.as_object_mut().unwrap();
+                            m.remove("seq");
+                            m.remove("timestamp");
+                            v
+                        };
+                        assert_ne!(figures(l), figures(&v), "seed {seed} frame {i}: no change");
+                    }
+                    last = Some(v);
+                }
+            }
+            let Some(s) = session_checkpoint(&p, "s") else {
+                assert!(last.is_none());
+                continue;
+            };
+            let l = last.as_ref().expect("a session has a first record");
+            let sum = surface_sum(&s);
+            let at = format!("seed {seed} frame {i}");
+            if s["partial"] == true {
+                assert!(l["messageTokens"].is_null(), "{at}");
+                assert_eq!(l["partial"], true, "{at}");
+            } else {
+                assert_eq!(l["messageTokens"], sum, "{at}");
+                assert!(l.get("partial").is_none(), "{at}");
+            }
+            let projected = match (s["pressureTokens"].as_u64(), s["anchorTokens"].as_u64()) {
+                (Some(pr), Some(a)) => json!((pr as i128 + sum as i128 - a as i128).max(0)),
+                _ => Value::Null,
+            };
+            assert_eq!(l["projectedTokens"], projected, "{at}");
+            assert!(l["projectedTokens"].is_null() || l["projectedTokens"].is_u64(), "{at}");
+            assert_eq!(l["pressureTokens"], s["pressureTokens"], "{at}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 5 * SEEDS as usize, "{checked} frames checked");
+}
+
+/// Invariant 7: a frame answered with a `context/error` leaves the checkpoint exactly as it
+/// was; the same frame delivered again gets the same error.
+#[test]
+fn a_refused_frame_leaves_the_state_as_it_was() {
+    let mut errors = 0;
+    for seed in 0..SEEDS {
+        let (_, recs) = generated(seed);
+        let mut p = processor(P);
+        for (i, r) in recs.iter().enumerate() {
+            let before = p.checkpoint();
+            let out = one(&mut p, r);
+            if out.iter().any(|o| json(o)["type"] == "context/error") {
+                errors += 1;
+                assert_eq!(out.len(), 1, "seed {seed} frame {i}: one error, nothing else");
+                assert_eq!(p.checkpoint(), before, "seed {seed} frame {i}");
+                assert_eq!(lines(&one(&mut p, r)), lines(&out), "seed {seed} frame {i} again");
+                assert_eq!(p.checkpoint(), before, "seed {seed} frame {i} again");
+            }
+        }
+    }
+    assert!(errors > SEEDS as usize / 2, "the generator makes errors: {errors}");
+}
+
+/// Re-delivering any earlier frame: a frame at or below the cursor emits nothing; one above
+/// it (it was refused, or a sub-agent's) says what it said the first time. Either way the
+/// state does not change.
+#[test]
+fn redelivering_an_earlier_frame_changes_nothing() {
+    let mut redelivered = 0;
+    for seed in 0..SEEDS {
+        let (_, recs) = generated(seed);
+        let mut p = processor(P);
+        let mut first: Vec<Vec<String>> = Vec::new();
+        for (i, r) in recs.iter().enumerate() {
+            first.push(lines(&one(&mut p, r)));
+            let picks: Vec<usize> = if i + 1 == recs.len() {
+                (0..=i).collect()
+            } else {
+                vec![0, i / 2, i, (i * 7 + seed as usize) % (i + 1)]
+            };
+            for j in picks {
+                let before = p.checkpoint();
+                let cursor = session_checkpoint(&p, "s").and_then(|s| s["cursor"].as_u64());
+                let out = lines(&one(&mut p, &recs[j]));
+                let expect = match (seq_of(&recs[j]), cursor) {
+                    (Some(q), Some(c)) if q <= c => vec![],
+                    _ => first[j].clone(),
+                };
+                assert_eq!(out, expect, "seed {seed}: frame {j} again after frame {i}");
+                assert_eq!(p.checkpoint(), before, "seed {seed}: frame {j} after {i}");
+                redelivered += 1;
+            }
+        }
+    }
+    assert!(redelivered > 10 * SEEDS as usize);
+}
+
+/// Invariant 8's cousin: how the log is cut into invocations does not matter.
+#[test]
+fn any_batch_split_gives_the_same_records() {
+    for seed in 0..SEEDS {
+        let (g, recs) = generated(seed);
+        let whole = lines(&native_run(P, &recs, 0));
+        for batch in [1, 2, 5] {
+            assert_eq!(lines(&native_run(P, &recs, batch)), whole, "seed {seed} batch {batch}");
+        }
+        let mut p = processor(P);
+        let mut out = Vec::new();
+        for r in g.batches(recs.len()) {
+            out.extend(lines(&native_process(&mut p, &recs[r], 0).unwrap()));
+        }
+        assert_eq!(out, whole, "seed {seed}, the generator's cuts");
+    }
+}
+
+/// `look_back` over a prefix rebuilds the state that processing it would have built.
+#[test]
+fn look_back_rebuilds_the_state() {
+    for seed in 0..SEEDS / 3 {
+        let (_, recs) = generated(seed);
+        let mut per_frame: Vec<Vec<String>> = Vec::new();
+        let mut p = processor(P);
+        for r in &recs {
+            per_frame.push(lines(&one(&mut p, r)));
+        }
+        for k in [0, recs.len() / 3, recs.len() / 2, recs.len()] {
+            let mut q = processor(P);
+            q.look_back(&inputs(&recs[..k]));
+            let tail = lines(&native_run_on(&mut q, &recs[k..]));
+            let expect: Vec<String> = per_frame[k..].iter().flatten().cloned().collect();
+            assert_eq!(tail, expect, "seed {seed}, look-back of {k}");
+        }
+    }
+}
+
+fn native_run_on(p: &mut Processor, recs: &[Rec]) -> Vec<Rec> {
+    native_process(p, recs, 0).unwrap()
+}
+
+/// Invariant 8: the library and the `.wasm` in Fluvio's engine agree, invocation cuts and all.
+#[test]
+fn native_and_the_wasm_in_the_engine_agree() {
+    for seed in (0..SEEDS).step_by(10) {
+        let (g, recs) = generated(seed);
+        let mut engine = agent_fold::engine::Instance::new(wasm(), &owned(P), None).unwrap();
+        let mut p = processor(P);
+        for (n, r) in g.batches(recs.len()).into_iter().enumerate() {
+            let want = native_process(&mut p, &recs[r.clone()], n as i64).unwrap();
+            let got = engine.process(&recs[r], n as i64).unwrap();
+            assert_eq!(lines(&got), lines(&want), "seed {seed}, invocation {n}");
+            assert_eq!(got, want, "seed {seed}, invocation {n}: keys");
+        }
+    }
+}
+
+/// The generated sessions do reach what the properties are about.
+#[test]
+fn the_generator_reaches_every_case() {
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for seed in 0..SEEDS {
+        let (_, recs) = generated(seed);
+        let mut p = processor(P);
+        for r in &recs {
+            for o in one(&mut p, r) {
+                let v = json(&o);
+                let case = match (v["type"].as_str(), v["error"].as_str()) {
+                    (Some("context/error"), Some(e)) if e.contains("corrupt") => "corrupt span",
+                    (Some("context/error"), Some(e)) if e.contains("malformed") => "bad span",
+                    (Some("context/error"), _) => "no seq",
+                    _ if v["partial"] == true && v["projectedTokens"].is_null() => {
+                        if v["pressureTokens"].is_null() {
+                            "partial"
+                        } else {
+                            "partial, projection dropped"
+                        }
+                    }
+                    _ if v["partial"] == true => "partial, projected",
+                    _ if v["projectedTokens"].is_u64() => "complete, projected",
+                    _ => "complete",
+                };
+                *seen.entry(case).or_default() += 1;
+            }
+        }
+    }
+    for case in [
+        "corrupt span",
+        "bad span",
+        "no seq",
+        "partial",
+        "partial, projection dropped",
+        "partial, projected",
+        "complete, projected",
+        "complete",
+    ] {
+        assert!(seen.get(case).copied().unwrap_or(0) >= 5, "{case}: {seen:?}");
+    }
+}

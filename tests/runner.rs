@@ -1,0 +1,201 @@
+//! The `agent-fold run` command line, spawned as a user runs it.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/agent-session.jsonl");
+
+fn agent_fold(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_agent-fold"));
+    cmd.args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("the agent-fold binary runs");
+    if let Some(bytes) = stdin {
+        child
+            .stdin
+            .take()
+            .expect("piped stdin")
+            .write_all(bytes)
+            .expect("stdin takes the input");
+    }
+    child.wait_with_output().expect("agent-fold finishes")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn lines(out: &Output) -> Vec<serde_json::Value> {
+    text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or(serde_json::Value::String(l.into())))
+        .collect()
+}
+
+/// A temporary file of this test process, removed when dropped.
+struct TempFile(std::path::PathBuf);
+
+impl TempFile {
+    fn new(name: &str, contents: &str) -> TempFile {
+        let path = std::env::temp_dir().join(format!("agent-fold-{}-{name}", std::process::id()));
+        std::fs::write(&path, contents).expect("a temp file");
+        TempFile(path)
+    }
+
+    fn path(&self) -> &str {
+        self.0.to_str().expect("a UTF-8 temp path")
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[test]
+fn run_folds_the_bundled_example() {
+    let out = agent_fold(&["run", EXAMPLE], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let got = lines(&out);
+    // By hand from the example: six runs fold, four sub-agent frames are dropped.
+    let folds: Vec<(String, u64, String, u64)> = got
+        .iter()
+        .filter(|v| v.get("folded_frames").is_some())
+        .map(|v| {
+            (
+                v["id"].as_str().unwrap().to_owned(),
+                v["estimated_tokens_delta"].as_u64().unwrap(),
+                v["folded_from"].as_str().unwrap().to_owned(),
+                v["folded_frames"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let t = |s: u32| format!("2026-11-29T10:00:{s:02}Z");
+    assert_eq!(
+        folds,
+        [
+            ("s-42-006".to_owned(), 12 + 30 + 25 + 41 + 8, t(2), 5),
+            ("s-42-011".to_owned(), 22 + 17 + 9, t(10), 3),
+            ("s-77-003".to_owned(), 6 + 14, t(5), 2),
+            // s-42-020 is unstamped: it ends the part s-42-018, s-42-019
+            ("s-42-019".to_owned(), 11 + 7, t(19), 2),
+            ("s-42-026".to_owned(), 40 + 55 + 12, t(31), 3),
+            ("s-42-031".to_owned(), 9 + 31, t(37), 2),
+        ]
+    );
+    assert_eq!(got.len(), 24);
+    assert!(
+        !got.iter().any(|v| v.get("extras").is_some()),
+        "sub-agent frames are dropped"
+    );
+    // The malformed line passes unchanged.
+    assert!(
+        text(&out.stdout)
+            .lines()
+            .any(|l| l == r#"{"type":"user/message","id":"s-42-broken","message":{"content":"truncated by the relay"#)
+    );
+    assert_eq!(
+        text(&out.stderr).trim_end(),
+        "records in: 39, out: 24, counters folded away: 11, sub-agent frames dropped: 4, malformed dropped: 0"
+    );
+}
+
+#[test]
+fn native_and_stdin_give_the_same_output() {
+    let wasm = agent_fold(&["run", EXAMPLE], None);
+    let input = std::fs::read(EXAMPLE).unwrap();
+    let native = agent_fold(&["run", "--native", "-"], Some(&input));
+    assert!(native.status.success(), "{}", text(&native.stderr));
+    assert_eq!(text(&native.stdout), text(&wasm.stdout));
+    assert_eq!(text(&native.stderr), text(&wasm.stderr));
+}
+
+#[test]
+fn malformed_fail_exits_non_zero_naming_the_offset() {
+    // Line 28 (from 0) is cut short; with --batch 10 it is the 9th record of the third
+    // invocation, and its offset is still 28.
+    for mode in [&[][..], &["--native"][..]] {
+        let mut args = vec!["run", "-e", "malformed=fail", "--batch", "10"];
+        args.extend(mode);
+        args.push(EXAMPLE);
+        let out = agent_fold(&args, None);
+        assert!(!out.status.success(), "{mode:?}");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("Offset: 28") || err.contains("offset 28"),
+            "{mode:?}: {err}"
+        );
+        assert!(err.contains("not a JSON object"), "{mode:?}: {err}");
+    }
+}
+
+#[test]
+fn lookback_lets_the_first_page_fold() {
+    let history = TempFile::new(
+        "history.jsonl",
+        "{\"type\":\"user/message\",\"id\":\"h0\",\"session_id\":\"x\"}\n",
+    );
+    let input = TempFile::new(
+        "input.jsonl",
+        concat!(
+            "{\"type\":\"thinking/tokens\",\"id\":\"c1\",\"session_id\":\"x\",\"timestamp\":\"t1\",\"estimated_tokens_delta\":1}\n",
+            "{\"type\":\"thinking/tokens\",\"id\":\"c2\",\"session_id\":\"x\",\"timestamp\":\"t2\",\"estimated_tokens_delta\":2}\n",
+            "{\"type\":\"tool/result\",\"id\":\"r1\",\"session_id\":\"x\"}\n",
+        ),
+    );
+    let with = agent_fold(
+        &["run", "--lookback", history.path(), input.path()],
+        None,
+    );
+    assert!(with.status.success(), "{}", text(&with.stderr));
+    assert_eq!(
+        text(&with.stdout),
+        concat!(
+            "{\"type\":\"thinking/tokens\",\"id\":\"c2\",\"session_id\":\"x\",\"timestamp\":\"t2\",\"estimated_tokens_delta\":3,\"folded_from\":\"t1\",\"folded_frames\":2}\n",
+            "{\"type\":\"tool/result\",\"id\":\"r1\",\"session_id\":\"x\"}\n",
+        )
+    );
+    // Without the history the page's leading counters are served as themselves.
+    let without = agent_fold(&["run", input.path()], None);
+    assert!(without.status.success(), "{}", text(&without.stderr));
+    assert_eq!(
+        text(&without.stdout),
+        std::fs::read_to_string(input.path()).unwrap()
+    );
+}
+
+#[test]
+fn batch_1_folds_nothing() {
+    let out = agent_fold(&["run", "--batch", "1", EXAMPLE], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // Never hold back: one record per invocation serves every counter as itself; only the
+    // sub-agent frames (the lines with extras) go.
+    let expected: String = std::fs::read_to_string(EXAMPLE)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.contains("parent_tool_use_id"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(text(&out.stdout), expected);
+    assert!(text(&out.stderr).contains("out: 35, counters folded away: 0"));
+}
+
+#[test]
+fn a_bad_param_exits_non_zero_naming_it() {
+    for (kv, name) in [("emit=both", "`emit`"), ("colour=blue", "`colour`")] {
+        let out = agent_fold(&["run", "-e", kv, EXAMPLE], None);
+        assert!(!out.status.success(), "{kv}");
+        assert!(text(&out.stderr).contains(name), "{kv}: {}", text(&out.stderr));
+        assert!(out.stdout.is_empty(), "{kv}");
+    }
+    let out = agent_fold(&["run", "--native", "-e", "max_sessions=0", EXAMPLE], None);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("`max_sessions`"), "{}", text(&out.stderr));
+}

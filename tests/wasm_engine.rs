@@ -1,0 +1,298 @@
+//! The built `.wasm` in fluvio-smartengine against the native library (SPEC §6.8): identical
+//! output, byte for byte and key for key, over invocation sizes 1, 7 and all at once, on the
+//! bundled example and generated logs; look-back; `init` refusing bad params; a long stream
+//! within the engine's default memory limit.
+
+mod common;
+
+use agent_fold::jsonl;
+use agent_fold_core::testgen::GenLog;
+use common::*;
+
+fn example() -> Vec<Rec> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/agent-session.jsonl");
+    jsonl::records(&std::fs::read(path).expect("the bundled example"))
+}
+
+/// Runs `pages` both ways (asserting identical answers), checks the accounting identity of
+/// every invocation, and returns the concatenated output.
+fn both_checked(params: Params, history: Option<&[Rec]>, pages: &[Vec<Rec>]) -> Vec<Rec> {
+    let mut out = Vec::new();
+    for (page, answer) in pages.iter().zip(run_both(params, history, pages)) {
+        let answer = answer.unwrap_or_else(|e| panic!("the invocation failed: {e:?}"));
+        check_accounting(params, page, &answer);
+        out.extend(answer);
+    }
+    out
+}
+
+fn folds(records: &[Rec]) -> usize {
+    records
+        .iter()
+        .filter(|r| folded_frames(r, "thinking/tokens").is_some())
+        .count()
+}
+
+#[test]
+fn bundled_example_at_batch_1_7_and_all() {
+    let input = example();
+    assert_eq!(input.len(), 39);
+    for batch in [1, 7, 0] {
+        let out = both_checked(&[], None, &split(&input, batch));
+        // The runs of s-42 and s-77 fold once they are in one page, never at batch 1.
+        if batch == 1 {
+            assert_eq!(folds(&out), 0, "batch 1 folds nothing");
+        }
+        if batch == 0 {
+            assert!(folds(&out) >= 4, "{}", render(&out));
+        }
+    }
+    let params: Params = &[("subagents", "keep"), ("malformed", "drop")];
+    both_checked(params, None, &split(&input, 7));
+}
+
+/// Logs of several seeds, one after another in one stream, keyed and unkeyed: the two runs
+/// only have to agree, so one instance serves them all.
+fn generated_stream() -> Vec<Rec> {
+    let mut out = Vec::new();
+    for seed in 0..12u64 {
+        let mut log = GenLog::from_seed(seed, 500);
+        log.keyed = seed % 2 == 0;
+        out.extend(
+            log.records()
+                .into_iter()
+                .map(|(key, value)| Rec { key, value }),
+        );
+    }
+    assert!(out.len() > 300, "the generator makes frames: {}", out.len());
+    out
+}
+
+#[test]
+fn generated_logs_at_batch_1_7_and_all() {
+    let input = generated_stream();
+    for batch in [1, 7, 0] {
+        both_checked(&[], None, &split(&input, batch));
+    }
+    // The generator's own cuts, with the other values of subagents and malformed.
+    let log = GenLog::from_seed(99, 4000);
+    let records: Vec<Rec> = log
+        .records()
+        .into_iter()
+        .map(|(key, value)| Rec { key, value })
+        .collect();
+    let pages: Vec<Vec<Rec>> = log
+        .batches(records.len())
+        .into_iter()
+        .map(|r| records[r].to_vec())
+        .collect();
+    both_checked(&[("subagents", "keep"), ("malformed", "drop")], None, &pages);
+}
+
+#[test]
+fn generated_logs_under_malformed_fail_fail_alike() {
+    let input = generated_stream();
+    let pages = split(&input, 7);
+    let answers = run_both(&[("malformed", "fail")], None, &pages);
+    let mut base = 0;
+    let mut failed = 0;
+    for (page, answer) in pages.iter().zip(&answers) {
+        let bad = page.iter().position(|r| !is_json_object(&r.value));
+        match (bad, answer) {
+            (None, Ok(out)) => check_accounting(&[("malformed", "fail")], page, out),
+            (Some(i), Err((native, engine))) => {
+                let offset = base + i;
+                assert!(native.contains(&format!("offset {offset}:")), "{native}");
+                assert!(engine.contains(&format!("Offset: {offset}\n")), "{engine}");
+                failed += 1;
+            }
+            (bad, answer) => panic!("first malformed record {bad:?}, answer {answer:?}"),
+        }
+        base += page.len();
+    }
+    assert!(failed > 0, "the stream has malformed records");
+}
+
+#[test]
+fn look_back_then_process() {
+    let input = generated_stream();
+    let (history, rest) = input.split_at(input.len() / 2);
+    let pages = split(rest, 7);
+    let with_history = both_checked(&[], Some(history), &pages);
+    // look_back leaves the state that processing the history as one invocation leaves.
+    let mut p = processor(&[], None);
+    let mut replay = vec![history.to_vec()];
+    replay.extend(pages.iter().cloned());
+    let answers = native_pages(&mut p, &replay);
+    let after: Vec<Rec> = answers[1..]
+        .iter()
+        .flat_map(|a| a.clone().expect("no failure"))
+        .collect();
+    assert_eq!(render(&with_history), render(&after));
+    // The history matters: without it the output differs (some leading counters fold).
+    let without = both_checked(&[], None, &pages);
+    assert_ne!(render(&with_history), render(&without));
+}
+
+#[test]
+fn init_refuses_every_bad_param_naming_it() {
+    // In the engine: one bad value of each param, and an unknown one.
+    for (k, v) in [
+        ("emit", "both"),
+        ("subagents", "yes"),
+        ("counter_type", ""),
+        ("capacity", "0"),
+        ("max_sessions", "0"),
+        ("malformed", "ignore"),
+        ("colour", "blue"),
+    ] {
+        let err = agent_fold::engine::Instance::new(wasm(), &owned(&[(k, v)]), None)
+            .err()
+            .unwrap_or_else(|| panic!("{k}={v:?} is accepted"));
+        let text = format!("{err:#}");
+        assert!(text.contains(&format!("`{k}`")), "{k}={v:?}: {text}");
+    }
+    // Every other bad value, natively (the same `Config::from_params` runs in `init`).
+    for (k, v) in [
+        ("emit", ""),
+        ("emit", "Frames"),
+        ("subagents", ""),
+        ("subagents", "DROP"),
+        ("capacity", "-5"),
+        ("capacity", "abc"),
+        ("capacity", "1.5"),
+        ("capacity", ""),
+        ("max_sessions", "many"),
+        ("max_sessions", "-1"),
+        ("max_sessions", "10000001"),
+        ("max_sessions", ""),
+        ("malformed", ""),
+        ("malformed", "PASS"),
+        ("", "x"),
+    ] {
+        let err = agent_fold_core::Processor::from_params([(k, v)])
+            .err()
+            .unwrap_or_else(|| panic!("{k}={v:?} is accepted"));
+        assert!(err.0.contains(&format!("`{k}`")), "{k}={v:?}: {err}");
+    }
+    // And the good values are taken.
+    for (k, v) in [
+        ("emit", "frames"),
+        ("emit", "pressure"),
+        ("subagents", "keep"),
+        ("counter_type", "x/y"),
+        ("capacity", "200000"),
+        ("max_sessions", "1"),
+        ("max_sessions", "10000000"),
+        ("malformed", "fail"),
+    ] {
+        assert!(
+            agent_fold_core::Processor::from_params([(k, v)]).is_ok(),
+            "{k}={v}"
+        );
+    }
+}
+
+/// A pseudo-random stream of `n` realistic frames over `sessions` sessions: turns of a user
+/// message, a run of counters (now and then an unstamped one), sub-agent dispatches, an
+/// assistant message and a tool result; every 997th record is not JSON.
+fn realistic_stream(n: usize, sessions: usize, seed: u64) -> Vec<Rec> {
+    let mut x = seed;
+    let mut next = move |m: u64| {
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (x >> 33) % m
+    };
+    let frame = |kind: &str, key: &str, q: u64, stamped: bool, extra: &str| {
+        let stamp = if stamped {
+            format!(r#","timestamp":"2026-11-29T10:{:02}:{:02}Z""#, q / 60 % 60, q % 60)
+        } else {
+            String::new()
+        };
+        format!(r#"{{"type":"{kind}","id":"{key}-{q}","session_id":"{key}","seq":{q}{stamp}{extra}}}"#)
+    };
+    let mut seq = vec![0u64; sessions];
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let s = next(sessions as u64) as usize;
+        let key = format!("session-{s:04}");
+        let turn = next(4);
+        let mut frames: Vec<(&str, bool, String)> = vec![(
+            "user/message",
+            true,
+            r#","message":{"role":"user","content":"Why does the build fail?"}"#.into(),
+        )];
+        for _ in 0..next(12) {
+            let d = next(60);
+            let stamped = next(25) != 0;
+            frames.push((
+                "thinking/tokens",
+                stamped,
+                format!(r#","estimated_tokens_delta":{d}"#),
+            ));
+        }
+        if turn == 0 {
+            for _ in 0..next(4) {
+                frames.push((
+                    "thinking/tokens",
+                    true,
+                    r#","estimated_tokens_delta":9,"extras":{"parent_tool_use_id":"toolu_sub"}"#
+                        .into(),
+                ));
+            }
+        }
+        frames.push((
+            "assistant/message",
+            true,
+            r#","message":{"role":"assistant","content":"Checking."},"usage":{"input_tokens":120,"output_tokens":8}"#.into(),
+        ));
+        if turn != 3 {
+            frames.push((
+                "tool/result",
+                true,
+                r#","message":{"role":"tool","content":"ok"}"#.into(),
+            ));
+        }
+        for (kind, stamped, extra) in frames {
+            if out.len() % 997 == 996 {
+                out.push(rec(None, "{\"truncated"));
+            }
+            seq[s] += 1;
+            out.push(rec(Some(&key), &frame(kind, &key, seq[s], stamped, &extra)));
+        }
+    }
+    out.truncate(n);
+    out
+}
+
+/// Σ valid deltas and Σ counters (by folded_frames) of main counters, per session.
+fn tallies(records: &[Rec]) -> std::collections::BTreeMap<Vec<u8>, (u128, u128)> {
+    let mut t = std::collections::BTreeMap::new();
+    for r in records {
+        let Some(o) = object(r) else { continue };
+        if is_subagent(&o) || o.get("type").and_then(|v| v.as_str()) != Some("thinking/tokens") {
+            continue;
+        }
+        let e: &mut (u128, u128) = t.entry(session_of(r)).or_default();
+        e.0 += o
+            .get("estimated_tokens_delta")
+            .and_then(|d| d.as_u64())
+            .unwrap_or(0) as u128;
+        e.1 += folded_frames(r, "thinking/tokens").unwrap_or(1) as u128;
+    }
+    t
+}
+
+#[test]
+fn a_stream_of_100k_records_runs_within_the_default_memory_limit() {
+    let input = realistic_stream(100_000, 300, 7);
+    assert_eq!(input.len(), 100_000);
+    let pages = split(&input, 1000);
+    for params in [&[][..], &[("max_sessions", "16")][..]] {
+        let out = both_checked(params, None, &pages);
+        assert!(out.len() < input.len(), "the runs fold");
+        assert!(folds(&out) > 1000, "{} folds", folds(&out));
+        assert_eq!(tallies(&input), tallies(&out), "conservation per session");
+    }
+}
