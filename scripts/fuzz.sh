@@ -12,14 +12,17 @@
 #   scripts/fuzz.sh list                      the target names
 #
 # Exit status: non-zero when a target crashes (the crash input's path is printed) or a build
-# fails. Environment: FUZZ_SANITIZER (default `none`: the core has no `unsafe`, and without
-# ASan libFuzzer runs about twice as many inputs; set `address` to use it), FUZZ_ARGS (extra
-# libFuzzer flags). Run it under `nice -n 19` on a shared machine.
+# fails. Environment: FUZZ_SANITIZER (default `address`: the readers' vector scans are
+# `unsafe`; `none` runs about twice as many inputs per second), FUZZ_ARGS (extra libFuzzer
+# flags), FUZZ_TOOLCHAIN=stable (skip nightly even when installed),
+# FUZZ_TARGET_DIR (default fuzz/target, cargo-fuzz's own, apart from the main target dir).
+# Run it under `nice -n 19` on a shared machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 TARGETS=(fold_bytes fold_invariants surface_ranges checkpoint_restore)
-SANITIZER=${FUZZ_SANITIZER:-none}
+SANITIZER=${FUZZ_SANITIZER:-address}
+TARGET_DIR=${FUZZ_TARGET_DIR:-fuzz/target}
 say() { echo "fuzz.sh: $*" >&2; }
 
 usage() {
@@ -30,7 +33,8 @@ usage() {
 # cargo-fuzz needs unstable flags (-Z, sanitizer coverage): a nightly toolchain when one is
 # installed, else the stable one with RUSTC_BOOTSTRAP=1.
 toolchain() {
-  if command -v rustup >/dev/null 2>&1 && rustup run nightly rustc --version >/dev/null 2>&1; then
+  if [[ ${FUZZ_TOOLCHAIN:-} != stable ]] && command -v rustup >/dev/null 2>&1 &&
+    rustup run nightly rustc --version >/dev/null 2>&1; then
     CARGO=(cargo +nightly)
     ROUTE="nightly: $(rustup run nightly rustc --version)"
   else
@@ -43,14 +47,15 @@ toolchain() {
     cargo install cargo-fuzz --locked
   fi
   HOST=$(rustc -vV | sed -n 's/^host: //p')
-  BIN_DIR=fuzz/target/$HOST/release
+  BIN_DIR=$TARGET_DIR/$HOST/release
   say "toolchain: $ROUTE; $(cargo fuzz --version); sanitizer: $SANITIZER"
 }
 
 build() {
   local t0=$SECONDS
   # --fuzz-dir: the crate in fuzz/ (its own workspace; the root one excludes it).
-  "${CARGO[@]}" fuzz build --fuzz-dir fuzz -O -s "$SANITIZER" --target "$HOST" "$@"
+  "${CARGO[@]}" fuzz build --fuzz-dir fuzz -O -s "$SANITIZER" --target "$HOST" \
+    --target-dir "$TARGET_DIR" "$@"
   say "built in $((SECONDS - t0)) s"
 }
 
@@ -88,8 +93,8 @@ run() {
     say "$t crashed; log: $log"
     if [[ -n $crash ]]; then
       say "crash input: $crash"
-      say "reproduce: $BIN_DIR/$t $crash  (or: ${CARGO[*]} fuzz run --fuzz-dir fuzz -s $SANITIZER $t $crash)"
-      say "minimise:  ${CARGO[*]} fuzz tmin --fuzz-dir fuzz -s $SANITIZER $t $crash"
+      say "reproduce: $BIN_DIR/$t $crash"
+      say "minimise:  $BIN_DIR/$t -minimize_crash=1 -runs=10000 $crash"
     fi
     return 1
   fi
@@ -111,7 +116,7 @@ case $cmd in
     start=$SECONDS
     toolchain
     build
-    scratch=fuzz/target/smoke
+    scratch=$TARGET_DIR/smoke
     failed=()
     for t in "${TARGETS[@]}"; do
       rm -rf "${scratch:?}/$t"

@@ -101,7 +101,10 @@ pub fn merge(files: Vec<Vec<Rec>>) -> Vec<Rec> {
         return files.into_iter().next().unwrap_or_default();
     }
     let total = files.iter().map(Vec::len).sum();
-    let mut iters: Vec<_> = files.into_iter().map(|f| f.into_iter().peekable()).collect();
+    let mut iters: Vec<_> = files
+        .into_iter()
+        .map(|f| f.into_iter().peekable())
+        .collect();
     let mut keys = vec![f64::NEG_INFINITY; iters.len()];
     let mut out = Vec::with_capacity(total);
     loop {
@@ -176,7 +179,10 @@ mod tests {
         assert_eq!(rfc3339_secs("1970-01-01T00:00:00Z"), Some(0.0));
         assert_eq!(rfc3339_secs("1970-01-02T00:00:01.5Z"), Some(86_401.5));
         assert_eq!(rfc3339_secs("2000-03-01T00:00:00Z"), Some(951_868_800.0));
-        assert_eq!(rfc3339_secs("2000-03-01T02:00:00+02:00"), Some(951_868_800.0));
+        assert_eq!(
+            rfc3339_secs("2000-03-01T02:00:00+02:00"),
+            Some(951_868_800.0)
+        );
         assert_eq!(rfc3339_secs("yesterday"), None);
     }
 

@@ -87,7 +87,11 @@ pub fn panels(pressure: &[Rec], marks: &Marks) -> Vec<Panel> {
         if v.get("type").and_then(Value::as_str) != Some("context/pressure") {
             continue;
         }
-        let session = v.get("session").and_then(Value::as_str).unwrap_or("").to_owned();
+        let session = v
+            .get("session")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
         let num = |k: &str| v.get(k).and_then(Value::as_f64);
         let Some(seq) = v.get("seq").and_then(Value::as_u64) else {
             continue;

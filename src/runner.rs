@@ -98,7 +98,10 @@ impl RunArgs {
                     "auto" => a.detect = true,
                     v => {
                         a.format = Some(Input::parse(v).ok_or_else(|| {
-                            anyhow!("--input: {v:?} is none of auto, {}", Input::NAMES.join(", "))
+                            anyhow!(
+                                "--input: {v:?} is none of auto, {}",
+                                Input::NAMES.join(", ")
+                            )
                         })?)
                     }
                 },
@@ -305,7 +308,10 @@ pub fn run(args: &RunArgs) -> Result<Summary> {
         })?),
         (None, false) => match args.param("input") {
             Some(v) => Some(Input::parse(v).ok_or_else(|| {
-                anyhow!("bad value {v:?} for param `input`: expected {}", Input::NAMES.join(", "))
+                anyhow!(
+                    "bad value {v:?} for param `input`: expected {}",
+                    Input::NAMES.join(", ")
+                )
             })?),
             None => None,
         },
@@ -354,7 +360,10 @@ pub fn run(args: &RunArgs) -> Result<Summary> {
         }
         if let Some(a) = &mut adapter {
             let state = doc.get("adapter").ok_or_else(|| {
-                anyhow!("the checkpoint has no adapter state for input={}", a.input().name())
+                anyhow!(
+                    "the checkpoint has no adapter state for input={}",
+                    a.input().name()
+                )
             })?;
             a.restore(state).map_err(|e| anyhow!("{e}"))?;
         }

@@ -123,7 +123,11 @@ fn figures(pressure: &[Rec]) -> Vec<String> {
 /// compaction, the ends, and what the pressure view made of it.
 fn digest(lines: &[Rec], frames: &[Rec]) -> String {
     let mut o = String::new();
-    o.push_str(&format!("lines: {}\nframes: {}\n", lines.len(), frames.len()));
+    o.push_str(&format!(
+        "lines: {}\nframes: {}\n",
+        lines.len(),
+        frames.len()
+    ));
     let mut by_type: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     for f in frames {
         let e = by_type.entry(logs::frame_type(&f.value)).or_default();
@@ -138,7 +142,10 @@ fn digest(lines: &[Rec], frames: &[Rec]) -> String {
         o.push_str(&format!("  {t}: {m} + {s}\n"));
     }
     let ss = samples(frames);
-    o.push_str(&format!("\nmain samples ({}), seq timestamp: pressureTokens\n", ss.len()));
+    o.push_str(&format!(
+        "\nmain samples ({}), seq timestamp: pressureTokens\n",
+        ss.len()
+    ));
     for (seq, ts, p) in &ss {
         o.push_str(&format!("  {seq} {ts}: {p}\n"));
     }
@@ -189,7 +196,10 @@ fn excerpt_case(input: Input, rel: &str, params: &[(&str, &str)]) -> String {
         o.push_str(&text(f));
         o.push('\n');
     }
-    o.push_str(&format!("\n--- frames view {params:?}: {} records ---\n", shown.len()));
+    o.push_str(&format!(
+        "\n--- frames view {params:?}: {} records ---\n",
+        shown.len()
+    ));
     for r in &shown {
         o.push_str(&cut(&text(r), 160));
         o.push('\n');
@@ -243,7 +253,11 @@ fn every_line_is_accounted_for() {
             let n = a.push(l.key.as_deref(), &l.value, &mut out);
             assert!(n >= 1, "{rel}: a line became no frame: {}", text(l));
             if serde_json::from_slice::<Value>(&l.value).is_err() {
-                assert_eq!(out, [l.value.clone()], "{rel}: not JSON, handed on as it came");
+                assert_eq!(
+                    out,
+                    [l.value.clone()],
+                    "{rel}: not JSON, handed on as it came"
+                );
             }
             if n == 2 {
                 let kinds: Vec<String> = out.iter().map(|f| logs::frame_type(f)).collect();
@@ -337,7 +351,10 @@ fn usage_is_a_sample_once_per_message_id() {
     let ss = samples(&frames);
     assert_eq!(ss.len(), ids.len(), "one sample per main message.id");
     // Every assistant line's usage is still there: on the frame once, in extras on repeats.
-    let assistant_lines = lines.iter().filter(|l| json(l)["type"] == "assistant").count();
+    let assistant_lines = lines
+        .iter()
+        .filter(|l| json(l)["type"] == "assistant")
+        .count();
     let with_usage = frames
         .iter()
         .map(json)
@@ -378,7 +395,10 @@ fn the_readme_compaction_facts() {
 
 #[test]
 fn agent_progress_lines_are_sub_agent_frames() {
-    for rel in [format!("{AE4A}.jsonl"), "claude-code/subagent.jsonl".to_owned()] {
+    for rel in [
+        format!("{AE4A}.jsonl"),
+        "claude-code/subagent.jsonl".to_owned(),
+    ] {
         let Some(path) = real(&rel) else { continue };
         let lines = read(&path);
         let mut a = agent_fold_core::Adapter::new(Input::ClaudeCode, 100);
@@ -389,7 +409,10 @@ fn agent_progress_lines_are_sub_agent_frames() {
             let line = json(l);
             if line["data"]["type"] == "agent_progress" {
                 n += 1;
-                assert_eq!(line["isSidechain"], false, "the trap: isSidechain stays false");
+                assert_eq!(
+                    line["isSidechain"], false,
+                    "the trap: isSidechain stays false"
+                );
                 assert_eq!(out.len(), 1);
                 let f: Value = serde_json::from_slice(&out[0]).unwrap();
                 assert_eq!(f["extras"]["parent_tool_use_id"], line["parentToolUseID"]);
@@ -409,7 +432,10 @@ fn sidechain_files_are_sub_agent_frames_throughout() {
         let (lines, frames) = adapt(Input::ClaudeCode, &f);
         assert_eq!(lines.len(), frames.len());
         assert!(frames.iter().all(is_sub), "{}", f.display());
-        assert!(pressure_of(&frames).is_empty(), "sub-agent frames move no figure");
+        assert!(
+            pressure_of(&frames).is_empty(),
+            "sub-agent frames move no figure"
+        );
     }
 }
 
@@ -417,12 +443,10 @@ fn sidechain_files_are_sub_agent_frames_throughout() {
 fn sub_agent_frames_never_move_the_main_figures() {
     // The session directory (transcript + subagents/, merged by time), the transcript alone,
     // and the transcript without its agent_progress lines draw the same main figures.
-    let cases: Vec<(PathBuf, PathBuf)> = [
-        (data(&format!("{CC_SESSION}.jsonl")), data(CC_SESSION)),
-    ]
-    .into_iter()
-    .chain(real(&format!("{AE4A}.jsonl")).zip(real(AE4A)))
-    .collect();
+    let cases: Vec<(PathBuf, PathBuf)> = [(data(&format!("{CC_SESSION}.jsonl")), data(CC_SESSION))]
+        .into_iter()
+        .chain(real(&format!("{AE4A}.jsonl")).zip(real(AE4A)))
+        .collect();
     for (file, dir) in cases {
         let (lines, frames) = adapt(Input::ClaudeCode, &file);
         let (_, dir_frames) = adapt(Input::ClaudeCode, &dir);
@@ -434,8 +458,18 @@ fn sub_agent_frames_never_move_the_main_figures() {
         let stripped_frames = logs::adapt_all(Input::ClaudeCode, &stripped, 100);
         let main = figures(&pressure_of(&frames));
         assert!(!main.is_empty());
-        assert_eq!(figures(&pressure_of(&dir_frames)), main, "{}", dir.display());
-        assert_eq!(figures(&pressure_of(&stripped_frames)), main, "{}", file.display());
+        assert_eq!(
+            figures(&pressure_of(&dir_frames)),
+            main,
+            "{}",
+            dir.display()
+        );
+        assert_eq!(
+            figures(&pressure_of(&stripped_frames)),
+            main,
+            "{}",
+            file.display()
+        );
         // The frames view drops exactly the sub-agent frames.
         let mut p = Processor::from_params([("emit", "frames")]).unwrap();
         let shown = native_process(&mut p, &dir_frames, 0).unwrap();
@@ -606,7 +640,8 @@ struct Tmp(PathBuf);
 
 impl Tmp {
     fn new(name: &str) -> Tmp {
-        let p = std::env::temp_dir().join(format!("agent-fold-adapt-{}-{name}", std::process::id()));
+        let p =
+            std::env::temp_dir().join(format!("agent-fold-adapt-{}-{name}", std::process::id()));
         Tmp(p)
     }
     fn s(&self) -> &str {
@@ -662,7 +697,9 @@ fn runner_input_equals_the_module_param() {
     if let Some(p) = real(&format!("{AE4A}.jsonl")) {
         four_ways("claude-code", &p, &[]);
     }
-    if let Some(p) = real("codex/rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl") {
+    if let Some(p) =
+        real("codex/rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl")
+    {
         four_ways("codex", &p, &[]);
     }
 }
@@ -670,7 +707,13 @@ fn runner_input_equals_the_module_param() {
 #[test]
 fn input_auto_detects_and_two_inputs_are_refused() {
     let path = data("claude-stream.jsonl");
-    let auto = ok(agent_fold(&["run", "--native", "--input", "auto", path.to_str().unwrap()]));
+    let auto = ok(agent_fold(&[
+        "run",
+        "--native",
+        "--input",
+        "auto",
+        path.to_str().unwrap(),
+    ]));
     let named = ok(agent_fold(&[
         "run",
         "--native",
@@ -689,7 +732,13 @@ fn input_auto_detects_and_two_inputs_are_refused() {
     ]);
     assert!(!both.status.success());
     assert!(String::from_utf8_lossy(&both.stderr).contains("choose one"));
-    let bad = agent_fold(&["run", "--native", "-e", "input=json", path.to_str().unwrap()]);
+    let bad = agent_fold(&[
+        "run",
+        "--native",
+        "-e",
+        "input=json",
+        path.to_str().unwrap(),
+    ]);
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("`input`"));
 }
@@ -729,13 +778,20 @@ fn svg_facts(svg: &str) -> SvgFacts {
     let doc = roxmltree::Document::parse(svg).expect("the plot is well-formed XML");
     let root = doc.root_element();
     assert_eq!(root.tag_name().name(), "svg");
-    assert_eq!(root.tag_name().namespace(), Some("http://www.w3.org/2000/svg"));
+    assert_eq!(
+        root.tag_name().namespace(),
+        Some("http://www.w3.org/2000/svg")
+    );
     let polylines = |color: &str, series: bool| {
         doc.descendants()
             .filter(|n| n.has_tag_name("polyline") && n.attribute("stroke") == Some(color))
             // A series has more than two points; the legend's sample and dashes have two.
             .filter(|n| {
-                let pts = n.attribute("points").unwrap_or("").split_whitespace().count();
+                let pts = n
+                    .attribute("points")
+                    .unwrap_or("")
+                    .split_whitespace()
+                    .count();
                 if series { pts > 2 } else { pts == 2 }
             })
             .count()
@@ -752,7 +808,9 @@ fn svg_facts(svg: &str) -> SvgFacts {
         projected_series: polylines(&hex(plot::PROJECTED), true),
         reading_dots: doc
             .descendants()
-            .filter(|n| n.has_tag_name("circle") && n.attribute("fill") == Some(&hex(plot::PRESSURE)))
+            .filter(|n| {
+                n.has_tag_name("circle") && n.attribute("fill") == Some(&hex(plot::PRESSURE))
+            })
             .count(),
         capacity_dashes: polylines(&hex(plot::CAPACITY), false),
         compaction_labels: texts("compaction", Some(&hex(plot::COMPACTION))),
@@ -762,7 +820,10 @@ fn svg_facts(svg: &str) -> SvgFacts {
 }
 
 fn plot_case(input: &str, path: &Path, extra: &[&str]) -> SvgFacts {
-    let svg = Tmp::new(&format!("plot-{input}-{}.svg", path.file_name().unwrap().to_string_lossy()));
+    let svg = Tmp::new(&format!(
+        "plot-{input}-{}.svg",
+        path.file_name().unwrap().to_string_lossy()
+    ));
     let mut args = vec!["run", "--native", "--input", input, "--plot", svg.s()];
     args.extend(extra);
     args.push(path.to_str().unwrap());
@@ -774,7 +835,11 @@ fn plot_case(input: &str, path: &Path, extra: &[&str]) -> SvgFacts {
 fn plot_of_an_excerpt() {
     let f = plot_case("claude-code", &data(CC_SESSION), &["-e", "capacity=200000"]);
     assert_eq!(f.panels, 1, "one session, one figure");
-    assert_eq!((f.pressure_series, f.projected_series), (1, 1), "one series each");
+    assert_eq!(
+        (f.pressure_series, f.projected_series),
+        (1, 1),
+        "one series each"
+    );
     assert_eq!(f.reading_dots, 4, "a dot per main reading");
     assert!(f.capacity_dashes > 10, "the capacity line");
     assert_eq!(f.compaction_labels, 1, "the compaction is marked");
@@ -799,7 +864,9 @@ fn plot_of_the_real_logs() {
         assert_eq!(f.compaction_labels, 1);
         assert!(f.capacity_dashes > 10);
     }
-    if let Some(p) = real("codex/rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl") {
+    if let Some(p) =
+        real("codex/rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl")
+    {
         let f = plot_case("codex", &p, &[]);
         assert_eq!((f.panels, f.pressure_series, f.projected_series), (1, 1, 1));
         assert_eq!(f.reading_dots, 286);
@@ -845,11 +912,13 @@ fn accuracy_of_the_real_logs() {
             Input::ClaudeStream,
         ),
         (
-            "codex/rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl".to_owned(),
+            "codex/rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl"
+                .to_owned(),
             Input::Codex,
         ),
         (
-            "codex/rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl".to_owned(),
+            "codex/rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl"
+                .to_owned(),
             Input::Codex,
         ),
     ];
@@ -877,8 +946,14 @@ fn accuracy_of_the_real_logs() {
 
 #[test]
 fn accuracy_command_line() {
-    let out = ok(agent_fold(&["accuracy", data("codex.jsonl").to_str().unwrap()]));
+    let out = ok(agent_fold(&[
+        "accuracy",
+        data("codex.jsonl").to_str().unwrap(),
+    ]));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.starts_with("codex.jsonl (codex): 3 provider readings, 2 scored"), "{text}");
+    assert!(
+        text.starts_with("codex.jsonl (codex): 3 provider readings, 2 scored"),
+        "{text}"
+    );
     assert!(text.contains("right after a compaction"));
 }

@@ -54,7 +54,11 @@ fn resume_anywhere(params: &[(&str, &str)], recs: &[Rec]) -> usize {
         assert_eq!(second.checkpoint(), text, "restore → checkpoint at cut {k}");
         got.extend(process(&mut second, &recs[k..]));
         assert_eq!(got, expect, "resumed at cut {k}");
-        assert_eq!(second.checkpoint(), whole.checkpoint(), "end state, cut {k}");
+        assert_eq!(
+            second.checkpoint(),
+            whole.checkpoint(),
+            "end state, cut {k}"
+        );
     }
     recs.len()
 }
@@ -90,7 +94,10 @@ fn generated_sessions_resume_from_a_checkpoint_at_every_position() {
     for seed in 0..60 {
         frames += resume_anywhere(P, &generated(seed));
     }
-    assert!(frames > 600, "the generator made real sessions ({frames} frames)");
+    assert!(
+        frames > 600,
+        "the generator made real sessions ({frames} frames)"
+    );
 }
 
 #[test]
@@ -191,13 +198,20 @@ fn a_version_1_checkpoint_restores_the_envelope_and_the_surface() {
         })
         .collect();
     // 3 + 4 + "ok" (1) = 8; then nodes 0..=1 → "Hello." (2): 2 + 1 = 3.
-    assert_eq!(brief, [json!([2, 18, 5, 8, null]), json!([3, 18, 5, 3, null])]);
+    assert_eq!(
+        brief,
+        [json!([2, 18, 5, 8, null]), json!([3, 18, 5, 3, null])]
+    );
 }
 
 fn refused(p: &mut Processor, text: &str) -> String {
     let before = p.checkpoint();
     let e = p.restore(text).expect_err(text).to_string();
-    assert_eq!(p.checkpoint(), before, "a refused checkpoint changes nothing: {text}");
+    assert_eq!(
+        p.checkpoint(),
+        before,
+        "a refused checkpoint changes nothing: {text}"
+    );
     e
 }
 
@@ -223,9 +237,8 @@ fn unknown_versions_are_refused_by_name() {
         ("-1", "stateVersion -1 "),
         ("null", "stateVersion null "),
     ] {
-        let doc = format!(
-            r#"{{"stateVersion":{version},"view":"pressure","sessions":[{session}]}}"#
-        );
+        let doc =
+            format!(r#"{{"stateVersion":{version},"view":"pressure","sessions":[{session}]}}"#);
         let e = refused(&mut p, &doc);
         assert!(e.contains(named), "{version}: {e}");
         // The same version on a session inside a readable document.
@@ -235,7 +248,10 @@ fn unknown_versions_are_refused_by_name() {
         let e = refused(&mut p, &doc);
         assert!(e.contains(named), "session {version}: {e}");
     }
-    let e = refused(&mut p, &format!(r#"{{"view":"pressure","sessions":[{session}]}}"#));
+    let e = refused(
+        &mut p,
+        &format!(r#"{{"view":"pressure","sessions":[{session}]}}"#),
+    );
     assert!(e.contains("stateVersion") && e.contains("missing"), "{e}");
     // Refusals left the state alone: both go on alike.
     let rest = &example()[20..];
@@ -245,9 +261,8 @@ fn unknown_versions_are_refused_by_name() {
 #[test]
 fn garbage_is_refused_and_changes_nothing() {
     let (mut p, mut twin) = busy();
-    let doc = |sessions: &str| {
-        format!(r#"{{"stateVersion":3,"view":"pressure","sessions":{sessions}}}"#)
-    };
+    let doc =
+        |sessions: &str| format!(r#"{{"stateVersion":3,"view":"pressure","sessions":{sessions}}}"#);
     let good = r#""cursor":3,"partial":false,"floor":0,"systemTokens":1,"toolsTokens":2,"capacity":null,"pressureTokens":null,"anchorTokens":null"#;
     let s = |body: &str| format!(r#"[{{"session":"s",{good},{body}}}]"#);
     let mut cases: Vec<String> = vec![
@@ -287,7 +302,11 @@ fn garbage_is_refused_and_changes_nothing() {
         ("anchorTokens", "{}"),
     ] {
         let body = format!(r#"{{"session":"s",{good},"surface":[[0,1]]}}"#);
-        let body = body.replacen(&format!(r#""{field}":"#), &format!(r#""{field}":{bad},"x":"#), 1);
+        let body = body.replacen(
+            &format!(r#""{field}":"#),
+            &format!(r#""{field}":{bad},"x":"#),
+            1,
+        );
         cases.push(doc(&format!("[{body}]")));
     }
     for c in &cases {
@@ -385,7 +404,13 @@ fn the_runner_resumes_from_its_checkpoint_file() {
     let input = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/agent-session.jsonl");
     let text = std::fs::read_to_string(&input).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    let common = [p("run"), p("-e"), p("capacity=100000"), p("--batch"), p("4")];
+    let common = [
+        p("run"),
+        p("-e"),
+        p("capacity=100000"),
+        p("--batch"),
+        p("4"),
+    ];
 
     // One run, in the engine and natively (with its checkpoint).
     let full_p = t.path("full.pressure");
@@ -400,7 +425,10 @@ fn the_runner_resumes_from_its_checkpoint_file() {
     assert_eq!(agent_fold(&args), full, "native = engine");
     assert_eq!(std::fs::read(&full_p).unwrap(), full_pressure);
     let n_pressure = full_pressure.split(|b| *b == b'\n').count() - 1;
-    assert!(n_pressure >= 10, "the example has pressure records: {n_pressure}");
+    assert!(
+        n_pressure >= 10,
+        "the example has pressure records: {n_pressure}"
+    );
 
     // Two halves, cut at every invocation boundary (a multiple of --batch) and at the end.
     let cuts: Vec<usize> = (0..lines.len()).step_by(4).chain([lines.len()]).collect();

@@ -46,7 +46,9 @@ fn c(id: &str, delta: &str, stamp: Option<&str>) -> String {
         Some(t) => format!(
             r#"{{"type":"thinking/tokens","id":"{id}","timestamp":"{t}","estimated_tokens_delta":{delta}}}"#
         ),
-        None => format!(r#"{{"type":"thinking/tokens","id":"{id}","estimated_tokens_delta":{delta}}}"#),
+        None => {
+            format!(r#"{{"type":"thinking/tokens","id":"{id}","estimated_tokens_delta":{delta}}}"#)
+        }
     }
 }
 
@@ -332,7 +334,10 @@ fn sessions_interleaved() {
     };
     let page = vec![
         rec(Some("A"), &user("a0")),
-        rec(None, r#"{"type":"user/message","id":"b0","session_id":"B"}"#),
+        rec(
+            None,
+            r#"{"type":"user/message","id":"b0","session_id":"B"}"#,
+        ),
         rec(Some("A"), &cz("a1", "", 1)),
         rec(None, &cz("b1", r#","session_id":"B""#, 10)),
         rec(None, &user("z0")),
@@ -455,7 +460,9 @@ fn malformed_fail() {
     let (answers, text) = case(&[("malformed", "fail")], None, &pages);
     assert_eq!(ok(&answers[0]), &pages[0][..]);
     // The second invocation starts at offset 1; its first bad record is its third: offset 3.
-    let (native, engine) = answers[1].as_ref().expect_err("malformed=fail refuses the batch");
+    let (native, engine) = answers[1]
+        .as_ref()
+        .expect_err("malformed=fail refuses the batch");
     assert!(native.contains("offset 3"), "{native}");
     assert!(engine.contains("Offset: 3"), "{engine}");
     assert!(engine.contains("not a JSON object"), "{engine}");
@@ -492,8 +499,14 @@ fn folding_again_is_idempotent_and_associative() {
     ];
     let (once, once_text) = case(&[], None, &once_pages);
     let folded_a = ok(&once[0]).to_vec();
-    assert_eq!(render(&folded_a), render(&keyed("a", &with("u0", vec![f1.into()], "r1"))));
-    assert_eq!(render(ok(&once[1])), render(&keyed("w", &with("u0", vec![f15.into()], "r1"))));
+    assert_eq!(
+        render(&folded_a),
+        render(&keyed("a", &with("u0", vec![f1.into()], "r1")))
+    );
+    assert_eq!(
+        render(ok(&once[1])),
+        render(&keyed("w", &with("u0", vec![f15.into()], "r1")))
+    );
 
     // Folding again: the folded page changes nothing; a folded frame folds with new counters
     // (b), with an older plain counter as the newest (d), and with another folded frame (e),
@@ -502,12 +515,22 @@ fn folding_again_is_idempotent_and_associative() {
     let again_pages = vec![
         folded_a.clone(),
         keyed("b", &with("u0", [vec![f1.into()], c4c5].concat(), "r1")),
-        keyed("d", &with("u0", vec![c("c0", "10", Some("t0")), f1.into()], "r1")),
+        keyed(
+            "d",
+            &with("u0", vec![c("c0", "10", Some("t0")), f1.into()], "r1"),
+        ),
         keyed("e", &with("u0", vec![f1.into(), f2.into()], "r1")),
     ];
     let (again, again_text) = case(&[], None, &again_pages);
-    assert_eq!(ok(&again[0]), &folded_a[..], "folding a folded page changes nothing");
-    assert_eq!(render(ok(&again[1])), render(&keyed("b", &with("u0", vec![f15.into()], "r1"))));
+    assert_eq!(
+        ok(&again[0]),
+        &folded_a[..],
+        "folding a folded page changes nothing"
+    );
+    assert_eq!(
+        render(ok(&again[1])),
+        render(&keyed("b", &with("u0", vec![f15.into()], "r1")))
+    );
     assert_eq!(
         render(ok(&again[2])),
         render(&keyed(
@@ -519,7 +542,10 @@ fn folding_again_is_idempotent_and_associative() {
             )
         ))
     );
-    assert_eq!(render(ok(&again[3])), render(&keyed("e", &with("u0", vec![f15.into()], "r1"))));
+    assert_eq!(
+        render(ok(&again[3])),
+        render(&keyed("e", &with("u0", vec![f15.into()], "r1")))
+    );
     snap!(
         "frames__fold_once",
         "Fold once: a's c1..c3 → c3 (Δ6, from t1, ×3); w's c1..c5 → c5 (Δ15, from t1, ×5)",
@@ -620,17 +646,33 @@ fn streaming_memory_across_invocations() {
     let pages = vec![
         s(&[user("u0")]),
         // 1: leading counters after a non-counter of an earlier invocation fold
-        s(&[c("c1", "1", Some("t1")), c("c2", "2", Some("t2")), tool("r1")]),
+        s(&[
+            c("c1", "1", Some("t1")),
+            c("c2", "2", Some("t2")),
+            tool("r1"),
+        ]),
         // 2: never hold back: a lone counter is served at once
         s(&[c("c3", "3", Some("t3"))]),
         // 3: after a counter: served as themselves
-        s(&[c("c4", "4", Some("t4")), c("c5", "5", Some("t5")), tool("r2")]),
+        s(&[
+            c("c4", "4", Some("t4")),
+            c("c5", "5", Some("t5")),
+            tool("r2"),
+        ]),
         // 4: a sub-agent frame (dropped) after a non-counter is invisible
         s(&[user("u1"), sub("x1", true)]),
-        s(&[c("c6", "6", Some("t6")), c("c7", "7", Some("t7")), tool("r3")]),
+        s(&[
+            c("c6", "6", Some("t6")),
+            c("c7", "7", Some("t7")),
+            tool("r3"),
+        ]),
         // 6: an unstamped counter is a counter too
         s(&[user("u2"), c("c8", "8", None)]),
-        s(&[c("c9", "9", Some("t9")), c("c10", "10", Some("t10")), tool("r4")]),
+        s(&[
+            c("c9", "9", Some("t9")),
+            c("c10", "10", Some("t10")),
+            tool("r4"),
+        ]),
         // 8: a malformed record (pass) is a main non-counter
         vec![rec(Some("s"), "not json")],
         // 9: a run cut by the page's end folds what the page holds...
@@ -640,7 +682,11 @@ fn streaming_memory_across_invocations() {
         // 11: memory is per session: t was never seen
         keyed(
             "t",
-            &[c("c1", "1", Some("t1")), c("c2", "2", Some("t2")), tool("r1")],
+            &[
+                c("c1", "1", Some("t1")),
+                c("c2", "2", Some("t2")),
+                tool("r1"),
+            ],
         ),
     ];
     let (answers, text) = case(&[], None, &pages);
@@ -679,8 +725,14 @@ fn look_back_then_process() {
     ];
     let mut page = Vec::new();
     for s in ["a", "b", "c", "d", "e"] {
-        page.push(rec(Some(s), &c(&format!("{s}2"), "2", Some(&format!("t{s}2")))));
-        page.push(rec(Some(s), &c(&format!("{s}3"), "3", Some(&format!("t{s}3")))));
+        page.push(rec(
+            Some(s),
+            &c(&format!("{s}2"), "2", Some(&format!("t{s}2"))),
+        ));
+        page.push(rec(
+            Some(s),
+            &c(&format!("{s}3"), "3", Some(&format!("t{s}3"))),
+        ));
         page.push(rec(Some(s), &tool(&format!("{s}r"))));
     }
     let (answers, text) = case(&[], Some(&history), std::slice::from_ref(&page));

@@ -101,7 +101,13 @@ impl MSession {
             (Some(u), Some(c)) => json!(u as f64 / c as f64),
             _ => Value::Null,
         };
-        let env = |v: Option<u64>| if self.partial { v } else { Some(v.unwrap_or(0)) };
+        let env = |v: Option<u64>| {
+            if self.partial {
+                v
+            } else {
+                Some(v.unwrap_or(0))
+            }
+        };
         json!({
             "pressureTokens": self.pressure,
             "projectedTokens": projected,
@@ -176,10 +182,14 @@ impl Model {
         let usage = obj.get("usage").filter(|u| u.is_object());
         let sample = match (kind, usage) {
             (Some("assistant/message"), Some(u)) => Some(
-                ["input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"]
-                    .iter()
-                    .map(|f| int(u.get(*f)).unwrap_or(0))
-                    .fold(0u64, u64::saturating_add),
+                [
+                    "input_tokens",
+                    "cache_read_input_tokens",
+                    "cache_creation_input_tokens",
+                ]
+                .iter()
+                .map(|f| int(u.get(*f)).unwrap_or(0))
+                .fold(0u64, u64::saturating_add),
             ),
             _ => None,
         };
@@ -222,9 +232,7 @@ impl Model {
                 match (at(a), at(b)) {
                     (Some(i), Some(j)) if i <= j => Edit::Splice(i, j + 1),
                     (None, Some(j)) if s.partial && unseen(a) => Edit::Front(j + 1),
-                    (None, None) if s.partial && unseen(a) && unseen(b) && a <= b => {
-                        Edit::Front(0)
-                    }
+                    (None, None) if s.partial && unseen(a) && unseen(b) && a <= b => Edit::Front(0),
                     _ => {
                         let msg = format!(
                             "replacement span {a}..{b} is not in the surface: the log is corrupt"
@@ -318,7 +326,12 @@ fn the_records_match_a_reference_model_of_the_spec() {
         .unwrap(),
     );
     assert_model_agrees(P, Some(100_000), &example, "the example");
-    assert_model_agrees(&[("emit", "pressure")], None, &example, "the example, no param");
+    assert_model_agrees(
+        &[("emit", "pressure")],
+        None,
+        &example,
+        "the example, no param",
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -371,7 +384,10 @@ fn message_tokens_are_the_surface_sum_and_projections_never_negative() {
                 _ => Value::Null,
             };
             assert_eq!(l["projectedTokens"], projected, "{at}");
-            assert!(l["projectedTokens"].is_null() || l["projectedTokens"].is_u64(), "{at}");
+            assert!(
+                l["projectedTokens"].is_null() || l["projectedTokens"].is_u64(),
+                "{at}"
+            );
             assert_eq!(l["pressureTokens"], s["pressureTokens"], "{at}");
             checked += 1;
         }
@@ -392,14 +408,25 @@ fn a_refused_frame_leaves_the_state_as_it_was() {
             let out = one(&mut p, r);
             if out.iter().any(|o| json(o)["type"] == "context/error") {
                 errors += 1;
-                assert_eq!(out.len(), 1, "seed {seed} frame {i}: one error, nothing else");
+                assert_eq!(
+                    out.len(),
+                    1,
+                    "seed {seed} frame {i}: one error, nothing else"
+                );
                 assert_eq!(p.checkpoint(), before, "seed {seed} frame {i}");
-                assert_eq!(lines(&one(&mut p, r)), lines(&out), "seed {seed} frame {i} again");
+                assert_eq!(
+                    lines(&one(&mut p, r)),
+                    lines(&out),
+                    "seed {seed} frame {i} again"
+                );
                 assert_eq!(p.checkpoint(), before, "seed {seed} frame {i} again");
             }
         }
     }
-    assert!(errors > SEEDS as usize / 2, "the generator makes errors: {errors}");
+    assert!(
+        errors > SEEDS as usize / 2,
+        "the generator makes errors: {errors}"
+    );
 }
 
 /// Re-delivering any earlier frame: a frame at or below the cursor emits nothing; one above
@@ -443,7 +470,11 @@ fn any_batch_split_gives_the_same_records() {
         let (g, recs) = generated(seed);
         let whole = lines(&native_run(P, &recs, 0));
         for batch in [1, 2, 5] {
-            assert_eq!(lines(&native_run(P, &recs, batch)), whole, "seed {seed} batch {batch}");
+            assert_eq!(
+                lines(&native_run(P, &recs, batch)),
+                whole,
+                "seed {seed} batch {batch}"
+            );
         }
         let mut p = processor(P);
         let mut out = Vec::new();
@@ -533,6 +564,9 @@ fn the_generator_reaches_every_case() {
         "complete, projected",
         "complete",
     ] {
-        assert!(seen.get(case).copied().unwrap_or(0) >= 5, "{case}: {seen:?}");
+        assert!(
+            seen.get(case).copied().unwrap_or(0) >= 5,
+            "{case}: {seen:?}"
+        );
     }
 }

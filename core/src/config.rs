@@ -199,7 +199,10 @@ mod tests {
             assert_eq!(c.input.name(), name);
         }
         let e = Config::from_params([("input", "claude")]).unwrap_err();
-        assert!(e.0.contains("`input`") && e.0.contains("claude-stream"), "{e}");
+        assert!(
+            e.0.contains("`input`") && e.0.contains("claude-stream"),
+            "{e}"
+        );
     }
 
     #[test]

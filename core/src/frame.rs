@@ -77,7 +77,7 @@ impl<'a> FrameView<'a> {
     /// and reads the same fields, several times faster on the long strings agent logs carry.
     /// A record with an escape in a top-level key goes through `parse_serde` itself.
     pub fn parse(bytes: &'a [u8]) -> Option<FrameView<'a>> {
-        match scan::frame(bytes, false) {
+        match scan::frame(bytes, scan::Level::Best) {
             scan::Outcome::Frame(v) => Some(v),
             scan::Outcome::Invalid => None,
             scan::Outcome::EscapedKey => Self::parse_serde(bytes),
@@ -88,7 +88,7 @@ impl<'a> FrameView<'a> {
     /// compare it with the vector one.
     #[doc(hidden)]
     pub fn parse_portable(bytes: &'a [u8]) -> Option<FrameView<'a>> {
-        match scan::frame(bytes, true) {
+        match scan::frame(bytes, scan::Level::Portable) {
             scan::Outcome::Frame(v) => Some(v),
             scan::Outcome::Invalid => None,
             scan::Outcome::EscapedKey => Self::parse_serde(bytes),
@@ -317,7 +317,12 @@ pub fn object_u64s<const N: usize>(raw: &str, names: [&str; N]) -> Option<[Slot<
 
 /// The one-pass reader behind [`FrameView::parse`]: a JSON validator with exactly the
 /// acceptance of [`FrameView::parse_serde`], that hands the top-level fields the views read
-/// to the same [`set_field`]. Strings, where the bytes are, are skipped 16 bytes at a time.
+/// to the same [`set_field`].
+///
+/// Strings, where a record's bytes are, are scanned 16 bytes at a time (SSE2 on x86_64, eight
+/// at a time elsewhere), escapes stepped over within a block; UTF-8 is checked only where the
+/// reference checks it (keys, and the values of the fields the views read), and only on the
+/// runs of non-ASCII bytes, which are what can be invalid.
 mod scan {
     use super::{FrameView, Key, set_field};
 
@@ -338,14 +343,9 @@ mod scan {
         i: usize,
         /// Use the portable string scan even where a vector one exists (tests compare them).
         portable: bool,
-    }
-
-    /// What a string or value held.
-    #[derive(Clone, Copy)]
-    struct Seen {
-        escaped: bool,
-        /// No byte ≥ 0x80: valid UTF-8 without a check.
-        ascii: bool,
+        /// Use AVX2 (the CPU has it; std caches the check).
+        #[cfg(target_arch = "x86_64")]
+        avx2: bool,
     }
 
     impl<'a> Scanner<'a> {
@@ -371,16 +371,21 @@ mod scan {
             }
         }
 
-        /// The rest of a string whose opening quote was eaten, through its closing quote.
-        /// Escapes are checked as serde_json skips them (`\uXXXX` needs four hex digits,
-        /// surrogates are not paired); control characters are refused.
+        /// The rest of a string whose opening quote was eaten, through its closing quote;
+        /// true when it holds an escape. Escapes are checked as serde_json skips them
+        /// (`\uXXXX` needs four hex digits, surrogates are not paired); control characters
+        /// are refused; with `utf8`, so is invalid UTF-8.
         #[inline]
-        fn string(&mut self, seen: &mut Seen) -> Res<()> {
+        fn string(&mut self, utf8: bool) -> Res<bool> {
             #[cfg(target_arch = "x86_64")]
             if !self.portable {
-                return self.string_sse2(seen);
+                if self.avx2 {
+                    // SAFETY: the CPU has AVX2.
+                    return unsafe { self.string_avx2(utf8) };
+                }
+                return self.string_sse2(utf8);
             }
-            self.string_portable(seen)
+            self.string_portable(utf8)
         }
 
         /// The end of the escape whose backslash is at `at`.
@@ -400,17 +405,36 @@ mod scan {
             }
         }
 
-        fn string_portable(&mut self, seen: &mut Seen) -> Res<()> {
+        /// Checks the run of non-ASCII bytes at `at` as UTF-8; returns where it ends. ASCII
+        /// bytes stand alone in UTF-8, so a text is valid exactly when each such run is.
+        #[cold]
+        fn utf8_run(&self, at: usize) -> Res<usize> {
+            let end = self.b[at..]
+                .iter()
+                .position(|c| *c < 0x80)
+                .map_or(self.b.len(), |n| at + n);
+            match std::str::from_utf8(&self.b[at..end]) {
+                Ok(_) => Ok(end),
+                Err(_) => Err(Bad),
+            }
+        }
+
+        fn string_portable(&mut self, utf8: bool) -> Res<bool> {
+            let mut escaped = false;
             loop {
-                self.i = find_special(self.b, self.i, &mut seen.ascii);
-                match self.peek() {
+                let (at, high) = find_special(self.b, self.i);
+                if utf8 && high < at {
+                    self.i = self.utf8_run(high)?;
+                    continue;
+                }
+                match self.b.get(at) {
                     Some(b'"') => {
-                        self.i += 1;
-                        return Ok(());
+                        self.i = at + 1;
+                        return Ok(escaped);
                     }
                     Some(b'\\') => {
-                        seen.escaped = true;
-                        self.i = self.escape_end(self.i)?;
+                        escaped = true;
+                        self.i = self.escape_end(at)?;
                     }
                     // A control character, or the end.
                     _ => return Err(Bad),
@@ -418,91 +442,141 @@ mod scan {
             }
         }
 
-        /// [`Scanner::string_portable`] with SSE2: a string that ends within 16 bytes is read
-        /// with one compare; a longer one 64 bytes at a time, where escapes are resolved
-        /// without a branch per escape (simdjson's odd-backslash-run trick) and only the
-        /// escaped characters are looked at one by one.
+        /// [`Scanner::string_portable`] with SSE2, 16 bytes at a time: blocks with nothing to
+        /// look at are skipped in a tight loop; in a block that has something, every quote,
+        /// backslash and control character comes out of one compare and escapes are stepped
+        /// over inside the block.
         #[cfg(target_arch = "x86_64")]
-        fn string_sse2(&mut self, seen: &mut Seen) -> Res<()> {
-            use std::arch::x86_64::*;
+        fn string_sse2(&mut self, utf8: bool) -> Res<bool> {
             let b = self.b;
-            let i = self.i;
-            let rem = b.len() - i;
-            // SAFETY: SSE2 is part of the x86_64 baseline; the load reads 16 bytes inside `b`.
-            if rem >= 16 {
-                let (hits, high) = unsafe {
-                    let v = _mm_loadu_si128(b.as_ptr().add(i) as *const __m128i);
-                    (special16(v) as u32, _mm_movemask_epi8(v) as u32)
+            let mut i = self.i;
+            let mut escaped = false;
+            // Bytes ≥ 0x80 are looked at only when UTF-8 is checked.
+            let high_matters = if utf8 { u32::MAX } else { 0 };
+            'block: loop {
+                let (mut hits, mut high, whole) = loop {
+                    if i + 16 > b.len() {
+                        let (h, g) = tail16(b, i);
+                        break (h, g & high_matters, false);
+                    }
+                    let (h, g) = block16(b, i);
+                    let g = g & high_matters;
+                    if h | g != 0 {
+                        break (h, g, true);
+                    }
+                    i += 16;
                 };
-                if hits != 0 {
-                    let k = hits.trailing_zeros() as usize;
-                    if b[i + k] == b'"' {
-                        if high & ((1u32 << k) - 1) != 0 {
-                            seen.ascii = false;
+                loop {
+                    let k = if hits != 0 { hits.trailing_zeros() } else { 16 };
+                    let before = high & ((1u32 << k) - 1);
+                    if before != 0 {
+                        i = self.utf8_run(i + before.trailing_zeros() as usize)?;
+                        continue 'block;
+                    }
+                    if hits == 0 {
+                        if !whole {
+                            return Err(Bad); // the end, inside the string
                         }
-                        self.i = i + k + 1;
-                        return Ok(());
+                        i += 16;
+                        continue 'block;
+                    }
+                    let at = i + k as usize;
+                    match b[at] {
+                        b'"' => {
+                            self.i = at + 1;
+                            return Ok(escaped);
+                        }
+                        b'\\' => {
+                            escaped = true;
+                            let next = self.escape_end(at)?;
+                            let step = next - i;
+                            if step >= 16 {
+                                i = next;
+                                continue 'block;
+                            }
+                            let done = !((1u32 << step) - 1);
+                            hits &= done;
+                            high &= done;
+                        }
+                        _ => return Err(Bad),
                     }
                 }
             }
-            self.string_blocks(seen)
         }
 
+        /// [`Scanner::string_sse2`] 32 bytes at a time; the last fewer than 32 bytes of the
+        /// record go to it.
+        ///
+        /// # Safety
+        /// The CPU must have AVX2.
         #[cfg(target_arch = "x86_64")]
-        fn string_blocks(&mut self, seen: &mut Seen) -> Res<()> {
+        #[target_feature(enable = "avx2")]
+        unsafe fn string_avx2(&mut self, utf8: bool) -> Res<bool> {
+            use std::arch::x86_64::*;
             let b = self.b;
             let mut i = self.i;
-            // Whether the block's first byte is escaped by a backslash run ending the last one.
-            let mut carry = 0u64;
-            loop {
-                let rem = b.len() - i;
-                let m = if rem >= 64 {
-                    Masks::of(&b[i..i + 64])
-                } else {
-                    // Zero padding reads as control characters: a string running past the
-                    // end is refused by the control check.
-                    let mut tail = [0u8; 64];
-                    tail[..rem].copy_from_slice(&b[i..]);
-                    Masks::of(&tail)
+            let mut escaped = false;
+            let high_matters = if utf8 { u32::MAX } else { 0 };
+            let quote = _mm256_set1_epi8(b'"' as i8);
+            let backslash = _mm256_set1_epi8(b'\\' as i8);
+            let control = _mm256_set1_epi8(0x1f);
+            'block: loop {
+                let (mut hits, mut high) = loop {
+                    if i + 32 > b.len() {
+                        self.i = i;
+                        return self.string_sse2(utf8).map(|e| e || escaped);
+                    }
+                    // SAFETY: the load reads 32 bytes inside `b`.
+                    let v = unsafe { _mm256_loadu_si256(b.as_ptr().add(i) as *const __m256i) };
+                    let special = _mm256_or_si256(
+                        _mm256_or_si256(
+                            _mm256_cmpeq_epi8(v, quote),
+                            _mm256_cmpeq_epi8(v, backslash),
+                        ),
+                        _mm256_cmpeq_epi8(_mm256_min_epu8(v, control), v),
+                    );
+                    let h = _mm256_movemask_epi8(special) as u32;
+                    let g = _mm256_movemask_epi8(v) as u32 & high_matters;
+                    if h | g != 0 {
+                        break (h, g);
+                    }
+                    i += 32;
                 };
-                let escaped = find_escaped(m.backslash, &mut carry);
-                let ends = m.quote & !escaped;
-                // The bytes of the string in this block: those before its closing quote.
-                let inside = if ends != 0 {
-                    (ends & ends.wrapping_neg()) - 1
-                } else {
-                    u64::MAX
-                };
-                if m.control & inside != 0 {
-                    return Err(Bad);
-                }
-                if m.high & inside != 0 {
-                    seen.ascii = false;
-                }
-                let mut esc = escaped & inside;
-                if esc != 0 {
-                    seen.escaped = true;
-                    while esc != 0 {
-                        // Inside and no control character: within `b`.
-                        let at = i + esc.trailing_zeros() as usize;
-                        match b[at] {
-                            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
-                            b'u' => {
-                                let hex = b.get(at + 1..at + 5).ok_or(Bad)?;
-                                if !hex.iter().all(u8::is_ascii_hexdigit) {
-                                    return Err(Bad);
-                                }
-                            }
-                            _ => return Err(Bad),
+                loop {
+                    let before = if hits != 0 {
+                        high & ((1u32 << hits.trailing_zeros()) - 1)
+                    } else {
+                        high
+                    };
+                    if before != 0 {
+                        i = self.utf8_run(i + before.trailing_zeros() as usize)?;
+                        continue 'block;
+                    }
+                    if hits == 0 {
+                        i += 32;
+                        continue 'block;
+                    }
+                    let at = i + hits.trailing_zeros() as usize;
+                    match b[at] {
+                        b'"' => {
+                            self.i = at + 1;
+                            return Ok(escaped);
                         }
-                        esc &= esc - 1;
+                        b'\\' => {
+                            escaped = true;
+                            let next = self.escape_end(at)?;
+                            let step = next - i;
+                            if step >= 32 {
+                                i = next;
+                                continue 'block;
+                            }
+                            let done = !((1u32 << step) - 1);
+                            hits &= done;
+                            high &= done;
+                        }
+                        _ => return Err(Bad),
                     }
                 }
-                if ends != 0 {
-                    self.i = i + ends.trailing_zeros() as usize + 1;
-                    return Ok(());
-                }
-                i += 64;
             }
         }
 
@@ -562,28 +636,25 @@ mod scan {
         }
 
         /// `"key" :` inside a nested object, then the whitespace before its value.
-        fn member_key(&mut self, seen: &mut Seen) -> Res<()> {
+        fn member_key(&mut self, utf8: bool) -> Res<()> {
             self.eat(b'"')?;
-            self.string(seen)?;
+            self.string(utf8)?;
             self.ws();
             self.eat(b':')?;
             self.ws();
             Ok(())
         }
 
-        /// One value at the cursor (no whitespace before it), nested to any depth.
-        fn value(&mut self) -> Res<Seen> {
-            let mut seen = Seen {
-                escaped: false,
-                ascii: true,
-            };
+        /// One value at the cursor (no whitespace before it), nested to any depth; with
+        /// `utf8`, its strings must be valid UTF-8.
+        fn value(&mut self, utf8: bool) -> Res<()> {
             // Open containers, innermost last: true for an object.
             let mut stack = BitStack::default();
             loop {
                 match self.peek().ok_or(Bad)? {
                     b'"' => {
                         self.i += 1;
-                        self.string(&mut seen)?;
+                        self.string(utf8)?;
                     }
                     b'-' | b'0'..=b'9' => self.number()?,
                     b'n' => self.literal(b"null")?,
@@ -598,7 +669,7 @@ mod scan {
                         } else {
                             stack.push(open == b'{');
                             if open == b'{' {
-                                self.member_key(&mut seen)?;
+                                self.member_key(utf8)?;
                             }
                             continue;
                         }
@@ -608,7 +679,7 @@ mod scan {
                 // A value is complete: close what it completes, up to the next member.
                 loop {
                     let Some(object) = stack.top() else {
-                        return Ok(seen);
+                        return Ok(());
                     };
                     self.ws();
                     match self.peek() {
@@ -616,7 +687,7 @@ mod scan {
                             self.i += 1;
                             self.ws();
                             if object {
-                                self.member_key(&mut seen)?;
+                                self.member_key(utf8)?;
                             }
                             break;
                         }
@@ -667,10 +738,10 @@ mod scan {
         }
     }
 
-    /// Quotes, backslashes and control characters of 16 bytes, as a bit mask.
+    /// Quotes, backslashes and control characters of 16 bytes, and bytes ≥ 0x80, as masks.
     #[cfg(target_arch = "x86_64")]
-    #[inline]
-    unsafe fn special16(v: std::arch::x86_64::__m128i) -> i32 {
+    #[inline(always)]
+    fn masks16(v: std::arch::x86_64::__m128i) -> (u32, u32) {
         use std::arch::x86_64::*;
         // SAFETY: SSE2 is part of the x86_64 baseline.
         unsafe {
@@ -682,82 +753,73 @@ mod scan {
                 // v ≤ 0x1f, unsigned.
                 _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v),
             );
-            _mm_movemask_epi8(special)
+            (
+                _mm_movemask_epi8(special) as u32,
+                _mm_movemask_epi8(v) as u32,
+            )
         }
     }
 
-    /// One bit per byte of a 64-byte block.
+    /// [`masks16`] of `b[i..i + 16]`, which must be in `b`.
     #[cfg(target_arch = "x86_64")]
-    struct Masks {
-        quote: u64,
-        backslash: u64,
-        control: u64,
-        high: u64,
+    #[inline(always)]
+    fn block16(b: &[u8], i: usize) -> (u32, u32) {
+        use std::arch::x86_64::*;
+        assert!(i + 16 <= b.len());
+        // SAFETY: SSE2 is part of the x86_64 baseline; the load reads 16 bytes inside `b`.
+        masks16(unsafe { _mm_loadu_si128(b.as_ptr().add(i) as *const __m128i) })
     }
 
+    /// [`masks16`] of the fewer than 16 bytes from `i` to the end of `b`.
     #[cfg(target_arch = "x86_64")]
-    impl Masks {
-        #[inline]
-        fn of(block: &[u8]) -> Masks {
-            use std::arch::x86_64::*;
-            assert!(block.len() >= 64);
-            let mut m = Masks {
-                quote: 0,
-                backslash: 0,
-                control: 0,
-                high: 0,
-            };
-            // SAFETY: SSE2 is part of the x86_64 baseline; the loads read 64 bytes of `block`.
-            unsafe {
-                let quote = _mm_set1_epi8(b'"' as i8);
-                let backslash = _mm_set1_epi8(b'\\' as i8);
-                let control = _mm_set1_epi8(0x1f);
-                for k in 0..4 {
-                    let v = _mm_loadu_si128(block.as_ptr().add(16 * k) as *const __m128i);
-                    let bit = |x: __m128i| (_mm_movemask_epi8(x) as u32 as u64) << (16 * k);
-                    m.quote |= bit(_mm_cmpeq_epi8(v, quote));
-                    m.backslash |= bit(_mm_cmpeq_epi8(v, backslash));
-                    m.control |= bit(_mm_cmpeq_epi8(_mm_min_epu8(v, control), v));
-                    m.high |= bit(v);
-                }
-            }
-            m
+    #[cold]
+    fn tail16(b: &[u8], i: usize) -> (u32, u32) {
+        let rem = b.len() - i;
+        if b.len() >= 16 {
+            // The last 16 bytes of `b`, shifted so that bit 0 is byte `i`.
+            let (h, g) = block16(b, b.len() - 16);
+            let shift = 16 - rem as u32;
+            (h >> shift, g >> shift)
+        } else {
+            let mut tail = [0u8; 16];
+            tail[..rem].copy_from_slice(&b[i..]);
+            let keep = (1u32 << rem) - 1;
+            let (h, g) = block16(&tail, 0);
+            (h & keep, g & keep)
         }
     }
 
-    /// The bytes a backslash escapes: the byte after each run of backslashes of odd length
-    /// (`carry` says a run ended the last block with the first byte of this one escaped).
-    /// simdjson's `find_escaped_branchless`.
-    #[cfg(target_arch = "x86_64")]
-    #[inline]
-    fn find_escaped(backslash: u64, carry: &mut u64) -> u64 {
-        const EVEN: u64 = 0x5555_5555_5555_5555;
-        // A backslash that is itself escaped starts nothing.
-        let backslash = backslash & !*carry;
-        let follows_escape = (backslash << 1) | *carry;
-        let odd_starts = backslash & !EVEN & !follows_escape;
-        let (even_starts, overflow) = odd_starts.overflowing_add(backslash);
-        *carry = overflow as u64;
-        let invert = even_starts << 1;
-        (EVEN ^ invert) & follows_escape
+    /// Which string scan to use.
+    #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+    pub enum Level {
+        /// The best the CPU has.
+        Best,
+        /// SSE2 even where AVX2 is there (tests).
+        #[cfg_attr(not(test), allow(dead_code))]
+        Sse2,
+        /// Eight bytes at a time, as on wasm32.
+        Portable,
     }
 
     /// Reads a record the way [`FrameView::parse_serde`] does.
-    pub fn frame(bytes: &[u8], portable: bool) -> Outcome<'_> {
-        match object(bytes, portable) {
-            Ok(Some(v)) => Outcome::Frame(v),
-            Ok(None) => Outcome::EscapedKey,
+    pub fn frame(bytes: &[u8], level: Level) -> Outcome<'_> {
+        let mut v = FrameView::default();
+        match object(bytes, level, &mut v) {
+            Ok(true) => Outcome::Frame(v),
+            Ok(false) => Outcome::EscapedKey,
             Err(Bad) => Outcome::Invalid,
         }
     }
 
-    fn object(bytes: &[u8], portable: bool) -> Res<Option<FrameView<'_>>> {
+    /// Fills `v`; false when a top-level key carries an escape.
+    fn object<'a>(bytes: &'a [u8], level: Level, v: &mut FrameView<'a>) -> Res<bool> {
         let mut s = Scanner {
             b: bytes,
             i: 0,
-            portable,
+            portable: level == Level::Portable,
+            #[cfg(target_arch = "x86_64")]
+            avx2: level == Level::Best && std::is_x86_feature_detected!("avx2"),
         };
-        let mut v = FrameView::default();
         s.ws();
         s.eat(b'{')?;
         s.ws();
@@ -767,39 +829,23 @@ mod scan {
             loop {
                 s.eat(b'"')?;
                 let start = s.i;
-                let mut key_seen = Seen {
-                    escaped: false,
-                    ascii: true,
-                };
-                s.string(&mut key_seen)?;
-                if key_seen.escaped {
-                    return Ok(None);
+                if s.string(true)? {
+                    return Ok(false);
                 }
-                let key_bytes = &bytes[start..s.i - 1];
-                let key = if key_seen.ascii {
-                    // The names the views read are all ASCII.
-                    match std::str::from_utf8(key_bytes) {
-                        Ok(name) => Key::of(name),
-                        Err(_) => return Err(Bad),
-                    }
-                } else {
-                    std::str::from_utf8(key_bytes).map_err(|_| Bad)?;
-                    Key::Other
-                };
+                // SAFETY: `string(true)` checked the key as UTF-8.
+                let name = unsafe { std::str::from_utf8_unchecked(&bytes[start..s.i - 1]) };
+                let key = Key::of(name);
                 s.ws();
                 s.eat(b':')?;
                 s.ws();
                 let start = s.i;
-                let seen = s.value()?;
-                if key != Key::Other {
-                    let raw = &bytes[start..s.i];
-                    let raw = if seen.ascii {
-                        // SAFETY: bytes below 0x80 are valid UTF-8.
-                        unsafe { std::str::from_utf8_unchecked(raw) }
-                    } else {
-                        std::str::from_utf8(raw).map_err(|_| Bad)?
-                    };
-                    set_field(&mut v, bytes, key, raw);
+                let read = key != Key::Other;
+                s.value(read)?;
+                if read {
+                    // SAFETY: `value(true)` checked its strings as UTF-8, and JSON outside
+                    // strings is ASCII.
+                    let raw = unsafe { std::str::from_utf8_unchecked(&bytes[start..s.i]) };
+                    set_field(v, bytes, key, raw);
                 }
                 s.ws();
                 match s.peek() {
@@ -820,16 +866,17 @@ mod scan {
             return Err(Bad);
         }
         v.bytes = bytes;
-        Ok(Some(v))
+        Ok(true)
     }
 
-    /// The index of the first `"`, `\` or control character at or after `i` (or the end);
-    /// clears `ascii` when a byte ≥ 0x80 comes before it. Eight bytes at a time (Mycroft's
-    /// zero-byte test: the lowest flagged byte is exact).
+    /// The index of the first `"`, `\` or control character at or after `i` (or the end),
+    /// and of the first byte ≥ 0x80 before it (or `usize::MAX`). Eight bytes at a time
+    /// (Mycroft's zero-byte test: the lowest flagged byte is exact).
     #[inline]
-    fn find_special(b: &[u8], mut i: usize, ascii: &mut bool) -> usize {
+    fn find_special(b: &[u8], mut i: usize) -> (usize, usize) {
         const ONES: u64 = u64::MAX / 255;
         const HIGH: u64 = ONES * 0x80;
+        let mut first_high = usize::MAX;
         while i + 8 <= b.len() {
             let mut word = [0u8; 8];
             word.copy_from_slice(&b[i..i + 8]);
@@ -839,28 +886,24 @@ mod scan {
                 | zero(c ^ (ONES * b'\\' as u64))
                 | (c.wrapping_sub(ONES * 0x20) & !c))
                 & HIGH;
-            if hits != 0 {
-                let k = hits.trailing_zeros() / 8;
-                if c & HIGH & ((1u64 << (8 * k)) - 1) != 0 {
-                    *ascii = false;
-                }
-                return i + k as usize;
+            if c & HIGH != 0 && first_high == usize::MAX {
+                first_high = i + ((c & HIGH).trailing_zeros() / 8) as usize;
             }
-            if c & HIGH != 0 {
-                *ascii = false;
+            if hits != 0 {
+                return (i + (hits.trailing_zeros() / 8) as usize, first_high);
             }
             i += 8;
         }
         while let Some(&c) = b.get(i) {
             if c == b'"' || c == b'\\' || c < 0x20 {
-                return i;
+                break;
             }
-            if c >= 0x80 {
-                *ascii = false;
+            if c >= 0x80 && first_high == usize::MAX {
+                first_high = i;
             }
             i += 1;
         }
-        i
+        (i, first_high)
     }
 }
 
@@ -936,5 +979,195 @@ mod tests {
         let [a, b, c] = object_u64s(r#"{"a":1,"b":"x"}"#, ["a", "b", "c"]).unwrap();
         assert_eq!((a, b, c), (Slot::Valid(1), Slot::Invalid, Slot::Absent));
         assert!(object_u64s("[]", ["a"]).is_none());
+    }
+
+    /// The readers agree: same acceptance, same fields.
+    fn agree(bytes: &[u8]) {
+        let reference = format!("{:?}", FrameView::parse_serde(bytes));
+        let sse2 = match scan::frame(bytes, scan::Level::Sse2) {
+            scan::Outcome::Frame(v) => Some(v),
+            scan::Outcome::Invalid => None,
+            scan::Outcome::EscapedKey => FrameView::parse_serde(bytes),
+        };
+        assert_eq!(
+            format!("{sse2:?}"),
+            reference,
+            "sse2 on {:?}",
+            String::from_utf8_lossy(bytes)
+        );
+        assert_eq!(
+            format!("{:?}", FrameView::parse(bytes)),
+            reference,
+            "parse on {:?}",
+            String::from_utf8_lossy(bytes)
+        );
+        assert_eq!(
+            format!("{:?}", FrameView::parse_portable(bytes)),
+            reference,
+            "parse_portable on {:?}",
+            String::from_utf8_lossy(bytes)
+        );
+    }
+
+    #[test]
+    fn the_scanner_agrees_with_serde_json_on_edge_cases() {
+        let cases: &[&[u8]] = &[
+            b"",
+            b" ",
+            b"{",
+            b"}",
+            b"{}",
+            b" {} ",
+            b"{} {}",
+            b"[]",
+            b"null",
+            b"\"s\"",
+            b"{,}",
+            b"{\"a\":1,}",
+            b"{\"a\" : 1 , \"b\":[ ]}",
+            b"{\"a\":[1,]}",
+            b"{\"a\":[,1]}",
+            b"{\"a\":{}}",
+            b"{\"a\":{,}}",
+            b"{\"a\":{\"b\"}}",
+            b"{\"a\":{\"b\":}}",
+            b"{\"a\"1}",
+            b"{\"a\":-}",
+            b"{\"a\":-0}",
+            b"{\"a\":01}",
+            b"{\"a\":1.}",
+            b"{\"a\":1.5e}",
+            b"{\"a\":1e+5}",
+            b"{\"a\":1E-0}",
+            b"{\"a\":-12.50e3}",
+            b"{\"a\":.5}",
+            b"{\"a\":+1}",
+            b"{\"a\":nul}",
+            b"{\"a\":nulll}",
+            b"{\"a\":truex}",
+            b"{\"a\":false}",
+            b"{\"a\":tru",
+            b"{\"seq\":-1}",
+            b"{\"seq\":1.0}",
+            b"{\"seq\":18446744073709551616}",
+            b"{\"seq\":007}",
+            b"{\"type\":\"a\\u0062\"}",
+            b"{\"type\":\"\\ud800\"}",
+            b"{\"x\":\"\\ud800\"}",
+            b"{\"x\":\"\\uZZZZ\"}",
+            b"{\"x\":\"\\u12\"}",
+            b"{\"x\":\"\\q\"}",
+            b"{\"x\":\"a\x01b\"}",
+            b"{\"type\":\"a\x1fb\"}",
+            b"{\"x\":\"tab\there\"}",
+            b"{\"t\\u0079pe\":\"thinking/tokens\"}",
+            b"{\"\\\"\":1}",
+            b"{\"a\\\\\":1}",
+            b"{\"x\":\"\xff\"}",
+            b"{\"type\":\"\xff\"}",
+            b"{\"\xff\":1}",
+            b"{\"x\":{\"\xff\":1}}",
+            b"{\"message\":{\"\xff\":1}}",
+            b"{\"message\":\"\xe4\xb8\xad\"}",
+            b"{\"message\":\"\xe4\xb8\"}",
+            b"{\"message\":\"\xed\xa0\x80\"}",
+            b"{\"message\":\"\xc0\xaf\"}",
+            b"{\"message\":\"\xf4\x90\x80\x80\"}",
+            "{\"message\":\"中文\",\"type\":\"é\"}".as_bytes(),
+            b"{\"x\":\"\xe4\xb8\xad\"}\xff",
+            b"{\"extras\":{\"parent_tool_use_id\":\"t\"},\"extras\":{}}",
+            b"{\"estimated_tokens_delta\":1,\"estimated_tokens_delta\":2}",
+            b"{\"a\":1}\n",
+            b"\t\r\n{\"a\":1}\t\r\n",
+            b"{\"a\":1}\x0b",
+            b"{\"a\":1} x",
+            b"{\"a\":\"unterminated",
+            b"{\"a\":\"ends in a backslash\\",
+            b"{\"a\":\"\\u00",
+            b"{\"a\":[[[[[[]]]]]]}",
+            b"{\"a\":[[[[[[]]]]]}",
+            b"{\"a\":{\"b\":{\"c\":[{}]}}}",
+        ];
+        for c in cases {
+            agree(c);
+        }
+        // Escapes and specials at every position around the 16- and 64-byte block edges.
+        for pad in 0..70 {
+            for tail in [
+                &b"\\\""[..],
+                b"\\\\",
+                b"\\u0041",
+                b"\\u00",
+                b"\x01",
+                b"\xe4\xb8\xad",
+                b"\xe4",
+                b"\"",
+                b"\\",
+                b"\\\\\\\"",
+            ] {
+                for key in ["message", "other"] {
+                    let mut rec = format!("{{\"{key}\":\"").into_bytes();
+                    rec.extend(std::iter::repeat_n(b'a', pad));
+                    rec.extend_from_slice(tail);
+                    let open = rec.clone();
+                    agree(&open);
+                    rec.extend_from_slice(b"z\"}");
+                    agree(&rec);
+                    rec.extend_from_slice(b"   ");
+                    agree(&rec);
+                }
+            }
+        }
+        let mut deep = b"{\"message\":".to_vec();
+        deep.extend(std::iter::repeat_n(b'[', 200));
+        deep.extend(std::iter::repeat_n(b']', 200));
+        deep.push(b'}');
+        agree(&deep);
+        deep.insert(deep.len() - 150, b',');
+        agree(&deep);
+    }
+
+    #[test]
+    fn the_scanner_agrees_with_serde_json_on_mutated_frames() {
+        let seeds: [&[u8]; 5] = [
+            br#"{"type":"thinking/tokens","id":"c1","session_id":"s-1","seq":4,"timestamp":"2026-11-29T10:00:00Z","estimated_tokens_delta":5,"extras":{"parent_tool_use_id":null}}"#,
+            "{\"type\":\"tool/result\",\"seq\":9,\"message\":{\"role\":\"tool\",\"content\":\"line one\\nline \\\"two\\\" \\\\ 中文注释：压力视图\\u4e2d\\tend of a longer line of output that spans blocks\"},\"extras\":{\"parent_tool_use_id\":\"toolu_1\"}}".as_bytes(),
+            br#"{"type":"request/header","seq":0,"system":"You are careful.","tools":[{"name":"Read","input_schema":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}}],"context_window":200000}"#,
+            br#"{"type":"assistant/message","seq":7,"message":{"content":[{"type":"text","text":"ok"}]},"usage":{"input_tokens":412,"cache_read_input_tokens":3650,"output_tokens":58},"replaces":{"from_seq":1,"to_seq":3},"n":[-1.5e3,0,true,false,null]}"#,
+            br#" { "folded_frames" : 3 , "folded_from" : "t1" , "timestamp" : "t3" , "type" : "thinking/tokens" } "#,
+        ];
+        const SPECIAL: &[u8] =
+            b"\"\\{}[]:,0123456789-+.eEtrufalsn u\x00\x01\x1f\x7f\x80\xbf\xc3\xe4\xed\xf0\xff\t\n";
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for round in 0..20_000 {
+            let mut rec = seeds[round % seeds.len()].to_vec();
+            for _ in 0..1 + next() % 3 {
+                if rec.is_empty() {
+                    break;
+                }
+                let at = (next() % rec.len() as u64) as usize;
+                let byte = SPECIAL[(next() % SPECIAL.len() as u64) as usize];
+                match next() % 5 {
+                    0 => rec[at] = byte,
+                    1 => rec.insert(at, byte),
+                    2 => {
+                        rec.remove(at);
+                    }
+                    3 => rec.truncate(at),
+                    _ => {
+                        let n = (next() % 40) as usize;
+                        let filler = [b'a', b'\\', b'"', 0xe4, 0xb8, 0xad][(next() % 6) as usize];
+                        rec.splice(at..at, std::iter::repeat_n(filler, n));
+                    }
+                }
+            }
+            agree(&rec);
+        }
     }
 }

@@ -1,6 +1,8 @@
 //! The frames view in a stream (SPEC §2): each invocation is a page per session; the only
 //! memory between invocations is whether a session's last main frame was a non-counter.
 
+use std::borrow::Cow;
+
 use crate::config::{Config, Malformed, Subagents};
 use crate::fold::{Fed, Part, RunState, Tally, splice};
 use crate::frame::{FrameView, Slot};
@@ -87,27 +89,51 @@ impl FramesView {
         }
     }
 
+    /// What the fold needs of each record: its role and its session. Kept small (a batch
+    /// may hold 10,000 records); the two counters of a folded part are read again to splice.
+    fn read<'a>(&self, records: &[RecordIn<'a>], replay: bool) -> (Vec<Seen<'a>>, Option<usize>) {
+        let mut first_bad = None;
+        let seen = records
+            .iter()
+            .enumerate()
+            .map(|(i, rec)| {
+                let view = FrameView::parse(rec.value);
+                if view.is_none() && first_bad.is_none() {
+                    first_bad = Some(i);
+                }
+                let role = self.role(view.as_ref(), replay);
+                let key = match role {
+                    Role::Removed | Role::Aside => Cow::Borrowed(&b""[..]),
+                    _ => rec.session(view.as_ref()),
+                };
+                Seen { role, key }
+            })
+            .collect();
+        (seen, first_bad)
+    }
+
     /// One invocation: its records are, per session, one page.
     pub fn process(&mut self, records: &[RecordIn]) -> Result<Vec<Emit>, BatchError> {
-        let views: Vec<Option<FrameView>> =
-            records.iter().map(|r| FrameView::parse(r.value)).collect();
+        let (seen, first_bad) = self.read(records, false);
         if self.malformed == Malformed::Fail {
-            if let Some(index) = views.iter().position(Option::is_none) {
+            if let Some(index) = first_bad {
                 return Err(BatchError {
                     index,
                     message: "agent-fold: the record is not a JSON object (malformed=fail)".into(),
                 });
             }
         }
-        let acts = self.fold(records, &views, false);
+        let acts = self.fold(seen);
         let mut out = Vec::with_capacity(records.len());
         for (i, act) in acts.into_iter().enumerate() {
             match act {
                 Act::Pass => out.push(Emit::Pass(i)),
                 Act::Skip => {}
                 Act::Fold(p) => {
-                    let newest = views[i].as_ref().expect("a folded counter parsed");
-                    let oldest = views[p.oldest].as_ref().expect("a folded counter parsed");
+                    let newest =
+                        FrameView::parse(records[i].value).expect("a folded counter parsed");
+                    let oldest =
+                        FrameView::parse(records[p.oldest].value).expect("a folded counter parsed");
                     let spans = [
                         newest.delta_span.range.clone(),
                         newest.from_span.range.clone(),
@@ -115,7 +141,7 @@ impl FramesView {
                     ];
                     out.push(Emit::Replace(
                         i,
-                        splice(records[i].value, spans, &p, oldest_stamp(oldest)),
+                        splice(records[i].value, spans, &p, oldest_stamp(&oldest)),
                     ));
                 }
             }
@@ -125,21 +151,14 @@ impl FramesView {
 
     /// Replays history into the per-session memory, emitting nothing.
     pub fn look_back(&mut self, records: &[RecordIn]) {
-        let views: Vec<Option<FrameView>> =
-            records.iter().map(|r| FrameView::parse(r.value)).collect();
-        self.fold(records, &views, true);
+        let (seen, _) = self.read(records, true);
+        self.fold(seen);
     }
 
-    fn fold(
-        &mut self,
-        records: &[RecordIn],
-        views: &[Option<FrameView>],
-        replay: bool,
-    ) -> Vec<Act> {
-        let mut acts = vec![Act::Pass; records.len()];
+    fn fold(&mut self, seen: Vec<Seen>) -> Vec<Act> {
+        let mut acts = vec![Act::Pass; seen.len()];
         let mut open = Vec::new();
-        for (i, (rec, view)) in records.iter().zip(views).enumerate() {
-            let role = self.role(view.as_ref(), replay);
+        for (i, Seen { role, key }) in seen.into_iter().enumerate() {
             if let Role::Removed = role {
                 acts[i] = Act::Skip;
                 continue;
@@ -147,7 +166,6 @@ impl FramesView {
             if let Role::Aside = role {
                 continue;
             }
-            let key = rec.session(view.as_ref());
             let slot = match self.sessions.touch(&key) {
                 Some(slot) => slot,
                 None => {
@@ -183,6 +201,12 @@ impl FramesView {
         }
         acts
     }
+}
+
+/// One record as the fold sees it.
+struct Seen<'a> {
+    role: Role,
+    key: Cow<'a, [u8]>,
 }
 
 /// A part of one is served as itself; a longer one becomes its folded frame.

@@ -82,7 +82,10 @@ impl Processor {
         // JSON object, which the adapter hands on as it came: check first, so that a refused
         // invocation leaves the adapter's state as it was.
         if self.malformed == Malformed::Fail {
-            if let Some(index) = records.iter().position(|r| FrameView::parse(r.value).is_none()) {
+            if let Some(index) = records
+                .iter()
+                .position(|r| FrameView::parse(r.value).is_none())
+            {
                 return Err(BatchError {
                     index,
                     message: "agent-fold: the record is not a JSON object (malformed=fail)".into(),
@@ -234,9 +237,10 @@ impl Processor {
                     )));
                 }
                 let mut sessions = lru::Lru::new(v.sessions.cap());
+                let mut seen = std::collections::HashSet::new();
                 for s in list {
                     let (key, st) = checkpoint::frames_session(s)?;
-                    insert_fresh(&mut sessions, &key, st)?;
+                    insert_fresh(&mut sessions, &mut seen, &key, st)?;
                 }
                 v.sessions = sessions;
             }
@@ -247,9 +251,10 @@ impl Processor {
                     )));
                 }
                 let mut sessions = lru::Lru::new(v.sessions.cap());
+                let mut seen = std::collections::HashSet::new();
                 for s in list {
                     let (key, st) = pressure::Session::from_checkpoint(s, Some(version))?;
-                    insert_fresh(&mut sessions, &key, st)?;
+                    insert_fresh(&mut sessions, &mut seen, &key, st)?;
                 }
                 v.sessions = sessions;
             }
@@ -280,8 +285,16 @@ fn adapter_doc(text: &str) -> Option<serde_json::Value> {
     doc.as_object_mut()?.remove("adapter")
 }
 
-fn insert_fresh<V>(sessions: &mut lru::Lru<V>, key: &[u8], v: V) -> Result<(), CheckpointError> {
-    if sessions.peek(key).is_some() {
+/// Inserts a restored session. `seen` holds every key restored so far: a duplicate is refused
+/// even when the cap already evicted its first copy (`peek` alone missed `[a, b, a]` under
+/// `max_sessions=1`, restoring the second `a` silently).
+fn insert_fresh<V>(
+    sessions: &mut lru::Lru<V>,
+    seen: &mut std::collections::HashSet<Vec<u8>>,
+    key: &[u8],
+    v: V,
+) -> Result<(), CheckpointError> {
+    if !seen.insert(key.to_vec()) {
         return Err(CheckpointError(format!(
             "session {:?} appears twice",
             String::from_utf8_lossy(key)

@@ -28,20 +28,28 @@ impl PressureView {
     }
 
     pub fn process(&mut self, records: &[RecordIn]) -> Result<Vec<Emit>, BatchError> {
-        let views: Vec<Option<FrameView>> =
-            records.iter().map(|r| FrameView::parse(r.value)).collect();
+        let mut out = Vec::new();
         if self.malformed == Malformed::Fail {
+            // Every record is read before any is applied: a refused invocation changes nothing.
+            let views: Vec<Option<FrameView>> =
+                records.iter().map(|r| FrameView::parse(r.value)).collect();
             if let Some(index) = views.iter().position(Option::is_none) {
                 return Err(BatchError {
                     index,
                     message: "agent-fold: the record is not a JSON object (malformed=fail)".into(),
                 });
             }
+            for (at, (rec, view)) in records.iter().zip(&views).enumerate() {
+                if let Some(v) = view {
+                    self.apply(at, rec, v, Some(&mut out));
+                }
+            }
+            return Ok(out);
         }
-        let mut out = Vec::new();
-        for (at, (rec, view)) in records.iter().zip(&views).enumerate() {
-            if let Some(v) = view {
-                self.apply(at, rec, v, Some(&mut out));
+        // Otherwise each record is read as it is applied: no batch-sized array of views.
+        for (at, rec) in records.iter().enumerate() {
+            if let Some(v) = FrameView::parse(rec.value) {
+                self.apply(at, rec, &v, Some(&mut out));
             }
         }
         Ok(out)

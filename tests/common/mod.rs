@@ -11,6 +11,7 @@ use agent_fold::engine::{Instance, default_wasm_path};
 use agent_fold::jsonl;
 use agent_fold::runner::{inputs, native_process};
 use agent_fold_core::Processor;
+use agent_fold_core::testgen::{Delta, GenFrame, GenLog};
 use serde_json::Value;
 
 /// Module params as literals: `&[("emit", "frames"), ...]`.
@@ -383,4 +384,59 @@ pub fn check_in_order(input: &[Rec], output: &[Rec], counter_type: &str) -> Vec<
         at = i + 1;
     }
     map
+}
+
+/// A generated log (`testgen`, the fuzz targets' generator) of `frames` frames.
+/// `GenLog::from_seed` draws its frame list one continue-bit at a time, so one seed gives a
+/// frame or two whatever its byte count: this log is the frames of consecutive seeds, with the
+/// first one's key mode and the cuts of all.
+pub fn gen_log(seed: u64, frames: usize) -> GenLog {
+    let mut log = GenLog::from_seed(seed << 20, 64);
+    let mut k = 0;
+    while log.frames.len() < frames {
+        k += 1;
+        let more = GenLog::from_seed((seed << 20) + k, 64);
+        log.frames.extend(more.frames);
+        log.cuts.extend(more.cuts);
+    }
+    log.frames.truncate(frames);
+    log
+}
+
+/// The generator's counters are mostly unfoldable (its deltas and fold fields explore the bad
+/// cases), so runs that fold are rare. This keeps every `keep`-th counter as generated and
+/// makes the others foldable (stamped, a small delta, a valid folded_frames/folded_from).
+pub fn heal(mut log: GenLog, keep: usize) -> GenLog {
+    let mut n = 0;
+    for f in &mut log.frames {
+        if let GenFrame::Counter {
+            delta,
+            stamped,
+            folded,
+            ..
+        } = f
+        {
+            n += 1;
+            if n % keep == 0 {
+                continue;
+            }
+            *stamped = true;
+            if !matches!(delta, Delta::Small(_)) {
+                *delta = Delta::Small(n as u8);
+            }
+            if let Some((frames, from_ok)) = folded {
+                *frames = (*frames).max(1);
+                *from_ok = true;
+            }
+        }
+    }
+    log
+}
+
+/// A generated log's records.
+pub fn gen_records(log: &GenLog) -> Vec<Rec> {
+    log.records()
+        .into_iter()
+        .map(|(key, value)| Rec { key, value })
+        .collect()
 }

@@ -134,7 +134,10 @@ mod tests {
 
     fn adapt(lines: &[Value]) -> Vec<Value> {
         let mut a = Adapter::new(Input::ClaudeCode, 100);
-        let texts: Vec<Vec<u8>> = lines.iter().map(|l| serde_json::to_vec(l).unwrap()).collect();
+        let texts: Vec<Vec<u8>> = lines
+            .iter()
+            .map(|l| serde_json::to_vec(l).unwrap())
+            .collect();
         a.adapt_all(texts.iter().map(|t| (None, &t[..])))
             .iter()
             .map(|f| serde_json::from_slice(f).unwrap())
@@ -159,7 +162,13 @@ mod tests {
         let kinds: Vec<&str> = out.iter().map(|f| f["type"].as_str().unwrap()).collect();
         assert_eq!(
             kinds,
-            ["user/message", "assistant/message", "assistant/message", "tool/result", "assistant/message"]
+            [
+                "user/message",
+                "assistant/message",
+                "assistant/message",
+                "tool/result",
+                "assistant/message"
+            ]
         );
         assert!(out[1].get("usage").is_some());
         assert!(out[2].get("usage").is_none());

@@ -96,7 +96,10 @@ mod tests {
 
     fn adapt(lines: &[Value]) -> Vec<Value> {
         let mut a = Adapter::new(Input::ClaudeStream, 100);
-        let texts: Vec<Vec<u8>> = lines.iter().map(|l| serde_json::to_vec(l).unwrap()).collect();
+        let texts: Vec<Vec<u8>> = lines
+            .iter()
+            .map(|l| serde_json::to_vec(l).unwrap())
+            .collect();
         a.adapt_all(texts.iter().map(|t| (None, &t[..])))
             .iter()
             .map(|f| serde_json::from_slice(f).unwrap())
@@ -122,10 +125,16 @@ mod tests {
         // "\"Let me think.\"" is 15 chars: 4 tokens.
         assert_eq!(out[1]["estimated_tokens_delta"], 4);
         assert!(out[1].get("timestamp").is_none());
-        assert_eq!(out[2]["type"], "claude-stream/stream_event/content_block_delta");
+        assert_eq!(
+            out[2]["type"],
+            "claude-stream/stream_event/content_block_delta"
+        );
         assert_eq!(out[3]["extras"]["parent_tool_use_id"], "toolu_T");
         assert_eq!(out[4]["type"], "claude-stream/result/success");
-        assert!(out[4].get("usage").is_none(), "a result's usage is no sample");
+        assert!(
+            out[4].get("usage").is_none(),
+            "a result's usage is no sample"
+        );
         assert_eq!(out[4]["source"]["usage"]["input_tokens"], 6);
     }
 }

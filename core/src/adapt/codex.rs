@@ -170,7 +170,10 @@ fn token_count(cx: &mut Cx, line: Map<String, Value>, stamp: Option<&Value>) {
     let cached = n(last, "cached_input_tokens").unwrap_or(0).min(input);
     let output = n(last, "output_tokens");
     let reasoning = n(last, "reasoning_output_tokens");
-    let total = n(info.and_then(|i| i.get("total_token_usage")), "total_tokens");
+    let total = n(
+        info.and_then(|i| i.get("total_token_usage")),
+        "total_tokens",
+    );
     let window = n(info, "model_context_window").filter(|w| *w >= 1);
 
     if let Some(w) = window.filter(|w| cx.st.window != Some(*w)) {
@@ -214,7 +217,10 @@ mod tests {
 
     fn adapt(lines: &[Value]) -> Vec<Value> {
         let mut a = Adapter::new(Input::Codex, 100);
-        let texts: Vec<Vec<u8>> = lines.iter().map(|l| serde_json::to_vec(l).unwrap()).collect();
+        let texts: Vec<Vec<u8>> = lines
+            .iter()
+            .map(|l| serde_json::to_vec(l).unwrap())
+            .collect();
         a.adapt_all(texts.iter().map(|t| (None, &t[..])))
             .iter()
             .map(|f| serde_json::from_slice(f).unwrap())

@@ -149,10 +149,7 @@ impl State {
         o.insert("sessionId".into(), json!(self.session_id));
         o.insert("mainMessage".into(), json!(self.main_message));
         o.insert("subMessage".into(), json!(self.sub_message));
-        o.insert(
-            "surface".into(),
-            json!(self.surface.map(|(a, b)| [a, b])),
-        );
+        o.insert("surface".into(), json!(self.surface.map(|(a, b)| [a, b])));
         o.insert("window".into(), json!(self.window));
         o.insert("total".into(), json!(self.total));
         Value::Object(o)

@@ -12,12 +12,14 @@ use arbitrary::{Arbitrary, Unstructured};
 use serde_json::{Map, Value, json};
 
 use super::{GenLog, GenSession, Rec, SeqPick};
-use crate::config::{Config, DEFAULT_COUNTER_TYPE, DEFAULT_MAX_SESSIONS, Malformed, Subagents, View};
+use crate::Processor;
+use crate::config::{
+    Config, DEFAULT_COUNTER_TYPE, DEFAULT_MAX_SESSIONS, Malformed, Subagents, View,
+};
 use crate::frame::{FrameView, MAX_SAFE, Slot};
 use crate::page::compact_counters_with;
 use crate::record::{Emit, RecordIn};
 use crate::surface::{Node, Plan, Span, Surface};
-use crate::Processor;
 
 // ---------------------------------------------------------------------------------------------
 // Shared helpers.
@@ -32,7 +34,10 @@ fn inputs(recs: &[Rec]) -> Vec<RecordIn<'_>> {
 pub fn materialise(records: &[RecordIn], out: &[Emit]) -> Vec<Rec> {
     out.iter()
         .map(|e| match e {
-            Emit::Pass(i) => (records[*i].key.map(<[u8]>::to_vec), records[*i].value.to_vec()),
+            Emit::Pass(i) => (
+                records[*i].key.map(<[u8]>::to_vec),
+                records[*i].value.to_vec(),
+            ),
             Emit::Replace(i, v) => (records[*i].key.map(<[u8]>::to_vec), v.clone()),
             Emit::New { key, value, .. } => (Some(key.clone()), value.clone()),
         })
@@ -236,9 +241,16 @@ fn check_fold(views: &[Option<FrameView>], members: &[usize], bytes: &[u8]) -> (
         panic!("folded frame is not a JSON object: {}", show(bytes))
     };
     assert_eq!(folded.delta.map(u128::from), Some(delta), "folded delta");
-    assert_eq!(folded.folded_frames, Slot::Valid(frames as u64), "folded_frames");
+    assert_eq!(
+        folded.folded_frames,
+        Slot::Valid(frames as u64),
+        "folded_frames"
+    );
     assert_eq!(folded.folded_from, Slot::Valid(from), "folded_from");
-    assert_eq!(folded.stamp, newest.stamp, "a folded frame keeps the newest stamp");
+    assert_eq!(
+        folded.stamp, newest.stamp,
+        "a folded frame keeps the newest stamp"
+    );
     assert_eq!(folded.kind, newest.kind);
     assert_eq!(folded.session_id, newest.session_id);
     assert!(!folded.subagent);
@@ -254,7 +266,10 @@ fn check_fold(views: &[Option<FrameView>], members: &[usize], bytes: &[u8]) -> (
         }
         let want: Vec<_> = want.iter().collect();
         let got: Vec<_> = got.iter().collect();
-        assert_eq!(got, want, "a folded frame is its newest counter with three fields set");
+        assert_eq!(
+            got, want,
+            "a folded frame is its newest counter with three fields set"
+        );
     }
     (frames, extra)
 }
@@ -281,7 +296,10 @@ fn cp_key(obj: &Map<String, Value>) -> Vec<u8> {
 
 fn pressure_sessions(checkpoint: &str) -> HashMap<Vec<u8>, CpSession> {
     let doc: Value = serde_json::from_str(checkpoint).expect("a written checkpoint is JSON");
-    assert_eq!(doc["stateVersion"], 3, "checkpoints are written as stateVersion 3");
+    assert_eq!(
+        doc["stateVersion"], 3,
+        "checkpoints are written as stateVersion 3"
+    );
     let mut map = HashMap::new();
     for s in doc["sessions"].as_array().expect("sessions") {
         let obj = s.as_object().expect("a session object");
@@ -321,13 +339,20 @@ fn check_figures(record: &Value, s: &CpSession) {
         }
         _ => Value::Null,
     };
-    assert_eq!(record["projectedTokens"], projected, "projectedTokens: {record}");
+    assert_eq!(
+        record["projectedTokens"], projected,
+        "projectedTokens: {record}"
+    );
     assert_eq!(
         record["pressureTokens"],
         s.pressure.map_or(Value::Null, Value::from),
         "pressureTokens: {record}"
     );
-    assert_eq!(record.get("partial").is_some(), s.partial, "partial flag: {record}");
+    assert_eq!(
+        record.get("partial").is_some(),
+        s.partial,
+        "partial flag: {record}"
+    );
 }
 
 /// Checks one pressure-view invocation: only derived records, in input order, keyed by the
@@ -343,7 +368,10 @@ fn check_pressure_invocation(records: &[RecordIn], out: &[Emit], checkpoint: &st
         let Emit::New { at, key, value } = e else {
             panic!("the pressure view passed an input record through: {e:?}")
         };
-        assert!(*at < records.len() && *at >= last_at, "record order: at {at}");
+        assert!(
+            *at < records.len() && *at >= last_at,
+            "record order: at {at}"
+        );
         last_at = *at;
         let Some(v) = FrameView::parse(records[*at].value) else {
             panic!("a derived record answers a malformed record")
@@ -357,15 +385,26 @@ fn check_pressure_invocation(records: &[RecordIn], out: &[Emit], checkpoint: &st
         let rec: Value = serde_json::from_slice(value)
             .unwrap_or_else(|e| panic!("derived record is not JSON ({e}): {}", show(value)));
         assert_eq!(rec["stateVersion"], 3, "{rec}");
-        assert_eq!(rec["session"], Value::from(String::from_utf8_lossy(key)), "{rec}");
+        assert_eq!(
+            rec["session"],
+            Value::from(String::from_utf8_lossy(key)),
+            "{rec}"
+        );
         match rec["type"].as_str() {
             Some("context/pressure") => {
-                assert_eq!(rec["seq"].as_u64(), v.seq, "a record carries its frame's seq");
+                assert_eq!(
+                    rec["seq"].as_u64(),
+                    v.seq,
+                    "a record carries its frame's seq"
+                );
                 assert_eq!(rec.get("timestamp").is_some(), v.stamp.is_some(), "{rec}");
                 latest.insert(key.clone(), rec.clone());
             }
             Some("context/error") => {
-                assert!(rec["error"].as_str().is_some_and(|s| !s.is_empty()), "{rec}");
+                assert!(
+                    rec["error"].as_str().is_some_and(|s| !s.is_empty()),
+                    "{rec}"
+                );
             }
             _ => panic!("unknown derived record: {rec}"),
         }
@@ -377,6 +416,80 @@ fn check_pressure_invocation(records: &[RecordIn], out: &[Emit], checkpoint: &st
         }
     }
     parsed
+}
+
+// ---------------------------------------------------------------------------------------------
+// The readers: the fast paths against their definitions.
+
+/// SPEC §3's estimate, one byte at a time: `ceil(chars / 4)`, chars = the scalar values of the
+/// JSON text (UTF-8 continuation bytes belong to the scalar already counted), whitespace
+/// outside strings excluded.
+pub fn reference_estimate(json: &[u8]) -> u64 {
+    let (mut chars, mut in_string, mut escaped) = (0u64, false, false);
+    for &b in json {
+        if b & 0xC0 == 0x80 {
+            continue;
+        }
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            chars += 1;
+        } else {
+            match b {
+                b' ' | b'\t' | b'\n' | b'\r' => {}
+                b'"' => {
+                    in_string = true;
+                    chars += 1;
+                }
+                _ => chars += 1,
+            }
+        }
+    }
+    chars.div_ceil(4)
+}
+
+/// The record readers agree on one record: [`FrameView::parse`] (the scanner, with the vector
+/// string scan the CPU offers), its portable string scan, and the serde_json reference reader
+/// accept the same records and read the same fields; [`crate::estimate`] agrees with
+/// [`reference_estimate`] on UTF-8 text and on the raw `message`, `system`, `tools` it prices.
+pub fn check_readers(value: &[u8]) {
+    let best = FrameView::parse(value);
+    let reference = format!("{:?}", FrameView::parse_serde(value));
+    assert_eq!(
+        format!("{best:?}"),
+        reference,
+        "FrameView::parse ≠ the serde_json reference reader on {}",
+        show(value)
+    );
+    assert_eq!(
+        format!("{:?}", FrameView::parse_portable(value)),
+        reference,
+        "the portable scan ≠ the serde_json reference reader on {}",
+        show(value)
+    );
+    if std::str::from_utf8(value).is_ok() {
+        assert_eq!(
+            crate::estimate(value),
+            reference_estimate(value),
+            "estimate of {}",
+            show(value)
+        );
+    }
+    if let Some(v) = &best {
+        for raw in [v.message, v.system, v.tools].into_iter().flatten() {
+            assert_eq!(
+                crate::estimate(raw.as_bytes()),
+                reference_estimate(raw.as_bytes()),
+                "estimate of {}",
+                show(raw.as_bytes())
+            );
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -445,7 +558,8 @@ pub fn fold_bytes_invocations(body: &[u8], keyed: bool) -> Vec<Vec<Rec>> {
 /// invocations (bit 1), counter type `user/message` (bit 2), a default capacity (bit 3); then
 /// records, one a line, an empty line between invocations.
 ///
-/// Never panics; per invocation the frames view meets [`check_frames_invocation`] (SPEC §5's
+/// Never panics; every record meets [`check_readers`]; per invocation the frames view meets
+/// [`check_frames_invocation`] (SPEC §5's
 /// identity), the pressure view's records agree with its checkpoint; a refused invocation
 /// (`malformed=fail`) names the first malformed record and changes nothing; checkpoints
 /// round-trip, and a processor restored from one between invocations answers the same.
@@ -459,6 +573,9 @@ pub fn check_fold_bytes(data: &[u8]) {
     let mut twin = Processor::new(&config);
     for (n, recs) in invocations.iter().enumerate() {
         let records = inputs(recs);
+        for r in &records {
+            check_readers(r.value);
+        }
         if n == 0 && p1 & 1 != 0 {
             main.look_back(&records);
             twin.look_back(&records);
@@ -475,9 +592,19 @@ pub fn check_fold_bytes(data: &[u8]) {
         let after = main.checkpoint();
         match result {
             Err(e) => {
-                assert_eq!(config.malformed, Malformed::Fail, "only malformed=fail refuses: {e}");
-                let first = records.iter().position(|r| FrameView::parse(r.value).is_none());
-                assert_eq!(Some(e.index), first, "the error names the first malformed record");
+                assert_eq!(
+                    config.malformed,
+                    Malformed::Fail,
+                    "only malformed=fail refuses: {e}"
+                );
+                let first = records
+                    .iter()
+                    .position(|r| FrameView::parse(r.value).is_none());
+                assert_eq!(
+                    Some(e.index),
+                    first,
+                    "the error names the first malformed record"
+                );
                 assert_eq!(after, before, "a refused invocation changed the state");
             }
             Ok(out) => {
@@ -492,7 +619,11 @@ pub fn check_fold_bytes(data: &[u8]) {
                 }
             }
         }
-        assert_eq!(twin.checkpoint(), after, "a restored processor's state diverged");
+        assert_eq!(
+            twin.checkpoint(),
+            after,
+            "a restored processor's state diverged"
+        );
         assert_round_trip(&config, &after);
         if p1 & 2 != 0 {
             twin = restored(&config, &after);
@@ -645,15 +776,31 @@ pub fn check_fold_invariants(data: &[u8]) {
     // 1. Conservation.
     let sums = counter_sums(&config, &recs);
     assert_eq!(counter_sums(&config, &cut), sums, "conservation, cut run");
-    assert_eq!(counter_sums(&config, &whole), sums, "conservation, whole log");
+    assert_eq!(
+        counter_sums(&config, &whole),
+        sums,
+        "conservation, whole log"
+    );
     // 2. Non-counters byte-identical, in order.
     let others = non_counters(&config, &recs);
     assert_eq!(non_counters(&config, &cut), others, "non-counters, cut run");
-    assert_eq!(non_counters(&config, &whole), others, "non-counters, whole log");
+    assert_eq!(
+        non_counters(&config, &whole),
+        others,
+        "non-counters, whole log"
+    );
     // 3. Idempotence.
-    assert_eq!(fold_once(&config, &whole), whole, "folding a folded log changed it");
+    assert_eq!(
+        fold_once(&config, &whole),
+        whole,
+        "folding a folded log changed it"
+    );
     // 4. Batch-cut invariance.
-    assert_eq!(fold_once(&config, &cut), whole, "fold(concat(outputs)) ≠ fold(whole log)");
+    assert_eq!(
+        fold_once(&config, &cut),
+        whole,
+        "fold(concat(outputs)) ≠ fold(whole log)"
+    );
 
     // 5. Nesting, and the page API agrees with the stream.
     let objects = objects_only(&recs);
@@ -661,23 +808,31 @@ pub fn check_fold_invariants(data: &[u8]) {
     let mut by_session: HashMap<Vec<u8>, (Vec<Value>, Vec<String>)> = HashMap::new();
     for r in inputs(&objects) {
         let v = FrameView::parse(r.value).expect("objects only");
-        let s = by_session.entry(r.session(Some(&v)).into_owned()).or_default();
+        let s = by_session
+            .entry(r.session(Some(&v)).into_owned())
+            .or_default();
         s.0.push(serde_json::from_slice(r.value).expect("generated frames are JSON"));
     }
     for (k, v) in &streamed {
         let r = RecordIn::new(k.as_deref(), v);
         let view = FrameView::parse(v).expect("objects only");
-        let s = by_session.get_mut(&*r.session(Some(&view))).expect("a known session");
+        let s = by_session
+            .get_mut(&*r.session(Some(&view)))
+            .expect("a known session");
         s.1.push(normalised(v));
     }
     for (page, stream) in by_session.values() {
         let mut folded = page.clone();
         compact_counters_with(&mut folded, &config.counter_type, config.subagents);
         let folded: Vec<String> = folded.iter().map(Value::to_string).collect();
-        assert_eq!(&folded, stream, "compact_counters ≠ one invocation of the stream");
+        assert_eq!(
+            &folded, stream,
+            "compact_counters ≠ one invocation of the stream"
+        );
 
         let len = page.len();
-        let mut windows = vec![0..len];
+        let mut windows: Vec<Range<usize>> = Vec::with_capacity(9);
+        windows.push(0..len);
         for c in log.cuts.iter().take(4) {
             let a = *c as usize % (len + 1);
             windows.push(a..len);
@@ -701,8 +856,16 @@ pub fn check_fold_invariants(data: &[u8]) {
 /// A raw surface edit for [`Surface::plan`] / [`Surface::commit`].
 #[derive(Arbitrary, Debug, Clone)]
 pub enum RawOp {
-    Append { gap: u8, tokens: u32 },
-    Replace { from: SeqPick, to: SeqPick, gap: u8, tokens: u32 },
+    Append {
+        gap: u8,
+        tokens: u32,
+    },
+    Replace {
+        from: SeqPick,
+        to: SeqPick,
+        gap: u8,
+        tokens: u32,
+    },
 }
 
 /// A raw surface session: whether it is partial, its first seq, its edits.
@@ -718,10 +881,16 @@ fn model_plan(nodes: &[Node], floor: Option<u64>, span: Span, partial: bool) -> 
     let pos = |seq: u64| nodes.iter().position(|n| n.seq == seq);
     let below = |seq: u64| floor.is_none_or(|f| seq < f);
     match (pos(span.from_seq), pos(span.to_seq)) {
-        (Some(a), Some(b)) if a <= b => Some(Plan::Splice { start: a, end: b + 1 }),
+        (Some(a), Some(b)) if a <= b => Some(Plan::Splice {
+            start: a,
+            end: b + 1,
+        }),
         (None, Some(b)) if partial && below(span.from_seq) => Some(Plan::FrontCut { end: b + 1 }),
         (None, None)
-            if partial && below(span.from_seq) && below(span.to_seq) && span.from_seq <= span.to_seq =>
+            if partial
+                && below(span.from_seq)
+                && below(span.to_seq)
+                && span.from_seq <= span.to_seq =>
         {
             Some(Plan::FrontCut { end: 0 })
         }
@@ -737,18 +906,34 @@ fn check_raw_surface(data: &[u8]) {
     let mut model: Vec<Node> = Vec::new();
     let mut floor: Option<u64> = None;
     let mut seen: Vec<u64> = Vec::new();
-    let mut next = if raw.partial { raw.first_seq as u64 + 1 } else { 0 };
+    let mut next = if raw.partial {
+        raw.first_seq as u64 + 1
+    } else {
+        0
+    };
     for op in &raw.ops {
         let (span, gap, tokens) = match op {
             RawOp::Append { gap, tokens } => (None, *gap, *tokens),
-            RawOp::Replace { from, to, gap, tokens } => {
+            RawOp::Replace {
+                from,
+                to,
+                gap,
+                tokens,
+            } => {
                 let pick = |p: &SeqPick| match p {
                     SeqPick::Node(i) if !seen.is_empty() => seen[*i as usize % seen.len()],
                     SeqPick::Node(i) => *i as u64,
                     SeqPick::Raw(r) => *r,
                     SeqPick::Huge => u64::MAX,
                 };
-                (Some(Span { from_seq: pick(from), to_seq: pick(to) }), *gap, *tokens)
+                (
+                    Some(Span {
+                        from_seq: pick(from),
+                        to_seq: pick(to),
+                    }),
+                    *gap,
+                    *tokens,
+                )
             }
         };
         let seq = next + gap as u64;
@@ -760,9 +945,16 @@ fn check_raw_surface(data: &[u8]) {
             None => Some(Plan::Append),
             Some(s) => model_plan(&model, floor, s, raw.partial),
         };
-        assert_eq!(plan.as_ref().ok(), want.as_ref(), "plan for {span:?} over {model:?}");
+        assert_eq!(
+            plan.as_ref().ok(),
+            want.as_ref(),
+            "plan for {span:?} over {model:?}"
+        );
         let Ok(plan) = plan else { continue };
-        let node = Node { seq, tokens: tokens as u64 };
+        let node = Node {
+            seq,
+            tokens: tokens as u64,
+        };
         surface.commit(plan, node);
         floor.get_or_insert(seq);
         match plan {
@@ -778,7 +970,11 @@ fn check_raw_surface(data: &[u8]) {
         assert_eq!(surface.nodes(), model.as_slice(), "surface nodes");
         assert_eq!(surface.floor(), floor, "floor");
         let sum: u128 = model.iter().map(|n| n.tokens as u128).sum();
-        assert_eq!(surface.total() as u128, sum, "messageTokens ≠ Σ surface nodes");
+        assert_eq!(
+            surface.total() as u128,
+            sum,
+            "messageTokens ≠ Σ surface nodes"
+        );
         assert_eq!(
             Surface::from_nodes(surface.nodes().to_vec(), surface.floor()).as_ref(),
             Some(&surface),
@@ -813,7 +1009,11 @@ fn check_gen_session(p: u8, data: &[u8]) {
         check_pressure_invocation(page, &out, &cp);
         let emitted = materialise(page, &out);
         let again = a.process(page).expect("malformed=pass never fails");
-        assert_eq!(a.checkpoint(), cp, "re-delivering an invocation changed the state");
+        assert_eq!(
+            a.checkpoint(),
+            cp,
+            "re-delivering an invocation changed the state"
+        );
         for r in materialise(page, &again) {
             assert!(
                 emitted.contains(&r) && is_error(&r.1),
@@ -848,13 +1048,24 @@ fn check_gen_session(p: u8, data: &[u8]) {
         }
         out_b.extend(materialise(page, &out));
     }
-    assert_eq!(out_a, out_b, "batch cuts changed the pressure view's records");
-    assert_eq!(a.checkpoint(), b.checkpoint(), "batch cuts changed the state");
+    assert_eq!(
+        out_a, out_b,
+        "batch cuts changed the pressure view's records"
+    );
+    assert_eq!(
+        a.checkpoint(),
+        b.checkpoint(),
+        "batch cuts changed the state"
+    );
 
     // Every earlier frame, delivered again: nothing new, nothing changed.
     let cp = b.checkpoint();
     let again = b.process(&records).expect("malformed=pass never fails");
-    assert_eq!(b.checkpoint(), cp, "re-delivering the log changed the state");
+    assert_eq!(
+        b.checkpoint(),
+        cp,
+        "re-delivering the log changed the state"
+    );
     for r in materialise(&records, &again) {
         assert!(
             out_b.contains(&r) && is_error(&r.1),
@@ -910,13 +1121,19 @@ fn probe(view: View, checkpoint: &str) -> Vec<Rec> {
                 let ends = (nodes.first(), nodes.last());
                 push(json!({"type": "user/message", "seq": at(1), "message": "hello there"}));
                 if let (Some(first), Some(last)) = ends {
-                    push(json!({"type": "user/message", "seq": at(2), "message": "summary",
-                        "replaces": {"from_seq": first[0], "to_seq": last[0]}}));
+                    push(
+                        json!({"type": "user/message", "seq": at(2), "message": "summary",
+                        "replaces": {"from_seq": first[0], "to_seq": last[0]}}),
+                    );
                 }
-                push(json!({"type": "assistant/message", "seq": at(3), "message": "ok",
-                    "usage": {"input_tokens": 100, "cache_read_input_tokens": 7}}));
-                push(json!({"type": "request/header", "seq": at(4), "system": "s",
-                    "context_window": 1000}));
+                push(
+                    json!({"type": "assistant/message", "seq": at(3), "message": "ok",
+                    "usage": {"input_tokens": 100, "cache_read_input_tokens": 7}}),
+                );
+                push(
+                    json!({"type": "request/header", "seq": at(4), "system": "s",
+                    "context_window": 1000}),
+                );
             }
         }
     }
@@ -962,13 +1179,21 @@ pub fn check_checkpoint_restore(data: &[u8]) {
     match proc.restore(&text) {
         Err(e) => {
             assert!(!e.0.is_empty(), "an error says why");
-            assert_eq!(proc.checkpoint(), before, "a refused checkpoint changed the state");
+            assert_eq!(
+                proc.checkpoint(),
+                before,
+                "a refused checkpoint changed the state"
+            );
         }
         Ok(()) => {
             let cp = proc.checkpoint();
             assert!(proc.sessions() <= config.max_sessions.max(1));
             let mut copy = restored(&config, &cp);
-            assert_eq!(copy.checkpoint(), cp, "checkpoint → restore → checkpoint changed it");
+            assert_eq!(
+                copy.checkpoint(),
+                cp,
+                "checkpoint → restore → checkpoint changed it"
+            );
             let other_view = match config.view {
                 View::Frames => View::Pressure,
                 View::Pressure => View::Frames,
@@ -977,7 +1202,10 @@ pub fn check_checkpoint_restore(data: &[u8]) {
                 view: other_view,
                 ..config.clone()
             });
-            assert!(other.restore(&cp).is_err(), "the other view took this checkpoint");
+            assert!(
+                other.restore(&cp).is_err(),
+                "the other view took this checkpoint"
+            );
 
             let recs = probe(config.view, &cp);
             let records = inputs(&recs);
