@@ -249,15 +249,26 @@ fn pct(x: f64) -> String {
     }
 }
 
+fn readings(n: usize) -> String {
+    match n {
+        1 => "1 reading".to_owned(),
+        n => format!("{n} readings"),
+    }
+}
+
 /// The report of one log, as text.
 pub fn render(label: &str, input: Input, s: &Summary) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "{label} ({}): {} provider reading{}, {} scored (each after a session's first){}",
+        "{label} ({}): {} provider {}, {} scored (each after a session's first){}",
         input.name(),
         s.readings,
-        if s.readings == 1 { "" } else { "s" },
+        if s.readings == 1 {
+            "reading"
+        } else {
+            "readings"
+        },
         s.scored,
         if s.no_projection > 0 {
             format!(", {} with no projection shown", s.no_projection)
@@ -290,8 +301,10 @@ pub fn render(label: &str, input: Input, s: &Summary) -> String {
     }
     let _ = writeln!(
         o,
-        "  the projection was closer on {} readings, the last reading on {}, tied on {}",
-        s.projection_closer, s.last_closer, s.ties
+        "  the projection was closer on {}, the last reading on {}, tied on {}",
+        readings(s.projection_closer),
+        s.last_closer,
+        s.ties
     );
     if s.after_compaction.is_empty() {
         let _ = writeln!(o, "  no reading after a compaction");

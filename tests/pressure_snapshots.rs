@@ -198,7 +198,7 @@ fn a_header_that_changes_only_the_tools() {
 
 #[test]
 fn a_corrupt_span_is_refused_and_changes_nothing() {
-    let lines = [
+    let log = [
         r#"{"type":"user/message","session_id":"c","seq":0,"message":"Find the bug."}"#,
         r#"{"type":"assistant/message","session_id":"c","seq":1,"message":"Looking.","usage":{"input_tokens":150}}"#,
         r#"{"type":"tool/result","session_id":"c","seq":2,"message":"fold.rs:88"}"#,
@@ -212,7 +212,7 @@ fn a_corrupt_span_is_refused_and_changes_nothing() {
         r#"{"type":"user/message","session_id":"fresh","seq":0,"message":"Summary.","replaces":{"from_seq":0,"to_seq":0}}"#,
         r#"{"type":"user/message","session_id":"fresh","seq":1,"message":"Hello."}"#,
     ];
-    let recs = frames(&lines);
+    let recs = frames(&log);
     // "Find the bug." 15 chars → 4, "Looking." 10 → 3, "fold.rs:88" 12 → 3, "Summary." 10 → 3,
     // "Again." 8 → 2, "Hello." 8 → 2. Sample 150 anchored at 4.
     // 0..1 → [3:3, 2:3]: 150 + 6 − 4 = 152. Surface order now 3, 2: 2..3 is reversed.
@@ -288,7 +288,7 @@ fn a_malformed_replaces_is_refused() {
             r#"{{"type":"user/message","session_id":"m","seq":1,"message":"Summary.","replaces":{b}}}"#
         ));
     }
-    lines.push(r#"{"type":"user/message","session_id":"m","seq":1,"message":"Hello again.","replaces":{"from_seq":0,"to_seq":0,"note":"other fields are carried"}}"#.into());
+    lines.push(r#"{"type":"user/message","session_id":"m","seq":1,"message":"Hello again.","replaces":{"from_seq":0,"to_seq":0,"by":"compact"}}"#.into());
     lines.push(
         r#"{"type":"user/message","session_id":"m","seq":2,"message":"ok","replaces":null}"#.into(),
     );
@@ -321,7 +321,7 @@ fn redelivered_frames_emit_nothing() {
         log[2],
         r#"{"type":"request/header","session_id":"r","seq":0,"system":"changed"}"#,
         r#"{"type":"user/message","session_id":"r","seq":2,"message":"x","replaces":{"from_seq":7,"to_seq":9}}"#,
-        r#"{"type":"user/message","session_id":"r","seq":3,"message":"no seq above the cursor"}"#,
+        r#"{"type":"user/message","session_id":"r","seq":3,"message":"different text at an applied seq"}"#,
     ];
     let tail = [
         r#"{"type":"user/message","session_id":"r","seq":4,"message":"Summary."}"#,
@@ -760,5 +760,86 @@ fn sessions_are_keyed_by_record_key_then_session_id() {
             "s@0 P- J- C100000 O- S0 T0 M3",
             "@0 P- J- C100000 O- S0 T0 M1",
         ],
+    );
+}
+
+#[test]
+fn deep_nesting_huge_records_and_huge_seqs_are_no_trap() {
+    let depth = 100_000;
+    let deep = format!(
+        r#"{{"type":"user/message","session_id":"d","seq":0,"message":{}{}}}"#,
+        "[".repeat(depth),
+        "]".repeat(depth)
+    );
+    // 10 MiB: text(n) is 4n chars.
+    let huge = format!(
+        r#"{{"type":"tool/result","session_id":"d","seq":1,"message":{}}}"#,
+        text(10 << 18)
+    );
+    let recs = frames(&[
+        &deep,
+        &huge,
+        r#"{"type":"user/message","session_id":"d","seq":18446744073709551616,"message":"x"}"#,
+        r#"{"type":"user/message","session_id":"d","seq":18446744073709551615,"message":"x"}"#,
+        r#"{"type":"user/message","session_id":"d","seq":18446744073709551615,"message":"y"}"#,
+        r#"{"type":"user/message","session_id":"d","seq":2,"message":"z"}"#,
+    ]);
+    // 2 × 100000 brackets → 50000; 10 MiB of one string → 2621440. A seq past 2^64 is no
+    // seq; 2^64 − 1 is the last there is: whatever follows is a re-delivery.
+    let by = run_everywhere(P, &recs);
+    assert_eq!(
+        briefs(&by),
+        [
+            "d@0 P- J- C100000 O- S0 T0 M50000",
+            "d@1 P- J- C100000 O- S0 T0 M2671440",
+            &format!("d@- error: {NO_SEQ}"),
+            "d@18446744073709551615 P- J- C100000 O- S0 T0 M2671441",
+        ]
+    );
+}
+
+/// A frame that is refused, re-delivered or ignored is no use of its session: it leaves the
+/// session's recency as it was (SPEC §3, §6.7: the state equals the state before the frame),
+/// so it neither reorders the checkpoint nor saves the session from eviction.
+#[test]
+fn frames_that_change_nothing_leave_recency_alone() {
+    let params = [
+        ("emit", "pressure"),
+        ("capacity", "1000"),
+        ("max_sessions", "2"),
+    ];
+    let start = frames(&[
+        r#"{"type":"user/message","session_id":"a","seq":0,"message":"Hello."}"#,
+        r#"{"type":"user/message","session_id":"b","seq":0,"message":"Hello."}"#,
+    ]);
+    let nothing = [
+        r#"{"type":"user/message","session_id":"a","seq":0,"message":"Hello."}"#,
+        r#"{"type":"user/message","session_id":"a","seq":1,"message":"x","replaces":{"from_seq":5,"to_seq":6}}"#,
+        r#"{"type":"user/message","session_id":"a","seq":1,"message":"x","replaces":[5,6]}"#,
+        r#"{"type":"user/message","session_id":"a","message":"no seq"}"#,
+        r#"{"type":"tool/use","session_id":"a"}"#,
+        r#"{"type":"user/message","session_id":"a","seq":1,"message":"x","extras":{"parent_tool_use_id":"toolu_1"}}"#,
+    ];
+    let mut p = processor(&params);
+    native_on(&mut p, &start, 0);
+    let before = p.checkpoint();
+    for n in nothing {
+        native_on(&mut p, &[frame(n)], 0);
+        assert_eq!(p.checkpoint(), before, "{n}");
+    }
+    // `a` is still the least recently used: `c` evicts it, and it comes back partial.
+    let rest = frames(&[
+        r#"{"type":"user/message","session_id":"c","seq":0,"message":"Hello."}"#,
+        r#"{"type":"user/message","session_id":"a","seq":1,"message":"Hi there"}"#,
+    ]);
+    let mut all = start.clone();
+    all.extend(nothing.iter().map(|n| frame(n)));
+    all.extend(rest);
+    let by = run_everywhere(&params, &all);
+    let b = briefs(&by);
+    assert_eq!(
+        b[b.len() - 1],
+        "a@1 P- J- C1000 O- S- T- M- partial",
+        "{b:?}"
     );
 }

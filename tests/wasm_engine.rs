@@ -115,7 +115,27 @@ fn generated_logs_under_malformed_fail_fail_alike() {
 fn look_back_then_process() {
     let input = generated_stream();
     let (history, rest) = input.split_at(input.len() / 2);
-    let pages = split(rest, 7);
+    // The history ends, in every session, with a non-counter; the rest opens with a foldable
+    // run in every session.
+    let mut history = history.to_vec();
+    let mut opening = Vec::new();
+    for s in ["s0", "s1", "s2", "s3", ""] {
+        history.push(rec(
+            None,
+            &format!(r#"{{"type":"user/message","id":"h-{s}","session_id":"{s}"}}"#),
+        ));
+        for i in 0..2 {
+            opening.push(rec(
+                None,
+                &format!(
+                    r#"{{"type":"thinking/tokens","id":"o-{s}-{i}","session_id":"{s}","timestamp":"t{i}","estimated_tokens_delta":{i}}}"#
+                ),
+            ));
+        }
+    }
+    let history = &history[..];
+    let mut pages = vec![opening];
+    pages.extend(split(rest, 7));
     let with_history = both_checked(&[], Some(history), &pages);
     // look_back leaves the state that processing the history as one invocation leaves.
     let mut p = processor(&[], None);
@@ -133,6 +153,12 @@ fn look_back_then_process() {
         .flat_map(|a| a.expect("no failure"))
         .collect();
     assert_ne!(render(&with_history), render(&without));
+    assert_eq!(
+        folds(&with_history[..5]),
+        5,
+        "{}",
+        render(&with_history[..5])
+    );
 }
 
 #[test]

@@ -40,17 +40,20 @@ pub enum Fed {
 
 /// One session's fold state. Between pages only `open_ok` survives: whether the last main
 /// frame was a non-counter, so that the next page's leading counters may fold.
+///
+/// The open part lives only within a page, so it is boxed: every session keeps its state
+/// between pages, and a `None` box costs it 8 bytes where an inline part would cost 48.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunState {
     pub open_ok: bool,
-    pub part: Option<Part>,
+    pub part: Option<Box<Part>>,
 }
 
 impl RunState {
     /// A main frame that is no counter: the open part closes, and a new one may start.
     pub fn other(&mut self) -> Option<Part> {
         self.open_ok = true;
-        self.part.take()
+        self.part.take().map(|p| *p)
     }
 
     /// A main counter at page index `at`; `tally` is `None` for a counter that cannot be
@@ -59,7 +62,7 @@ impl RunState {
     pub fn counter(&mut self, at: usize, tally: Option<Tally>) -> (Fed, Option<Part>) {
         let Some(t) = tally else {
             self.open_ok = false;
-            return (Fed::Alone, self.part.take());
+            return (Fed::Alone, self.part.take().map(|p| *p));
         };
         match &mut self.part {
             Some(p) => {
@@ -67,7 +70,7 @@ impl RunState {
                 let frames = p.frames + t.frames;
                 if delta > MAX_SAFE || frames > MAX_SAFE {
                     self.open_ok = false;
-                    return (Fed::Alone, self.part.take());
+                    return (Fed::Alone, self.part.take().map(|p| *p));
                 }
                 p.newest = at;
                 p.members += 1;
@@ -76,13 +79,13 @@ impl RunState {
                 (Fed::Joined, None)
             }
             None if self.open_ok => {
-                self.part = Some(Part {
+                self.part = Some(Box::new(Part {
                     oldest: at,
                     newest: at,
                     members: 1,
                     delta: t.delta,
                     frames: t.frames,
-                });
+                }));
                 (Fed::Joined, None)
             }
             None => (Fed::Alone, None),
@@ -92,7 +95,7 @@ impl RunState {
     /// The page ends: the open part closes. A page that ended inside a run leaves the next
     /// page's leading counters unfoldable, since their run's start was served already.
     pub fn end_page(&mut self) -> Option<Part> {
-        let part = self.part.take();
+        let part = self.part.take().map(|p| *p);
         if part.is_some() {
             self.open_ok = false;
         }

@@ -182,7 +182,7 @@ impl FramesView {
                     let (fed, closed) = st.counter(i, t);
                     if fed == Fed::Joined {
                         acts[i] = Act::Skip;
-                        if st.part.is_some_and(|p| p.members == 1) {
+                        if st.part.as_ref().is_some_and(|p| p.members == 1) {
                             open.push(slot);
                         }
                     }

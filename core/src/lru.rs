@@ -117,6 +117,12 @@ impl<V> Lru<V> {
         Some(slot)
     }
 
+    /// Makes the entry at `slot` the most recently used.
+    pub fn touch_slot(&mut self, slot: Slot) {
+        self.unlink(slot);
+        self.link_newest(slot);
+    }
+
     /// The entry of `key` without changing its recency.
     pub fn peek(&self, key: &[u8]) -> Option<Slot> {
         self.index.get(key).copied()

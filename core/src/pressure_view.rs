@@ -69,11 +69,14 @@ impl PressureView {
             return;
         }
         let key = rec.session(Some(v));
-        let slot = self.sessions.touch(&key);
-        if let (Some(slot), Some(seq)) = (slot, v.seq) {
-            if self.sessions.get(slot).is_redelivery(seq) {
-                return;
-            }
+        // Looked up without touching: only a frame that is applied uses its session. A refused,
+        // re-delivered or ignored frame leaves the state as it was, recency included (SPEC §6.7);
+        // touching here let it reorder the checkpoint and save its session from eviction.
+        let slot = self.sessions.peek(&key);
+        if let (Some(slot), Some(seq)) = (slot, v.seq)
+            && self.sessions.get(slot).is_redelivery(seq)
+        {
+            return;
         }
         let change = match Change::read(v) {
             Ok(change) => change,
@@ -89,7 +92,11 @@ impl PressureView {
             Some(slot) => {
                 let s = self.sessions.get_mut(slot);
                 let before = s.figures(self.capacity);
-                (s.apply(change.as_ref(), seq).map(|()| slot), Some(before))
+                let result = s.apply(change.as_ref(), seq).map(|()| slot);
+                if result.is_ok() {
+                    self.sessions.touch_slot(slot);
+                }
+                (result, Some(before))
             }
             None => {
                 let mut s = Session::starting_at(seq);
