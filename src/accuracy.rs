@@ -54,10 +54,10 @@ pub fn measure(frames: &[Rec]) -> Result<(Vec<Reading>, usize)> {
         .map_err(|e| anyhow!("record {}: {}", e.index, e.message))?;
     let mut by_frame: HashMap<usize, Vec<Value>> = HashMap::new();
     for e in emits {
-        if let Emit::New { at, value, .. } = e {
-            if let Ok(v) = serde_json::from_slice::<Value>(&value) {
-                by_frame.entry(at).or_default().push(v);
-            }
+        if let Emit::New { at, value, .. } = e
+            && let Ok(v) = serde_json::from_slice::<Value>(&value)
+        {
+            by_frame.entry(at).or_default().push(v);
         }
     }
     // Per session: (pressureTokens, projectedTokens) of the last record, a compaction since the
@@ -75,22 +75,23 @@ pub fn measure(frames: &[Rec]) -> Result<(Vec<Reading>, usize)> {
             None => v.session_id.as_deref().unwrap_or("").to_owned(),
         };
         let main = !v.subagent && v.seq.is_some();
-        if main && v.kind.as_deref() == Some("assistant/message") {
-            if let Some(usage) = v.usage {
-                total += 1;
-                if let Some((Some(last), projected)) = shown.get(&session).copied() {
-                    out.push(Reading {
-                        session: session.clone(),
-                        seq: v.seq.unwrap_or(0),
-                        timestamp: v.stamp.map(|s| s.trim_matches('"').to_owned()),
-                        reading: sample(usage),
-                        projected,
-                        last,
-                        after_compaction: compacted.remove(&session).unwrap_or(false),
-                    });
-                }
-                compacted.remove(&session);
+        if main
+            && v.kind.as_deref() == Some("assistant/message")
+            && let Some(usage) = v.usage
+        {
+            total += 1;
+            if let Some((Some(last), projected)) = shown.get(&session).copied() {
+                out.push(Reading {
+                    session: session.clone(),
+                    seq: v.seq.unwrap_or(0),
+                    timestamp: v.stamp.map(|s| s.trim_matches('"').to_owned()),
+                    reading: sample(usage),
+                    projected,
+                    last,
+                    after_compaction: compacted.remove(&session).unwrap_or(false),
+                });
             }
+            compacted.remove(&session);
         }
         if main && v.replaces.is_some() {
             compacted.insert(session.clone(), true);

@@ -269,14 +269,16 @@ fn text(rng: &mut Rng, len: usize, out: &mut String) {
     let start = out.len();
     while out.len() - start < len {
         if rng.chance(0.15) {
-            out.push_str(*rng.pick(CODE));
+            let line: &str = rng.pick::<&str>(CODE);
+            out.push_str(line);
         } else {
             let n = rng.range(4, 14);
             for i in 0..n {
                 if i > 0 {
                     out.push(' ');
                 }
-                out.push_str(*rng.pick(WORDS));
+                let word: &str = rng.pick::<&str>(WORDS);
+                out.push_str(word);
             }
             out.push_str(if rng.chance(0.3) { ".\n" } else { ". " });
         }
@@ -447,12 +449,15 @@ impl Corpus {
         }
         let step = s.plan.pop_front().expect("a turn plans at least one frame");
         // A dispatch's sub-agent frames carry its parent; the prompt is its first.
-        if let (Step::User, Some(Step::Counter { sub: true } | Step::Assistant { sub: true, .. })) =
-            (step, s.plan.front().copied())
-        {
-            if s.parent.is_none() {
-                s.parent = Some(format!("toolu_{:016x}", rng.next_u64()));
-            }
+        let opens_dispatch = matches!(
+            (step, s.plan.front().copied()),
+            (
+                Step::User,
+                Some(Step::Counter { sub: true } | Step::Assistant { sub: true, .. })
+            )
+        );
+        if opens_dispatch && s.parent.is_none() {
+            s.parent = Some(format!("toolu_{:016x}", rng.next_u64()));
         }
         let sub = match step {
             Step::Counter { sub } | Step::Assistant { sub, .. } | Step::ToolResult { sub } => sub,
@@ -552,7 +557,7 @@ impl Corpus {
                     let _ = write!(o, ",\"replaces\":{{\"from_seq\":{from},\"to_seq\":{to}}}");
                     s.surface.drain(..n - 2);
                     s.surface.insert(0, seq);
-                    s.context = s.context / 5;
+                    s.context /= 5;
                 } else if !sub {
                     s.surface.push(seq);
                 }

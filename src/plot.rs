@@ -141,10 +141,10 @@ pub fn panels(pressure: &[Rec], marks: &Marks) -> Vec<Panel> {
                 last_x = x;
                 panel.points.push((x, r.pressure, r.projected));
                 let key = (session.clone(), r.seq);
-                if marks.samples.contains(&key) {
-                    if let Some(p) = r.pressure {
-                        panel.readings.push((x, p));
-                    }
+                if marks.samples.contains(&key)
+                    && let Some(p) = r.pressure
+                {
+                    panel.readings.push((x, p));
                 }
                 if marks.compactions.contains(&key) {
                     panel.compactions.push(x);
@@ -259,10 +259,10 @@ fn draw_panel<DB: DrawingBackend>(
     let mut steps: Vec<(f64, f64)> = Vec::new();
     for &(x, pressure, _) in &p.points {
         let Some(v) = pressure else { continue };
-        if let Some(&(_, prev)) = steps.last() {
-            if prev != v {
-                steps.push((x, prev));
-            }
+        if let Some(&(_, prev)) = steps.last()
+            && prev != v
+        {
+            steps.push((x, prev));
         }
         steps.push((x, v));
     }
@@ -286,10 +286,10 @@ fn draw_panel<DB: DrawingBackend>(
         let seg = segments.last_mut().expect("one segment at least");
         match projected {
             Some(v) => {
-                if let Some(&(_, prev)) = seg.last() {
-                    if prev != v {
-                        seg.push((x, prev));
-                    }
+                if let Some(&(_, prev)) = seg.last()
+                    && prev != v
+                {
+                    seg.push((x, prev));
                 }
                 seg.push((x, v));
             }
@@ -301,10 +301,10 @@ fn draw_panel<DB: DrawingBackend>(
             }
         }
     }
-    if let Some(seg) = segments.last_mut() {
-        if let Some(&(_, prev)) = seg.last() {
-            seg.push((x1, prev));
-        }
+    if let Some(seg) = segments.last_mut()
+        && let Some(&(_, prev)) = seg.last()
+    {
+        seg.push((x1, prev));
     }
     for (i, seg) in segments.into_iter().filter(|s| !s.is_empty()).enumerate() {
         let drawn = chart.draw_series(LineSeries::new(seg, PROJECTED.stroke_width(2)))?;

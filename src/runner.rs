@@ -17,13 +17,14 @@ usage: agent-fold run [--wasm FILE | --native] [-e KEY=VALUE]... [--batch N] [--
                       [--input FORMAT] [--pressure-out FILE] [--plot FILE.svg]
                       [--checkpoint-in FILE] [--checkpoint-out FILE] [INPUT.jsonl | DIR | -]
        agent-fold accuracy [--input FORMAT] PATH...
-       agent-fold corpus --records N [--seed S]
+       agent-fold corpus [--records N] [--seed S] [--sessions K] [--unkeyed]
 
 Runs the agent-fold SmartModule over a JSONL agent log, one line per record (key: the line's
 session_id), and prints every output record's value as one line on stdout. A progress bar
 shows on stderr when it is a terminal.
 
-  --wasm FILE          the SmartModule to run in fluvio-smartengine (default: the project's build)
+  --wasm FILE          the SmartModule to run in fluvio-smartengine (default: the project's build,
+                       else the native library, with a note on stderr)
   --native             run the core library instead of the .wasm (same output, no engine)
   -e KEY=VALUE         a module param (emit, subagents, counter_type, capacity, max_sessions,
                        malformed, input); repeatable
@@ -443,7 +444,21 @@ fn restore(m: &mut Module, doc: Option<&Value>) -> Result<()> {
 pub fn main_with(args: &[String]) -> Result<i32> {
     match args.first().map(String::as_str) {
         Some("run") => {
-            let a = RunArgs::parse(&args[1..])?;
+            let mut a = RunArgs::parse(&args[1..])?;
+            if !a.native
+                && a.wasm.is_none()
+                && std::env::var_os("AGENT_FOLD_WASM").is_none()
+                && !default_wasm_path().exists()
+            {
+                // A fresh clone has no build of the module yet: the library gives the same
+                // output (SPEC §6.8), so run it and say so.
+                eprintln!(
+                    "agent-fold: no SmartModule build at {} (scripts/build-wasm.sh makes it): \
+                     running the native library, which gives the same output",
+                    default_wasm_path().display()
+                );
+                a.native = true;
+            }
             let summary = run(&a)?;
             if view_of(&a.params) == "frames" {
                 eprintln!("{summary}");

@@ -272,7 +272,7 @@ fn every_line_is_accounted_for() {
             if serde_json::from_slice::<Value>(&l.value).is_err() {
                 assert_eq!(
                     out,
-                    [l.value.clone()],
+                    std::slice::from_ref(&l.value),
                     "{rel}: not JSON, handed on as it came"
                 );
             }

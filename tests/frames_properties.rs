@@ -90,7 +90,7 @@ fn non_counters(params: Params, records: &[Rec]) -> Vec<Rec> {
         .iter()
         .filter(|r| match object(r) {
             None => !drop_bad,
-            Some(o) => !is_counter(&o) && !(drop_subs && is_subagent(&o)),
+            Some(o) => !is_counter(&o) && (!drop_subs || !is_subagent(&o)),
         })
         .cloned()
         .collect()

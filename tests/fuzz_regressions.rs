@@ -135,3 +135,20 @@ fn checkpoint_restore_surface_near_2_pow_64_takes_a_message() {
     );
     check_checkpoint_restore(data.as_bytes());
 }
+
+/// `fold_invariants`, found by the first campaign: a checker bug, not the fold's. Under
+/// `subagents=keep` a sub-agent frame kept in place stood between a fold's members
+/// (`user/message | c1 | sub-agent counter | c3` folds c1 and c3 around it, as SPEC §2 says:
+/// kept sub-agent frames neither extend nor break a run), and the nesting check looked for
+/// the fold's members only after the last frame out, the kept one. Fix in
+/// `core/src/testgen/checks.rs` (`page_folds`): members are counted from the last *main*
+/// frame out.
+#[test]
+fn fold_invariants_kept_subagent_inside_a_fold() {
+    let data = [
+        0xb7, 0xf7, 0x00, 0x00, 0xb7, 0x49, 0xb7, 0x13, 0xb7, 0xb7, 0x13, 0xb7, 0x13, 0x13, 0x13,
+        0x13, 0x13, 0x13, 0xb7, 0xb7, 0x13, 0xb7, 0xb7, 0xb7, 0xb7, 0xb7, 0xb7, 0xb7, 0xb7, 0x13,
+        0xb7, 0x13, 0x13, 0x13, 0x13, 0xb7, 0x13, 0xb7, 0xb7, 0x13, 0xb7, 0xb7,
+    ];
+    check_fold_invariants(&data);
+}

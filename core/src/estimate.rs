@@ -220,7 +220,11 @@ mod tests {
                 x ^= x >> 7;
                 x ^= x << 17;
                 let p = pieces[(x % 12) as usize];
-                let reps = if x % 7 == 0 { 1 + (x >> 8) % 40 } else { 1 };
+                let reps = if x.is_multiple_of(7) {
+                    1 + (x >> 8) % 40
+                } else {
+                    1
+                };
                 for _ in 0..reps {
                     json.extend_from_slice(p);
                 }

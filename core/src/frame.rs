@@ -77,8 +77,9 @@ impl<'a> FrameView<'a> {
     /// and reads the same fields, several times faster on the long strings agent logs carry.
     /// A record with an escape in a top-level key goes through `parse_serde` itself.
     pub fn parse(bytes: &'a [u8]) -> Option<FrameView<'a>> {
-        match scan::frame(bytes, scan::Level::Best) {
-            scan::Outcome::Frame(v) => Some(v),
+        let mut v = FrameView::default();
+        match scan::frame(bytes, scan::Level::Best, &mut v) {
+            scan::Outcome::Frame => Some(v),
             scan::Outcome::Invalid => None,
             scan::Outcome::EscapedKey => Self::parse_serde(bytes),
         }
@@ -88,8 +89,9 @@ impl<'a> FrameView<'a> {
     /// compare it with the vector one.
     #[doc(hidden)]
     pub fn parse_portable(bytes: &'a [u8]) -> Option<FrameView<'a>> {
-        match scan::frame(bytes, scan::Level::Portable) {
-            scan::Outcome::Frame(v) => Some(v),
+        let mut v = FrameView::default();
+        match scan::frame(bytes, scan::Level::Portable, &mut v) {
+            scan::Outcome::Frame => Some(v),
             scan::Outcome::Invalid => None,
             scan::Outcome::EscapedKey => Self::parse_serde(bytes),
         }
@@ -326,8 +328,9 @@ pub fn object_u64s<const N: usize>(raw: &str, names: [&str; N]) -> Option<[Slot<
 mod scan {
     use super::{FrameView, Key, set_field};
 
-    pub enum Outcome<'a> {
-        Frame(FrameView<'a>),
+    pub enum Outcome {
+        /// The frame was read into the view given.
+        Frame,
         Invalid,
         /// A top-level key carries an escape: the reference reader decides.
         EscapedKey,
@@ -717,7 +720,7 @@ mod scan {
     impl BitStack {
         #[inline]
         fn push(&mut self, bit: bool) {
-            if self.depth > 0 && self.depth % 64 == 0 {
+            if self.depth > 0 && self.depth.is_multiple_of(64) {
                 self.spill.push(self.word);
                 self.word = 0;
             }
@@ -732,7 +735,7 @@ mod scan {
         fn pop(&mut self) {
             self.depth -= 1;
             self.word >>= 1;
-            if self.depth > 0 && self.depth % 64 == 0 {
+            if self.depth > 0 && self.depth.is_multiple_of(64) {
                 self.word = self.spill.pop().unwrap_or(0);
             }
         }
@@ -801,11 +804,10 @@ mod scan {
         Portable,
     }
 
-    /// Reads a record the way [`FrameView::parse_serde`] does.
-    pub fn frame(bytes: &[u8], level: Level) -> Outcome<'_> {
-        let mut v = FrameView::default();
-        match object(bytes, level, &mut v) {
-            Ok(true) => Outcome::Frame(v),
+    /// Reads a record the way [`FrameView::parse_serde`] does, into `v` (a default view).
+    pub fn frame<'a>(bytes: &'a [u8], level: Level, v: &mut FrameView<'a>) -> Outcome {
+        match object(bytes, level, v) {
+            Ok(true) => Outcome::Frame,
             Ok(false) => Outcome::EscapedKey,
             Err(Bad) => Outcome::Invalid,
         }
@@ -984,8 +986,9 @@ mod tests {
     /// The readers agree: same acceptance, same fields.
     fn agree(bytes: &[u8]) {
         let reference = format!("{:?}", FrameView::parse_serde(bytes));
-        let sse2 = match scan::frame(bytes, scan::Level::Sse2) {
-            scan::Outcome::Frame(v) => Some(v),
+        let mut v = FrameView::default();
+        let sse2 = match scan::frame(bytes, scan::Level::Sse2, &mut v) {
+            scan::Outcome::Frame => Some(v),
             scan::Outcome::Invalid => None,
             scan::Outcome::EscapedKey => FrameView::parse_serde(bytes),
         };

@@ -57,23 +57,19 @@ enum Act {
 }
 
 pub struct FramesView {
-    counter_type: String,
-    subagents: Subagents,
-    malformed: Malformed,
+    rules: Rules,
     pub(crate) sessions: Lru<RunState>,
 }
 
-impl FramesView {
-    pub fn new(config: &Config) -> Self {
-        FramesView {
-            counter_type: config.counter_type.clone(),
-            subagents: config.subagents,
-            malformed: config.malformed,
-            sessions: Lru::new(config.max_sessions),
-        }
-    }
+/// The params the fold reads.
+struct Rules {
+    counter_type: String,
+    subagents: Subagents,
+    malformed: Malformed,
+}
 
-    pub(crate) fn role(&self, view: Option<&FrameView>, replay: bool) -> Role {
+impl Rules {
+    fn role(&self, view: Option<&FrameView>, replay: bool) -> Role {
         match view {
             None => match self.malformed {
                 Malformed::Pass => Role::Other,
@@ -89,41 +85,56 @@ impl FramesView {
         }
     }
 
-    /// What the fold needs of each record: its role and its session. Kept small (a batch
-    /// may hold 10,000 records); the two counters of a folded part are read again to splice.
-    fn read<'a>(&self, records: &[RecordIn<'a>], replay: bool) -> (Vec<Seen<'a>>, Option<usize>) {
-        let mut first_bad = None;
-        let seen = records
-            .iter()
-            .enumerate()
-            .map(|(i, rec)| {
-                let view = FrameView::parse(rec.value);
-                if view.is_none() && first_bad.is_none() {
-                    first_bad = Some(i);
-                }
-                let role = self.role(view.as_ref(), replay);
-                let key = match role {
-                    Role::Removed | Role::Aside => Cow::Borrowed(&b""[..]),
-                    _ => rec.session(view.as_ref()),
-                };
-                Seen { role, key }
-            })
-            .collect();
-        (seen, first_bad)
+    /// What the fold needs of a record: its role and its session; and whether it parsed.
+    fn seen<'a>(&self, rec: &RecordIn<'a>, replay: bool) -> (Seen<'a>, bool) {
+        let view = FrameView::parse(rec.value);
+        let role = self.role(view.as_ref(), replay);
+        let key = match role {
+            Role::Removed | Role::Aside => Cow::Borrowed(&b""[..]),
+            _ => rec.session(view.as_ref()),
+        };
+        (Seen { role, key }, view.is_some())
+    }
+}
+
+impl FramesView {
+    pub fn new(config: &Config) -> Self {
+        FramesView {
+            rules: Rules {
+                counter_type: config.counter_type.clone(),
+                subagents: config.subagents,
+                malformed: config.malformed,
+            },
+            sessions: Lru::new(config.max_sessions),
+        }
     }
 
     /// One invocation: its records are, per session, one page.
+    ///
+    /// Each record is read once, as the fold reaches it, and only its role and session are
+    /// kept; the two counters of a folded part are read again to splice. Under
+    /// `malformed=fail` every record is read before the fold starts, so that a refused
+    /// invocation changes no state.
     pub fn process(&mut self, records: &[RecordIn]) -> Result<Vec<Emit>, BatchError> {
-        let (seen, first_bad) = self.read(records, false);
-        if self.malformed == Malformed::Fail {
-            if let Some(index) = first_bad {
-                return Err(BatchError {
-                    index,
-                    message: "agent-fold: the record is not a JSON object (malformed=fail)".into(),
-                });
+        let acts = if self.rules.malformed == Malformed::Fail {
+            let mut seen = Vec::with_capacity(records.len());
+            for (index, rec) in records.iter().enumerate() {
+                let (s, parsed) = self.rules.seen(rec, false);
+                if !parsed {
+                    return Err(BatchError {
+                        index,
+                        message: "agent-fold: the record is not a JSON object (malformed=fail)"
+                            .into(),
+                    });
+                }
+                seen.push(s);
             }
-        }
-        let acts = self.fold(seen);
+            fold(&mut self.sessions, seen.len(), seen.into_iter())
+        } else {
+            let rules = &self.rules;
+            let seen = records.iter().map(|r| rules.seen(r, false).0);
+            fold(&mut self.sessions, records.len(), seen)
+        };
         let mut out = Vec::with_capacity(records.len());
         for (i, act) in acts.into_iter().enumerate() {
             match act {
@@ -151,56 +162,62 @@ impl FramesView {
 
     /// Replays history into the per-session memory, emitting nothing.
     pub fn look_back(&mut self, records: &[RecordIn]) {
-        let (seen, _) = self.read(records, true);
-        self.fold(seen);
+        let rules = &self.rules;
+        let seen = records.iter().map(|r| rules.seen(r, true).0);
+        fold(&mut self.sessions, records.len(), seen);
     }
+}
 
-    fn fold(&mut self, seen: Vec<Seen>) -> Vec<Act> {
-        let mut acts = vec![Act::Pass; seen.len()];
-        let mut open = Vec::new();
-        for (i, Seen { role, key }) in seen.into_iter().enumerate() {
-            if let Role::Removed = role {
-                acts[i] = Act::Skip;
-                continue;
-            }
-            if let Role::Aside = role {
-                continue;
-            }
-            let slot = match self.sessions.touch(&key) {
-                Some(slot) => slot,
-                None => {
-                    let (slot, evicted) = self.sessions.insert(&key, RunState::default());
-                    if let Some(p) = evicted.and_then(|(_, mut st)| st.end_page()) {
-                        close(&mut acts, p);
-                    }
-                    slot
-                }
-            };
-            let st = self.sessions.get_mut(slot);
-            let closed = match role {
-                Role::Counter(t) => {
-                    let (fed, closed) = st.counter(i, t);
-                    if fed == Fed::Joined {
-                        acts[i] = Act::Skip;
-                        if st.part.as_ref().is_some_and(|p| p.members == 1) {
-                            open.push(slot);
-                        }
-                    }
-                    closed
-                }
-                _ => st.other(),
-            };
-            if let Some(p) = closed {
-                close(&mut acts, p);
-            }
+/// The fold over one invocation's `n` records, in order.
+fn fold<'a>(
+    sessions: &mut Lru<RunState>,
+    n: usize,
+    seen: impl Iterator<Item = Seen<'a>>,
+) -> Vec<Act> {
+    let mut acts = vec![Act::Pass; n];
+    let mut open = Vec::new();
+    for (i, Seen { role, key }) in seen.enumerate() {
+        if let Role::Removed = role {
+            acts[i] = Act::Skip;
+            continue;
         }
-        for slot in open {
-            if let Some(p) = self.sessions.get_mut(slot).end_page() {
-                close(&mut acts, p);
-            }
+        if let Role::Aside = role {
+            continue;
         }
-        acts
+        let slot = match sessions.touch(&key) {
+            Some(slot) => slot,
+            None => {
+                let (slot, evicted) = sessions.insert(&key, RunState::default());
+                if let Some(p) = evicted.and_then(|(_, mut st)| st.end_page()) {
+                    close(&mut acts, p);
+                }
+                slot
+            }
+        };
+        let st = sessions.get_mut(slot);
+        let closed = match role {
+            Role::Counter(t) => {
+                let (fed, closed) = st.counter(i, t);
+                if fed == Fed::Joined {
+                    acts[i] = Act::Skip;
+                    if st.part.as_ref().is_some_and(|p| p.members == 1) {
+                        open.push(slot);
+                    }
+                }
+                closed
+            }
+            _ => st.other(),
+        };
+        if let Some(p) = closed {
+            close(&mut acts, p);
+        }
     }
+    for slot in open {
+        if let Some(p) = sessions.get_mut(slot).end_page() {
+            close(&mut acts, p);
+        }
+    }
+    acts
 }
 
 /// One record as the fold sees it.

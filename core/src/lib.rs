@@ -81,16 +81,15 @@ impl Processor {
         // The view refuses an invocation (malformed=fail) only for a record that is not a
         // JSON object, which the adapter hands on as it came: check first, so that a refused
         // invocation leaves the adapter's state as it was.
-        if self.malformed == Malformed::Fail {
-            if let Some(index) = records
+        if self.malformed == Malformed::Fail
+            && let Some(index) = records
                 .iter()
                 .position(|r| FrameView::parse(r.value).is_none())
-            {
-                return Err(BatchError {
-                    index,
-                    message: "agent-fold: the record is not a JSON object (malformed=fail)".into(),
-                });
-            }
+        {
+            return Err(BatchError {
+                index,
+                message: "agent-fold: the record is not a JSON object (malformed=fail)".into(),
+            });
         }
         let (mut frames, origin) = self.adapt(records);
         let emits = {

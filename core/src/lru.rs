@@ -85,6 +85,9 @@ pub struct Lru<V> {
 /// A handle on an entry, valid until the next insertion.
 pub type Slot = u32;
 
+/// An entry an insertion evicted: its key and value.
+pub type Evicted<V> = (Box<[u8]>, V);
+
 impl<V> Lru<V> {
     /// A map holding at most `cap` sessions (at least one).
     pub fn new(cap: usize) -> Self {
@@ -130,7 +133,7 @@ impl<V> Lru<V> {
 
     /// Inserts a key that is not present, as the most recently used; when full, the least
     /// recently used entry is evicted and returned.
-    pub fn insert(&mut self, key: &[u8], value: V) -> (Slot, Option<(Box<[u8]>, V)>) {
+    pub fn insert(&mut self, key: &[u8], value: V) -> (Slot, Option<Evicted<V>>) {
         debug_assert!(!self.index.contains_key(key));
         let key: Box<[u8]> = key.into();
         if self.entries.len() < self.cap {

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Cursor;
+use std::sync::Mutex;
 
 use fluvio_smartmodule::dataplane::core::{Decoder, Encoder};
 use fluvio_smartmodule::dataplane::smartmodule::{
@@ -19,14 +20,23 @@ unsafe extern "C" {
     fn copy_records(ptr: i32, len: i32);
 }
 
-/// Hands an encoded output to the engine; the engine copies it before the next call.
+/// The last output handed to the engine. `copy_records` only notes where the output is; the
+/// engine copies it out after the call returns, so it must outlive the call, and is freed at
+/// the next one. (Fluvio's generated code forgets it instead: the module's linear memory then
+/// grows by every invocation's output for as long as the stream lives, until the store's
+/// memory limit traps it.)
+static HANDED_OVER: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+
+/// Hands an encoded output to the engine.
 fn hand_over<E: Encoder>(output: &E, version: i16) -> Result<(), ()> {
     let mut out = Vec::new();
     output.encode(&mut out, version).map_err(|_| ())?;
-    let (ptr, len) = (out.as_mut_ptr(), out.len());
-    std::mem::forget(out);
-    // SAFETY: the engine's import reads `len` bytes at `ptr` of this module's memory, which
-    // stay allocated (forgotten) for it.
+    let (ptr, len) = (out.as_ptr(), out.len());
+    // The previous output, which the engine copied when that call returned, is dropped here;
+    // this one's buffer does not move with the `Vec` that owns it.
+    *HANDED_OVER.lock().unwrap_or_else(|p| p.into_inner()) = out;
+    // SAFETY: the engine reads `len` bytes at `ptr` of this module's memory after this call
+    // returns; they stay allocated until the next call.
     unsafe { copy_records(ptr as i32, len as i32) };
     Ok(())
 }
@@ -79,7 +89,8 @@ pub unsafe extern "C" fn array_map(ptr: *mut u8, len: usize, version: i16) -> i3
     let mut output = SmartModuleOutput::default();
     match crate::process(records) {
         Ok(out) => output.successes = out,
-        Err((e, record)) => {
+        Err(failed) => {
+            let (e, record) = *failed;
             output.error = Some(SmartModuleTransformRuntimeError::new(
                 &record,
                 base_offset,

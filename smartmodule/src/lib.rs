@@ -40,13 +40,14 @@ fn inputs(records: &[Record]) -> Vec<RecordIn<'_>> {
 }
 
 /// `array_map`: one invocation. Untouched frames leave as the very records that came in.
-/// On error (`malformed=fail`) nothing is emitted; the error comes with the offending record.
-pub fn process(records: Vec<Record>) -> Result<Vec<Record>, (BatchError, Record)> {
+/// On error (`malformed=fail`) nothing is emitted; the error comes with the offending record
+/// (boxed: the error path is cold, the `Ok` path should stay small).
+pub fn process(records: Vec<Record>) -> Result<Vec<Record>, Box<(BatchError, Record)>> {
     let emits = match with_state(|p| p.process(&inputs(&records))) {
         Ok(emits) => emits,
         Err(e) => {
             let record = records.into_iter().nth(e.index).unwrap_or_default();
-            return Err((e, record));
+            return Err(Box::new((e, record)));
         }
     };
     let mut slots: Vec<Option<Record>> = records.into_iter().map(Some).collect();

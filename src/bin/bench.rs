@@ -19,7 +19,9 @@ use agent_fold::corpus::{Corpus, CorpusConfig};
 use agent_fold::engine::{Rec, default_wasm_path, read_wasm};
 use agent_fold_core::{Emit, Processor, RecordIn};
 use anyhow::{Result, anyhow, bail};
-use fluvio_smartengine::{SmartEngine, SmartModuleChainBuilder, SmartModuleConfig};
+use fluvio_smartengine::{
+    SmartEngine, SmartModuleChainBuilder, SmartModuleChainInstance, SmartModuleConfig,
+};
 use fluvio_smartmodule::Record;
 use fluvio_smartmodule::dataplane::smartmodule::SmartModuleInput;
 
@@ -238,145 +240,247 @@ fn params(view: &str) -> Vec<(String, String)> {
     vec![("emit".to_string(), view.to_string())]
 }
 
-/// One module in the engine over the corpus, `batch` records an invocation. Times only
-/// `chain.process` (writing the input into the module, the module, reading its output back);
-/// building each invocation's input from the records is done outside the clock, as the SPU
-/// hands the engine a batch it already holds.
-fn engine_phase(
-    engine: &SmartEngine,
-    name: &str,
-    wasm: &[u8],
-    params: &[(String, String)],
-    corpus: &[Rec],
-    batch: usize,
-) -> Result<Row> {
-    let mut config = SmartModuleConfig::builder();
-    config.smartmodule_names(vec!["agent-fold".to_string()]);
-    for (k, v) in params {
-        config.param(k.clone(), v.clone());
-    }
-    let config = config.build().map_err(|e| anyhow!("{e}"))?;
-    let mut builder = SmartModuleChainBuilder::default();
-    builder.add_smart_module(config, wasm.to_vec());
-    let mut chain = builder
-        .initialize(engine)
-        .map_err(|e| anyhow!("{name}: {e:#}"))?;
-    let _ = chain.metrics_export(); // zero the counters
+/// Records as a Fluvio batch holds them: every record's key and value side by side in one
+/// buffer (not one allocation each, which would add a cache miss per key).
+struct Batch {
+    buf: Vec<u8>,
+    /// Per record: its key's range, if it has a key, and its value's.
+    spans: Vec<(Option<Span>, Span)>,
+}
 
-    let rss = RssProbe::start();
-    let mut time = Spent::default();
-    let mut out = 0;
-    let mut digest = Digest::new();
-    for (i, chunk) in corpus.chunks(batch).enumerate() {
-        let records: Vec<Record> = chunk
+/// A range of [`Batch::buf`].
+type Span = (usize, usize);
+
+impl Batch {
+    fn of(records: &[Rec]) -> Batch {
+        let size = records
             .iter()
-            .map(|r| match &r.key {
-                Some(k) => Record::new_key_value(k.clone(), r.value.clone()),
-                None => Record::new(r.value.clone()),
-            })
-            .collect();
-        let mut input = SmartModuleInput::try_from_records(records, VERSION)?;
-        input.set_base_offset((i * batch) as i64);
-        let t = Stopwatch::start();
-        let output = chain.process(input)?;
-        t.add_to(&mut time);
-        if let Some(e) = output.error {
-            bail!("{name}: {e}");
+            .map(|r| r.value.len() + r.key.as_ref().map_or(0, Vec::len))
+            .sum();
+        let mut buf = Vec::with_capacity(size);
+        let mut spans = Vec::with_capacity(records.len());
+        for r in records {
+            let key = r.key.as_ref().map(|k| {
+                let at = buf.len();
+                buf.extend_from_slice(k);
+                (at, buf.len())
+            });
+            let at = buf.len();
+            buf.extend_from_slice(&r.value);
+            spans.push((key, (at, buf.len())));
         }
-        out += output.successes.len();
-        for r in &output.successes {
-            digest.add(r.key().map(|k| k.as_ref()), r.value().as_ref());
-        }
+        Batch { buf, spans }
     }
-    let fuel = chain
-        .metrics_export()
-        .remove("agent-fold")
-        .map(|m| m.fuel_used());
-    Ok(Row {
-        name: name.to_string(),
-        batch: Some(batch),
-        time,
-        records: corpus.len(),
-        bytes: corpus.iter().map(|r| r.value.len() as u64).sum(),
-        fuel,
-        rss_mib: rss.growth_mib(),
-        out,
-        digest,
-    })
+
+    fn inputs(&self) -> Vec<RecordIn<'_>> {
+        self.spans
+            .iter()
+            .map(|&(key, (v0, v1))| {
+                RecordIn::new(key.map(|(k0, k1)| &self.buf[k0..k1]), &self.buf[v0..v1])
+            })
+            .collect()
+    }
 }
 
-fn inputs(corpus: &[Rec]) -> Vec<RecordIn<'_>> {
-    corpus
-        .iter()
-        .map(|r| RecordIn::new(r.key.as_deref(), &r.value))
-        .collect()
+/// What a phase runs.
+#[derive(Clone)]
+enum Spec {
+    /// A module in the engine: name, `.wasm`, params, records per invocation.
+    Engine(&'static str, Vec<u8>, Vec<(String, String)>, usize),
+    /// The native core: view, records per invocation.
+    Native(&'static str, usize),
+    /// Parse every record into a `serde_json::Value` and serialise it again.
+    Naive,
 }
 
-/// The native core over the corpus; times `Processor::process` only.
-fn native_phase(name: &str, view: &str, corpus: &[Rec], batch: usize) -> Result<Row> {
-    let ins = inputs(corpus);
-    let mut p = Processor::from_params([("emit", view)])?;
-    let rss = RssProbe::start();
-    let mut time = Spent::default();
-    let mut out = 0;
-    let mut digest = Digest::new();
-    for (c, chunk) in ins.chunks(batch).enumerate() {
-        let t = Stopwatch::start();
-        let emits = p.process(chunk).map_err(|e| anyhow!("{name}: {e}"))?;
-        t.add_to(&mut time);
-        out += emits.len();
-        let base = c * batch;
-        for e in &emits {
-            match e {
-                Emit::Pass(i) => {
-                    digest.add(corpus[base + i].key.as_deref(), &corpus[base + i].value)
+enum Runner {
+    Engine(Box<SmartModuleChainInstance>),
+    Native(Box<Processor>),
+    Naive,
+}
+
+/// One phase, fed the corpus a chunk at a time.
+struct Phase {
+    row: Row,
+    runner: Runner,
+    batch: usize,
+    /// Records fed so far (the next invocation's base offset).
+    fed: usize,
+}
+
+impl Phase {
+    fn new(engine: &SmartEngine, spec: &Spec) -> Result<Phase> {
+        let (name, batch, runner) = match spec {
+            Spec::Engine(name, wasm, params, batch) => {
+                let mut config = SmartModuleConfig::builder();
+                config.smartmodule_names(vec!["agent-fold".to_string()]);
+                for (k, v) in params {
+                    config.param(k.clone(), v.clone());
                 }
-                Emit::Replace(i, v) => digest.add(corpus[base + i].key.as_deref(), v),
-                Emit::New { key, value, .. } => digest.add(Some(key), value),
+                let config = config.build().map_err(|e| anyhow!("{e}"))?;
+                let mut builder = SmartModuleChainBuilder::default();
+                builder.add_smart_module(config, wasm.clone());
+                let chain = builder
+                    .initialize(engine)
+                    .map_err(|e| anyhow!("engine {name}: {e:#}"))?;
+                let _ = chain.metrics_export(); // zero the counters
+                (
+                    format!("engine {name}"),
+                    Some(*batch),
+                    Runner::Engine(Box::new(chain)),
+                )
+            }
+            Spec::Native(view, batch) => (
+                format!("native {view}"),
+                Some(*batch),
+                Runner::Native(Box::new(Processor::from_params([("emit", *view)])?)),
+            ),
+            Spec::Naive => ("naive serde_json::Value".to_string(), None, Runner::Naive),
+        };
+        Ok(Phase {
+            row: Row {
+                name,
+                batch,
+                time: Spent::default(),
+                records: 0,
+                bytes: 0,
+                fuel: None,
+                rss_mib: None,
+                out: 0,
+                digest: Digest::new(),
+            },
+            runner,
+            batch: batch.unwrap_or(usize::MAX),
+            fed: 0,
+        })
+    }
+
+    /// Runs one chunk of the corpus (`recs`, and the same records as `ins`), `batch` records
+    /// an invocation. Engine phases time only `chain.process` (writing the input into the
+    /// module, the module, reading its output back): building each invocation's input from
+    /// the records is left off the clock, as an SPU hands the engine a batch it holds. Native
+    /// phases time `Processor::process`; the naive phase, parse and serialise.
+    fn feed(&mut self, recs: &[Rec], ins: &[RecordIn]) -> Result<()> {
+        let row = &mut self.row;
+        match &mut self.runner {
+            Runner::Engine(chain) => {
+                for (k, sub) in recs.chunks(self.batch).enumerate() {
+                    let records: Vec<Record> = sub
+                        .iter()
+                        .map(|r| match &r.key {
+                            Some(k) => Record::new_key_value(k.clone(), r.value.clone()),
+                            None => Record::new(r.value.clone()),
+                        })
+                        .collect();
+                    let mut input = SmartModuleInput::try_from_records(records, VERSION)?;
+                    input.set_base_offset((self.fed + k * self.batch) as i64);
+                    let t = Stopwatch::start();
+                    let output = chain.process(input)?;
+                    t.add_to(&mut row.time);
+                    if let Some(e) = output.error {
+                        bail!("{}: {e}", row.name);
+                    }
+                    row.out += output.successes.len();
+                    for r in &output.successes {
+                        row.digest
+                            .add(r.key().map(|k| k.as_ref()), r.value().as_ref());
+                    }
+                }
+            }
+            Runner::Native(p) => {
+                for sub in ins.chunks(self.batch) {
+                    let t = Stopwatch::start();
+                    let emits = p.process(sub).map_err(|e| anyhow!("{}: {e}", row.name))?;
+                    t.add_to(&mut row.time);
+                    row.out += emits.len();
+                    for e in &emits {
+                        match e {
+                            Emit::Pass(i) => row.digest.add(sub[*i].key, sub[*i].value),
+                            Emit::Replace(i, v) => row.digest.add(sub[*i].key, v),
+                            Emit::New { key, value, .. } => row.digest.add(Some(key), value),
+                        }
+                    }
+                }
+            }
+            Runner::Naive => {
+                let t = Stopwatch::start();
+                let mut bytes = 0usize;
+                for r in ins {
+                    let v = match serde_json::from_slice::<serde_json::Value>(r.value) {
+                        Ok(v) => serde_json::to_vec(&v).expect("a Value serialises"),
+                        Err(_) => r.value.to_vec(),
+                    };
+                    bytes += v.len();
+                    std::hint::black_box(&v);
+                }
+                t.add_to(&mut row.time);
+                row.out += ins.len();
+                row.digest.add(None, &bytes.to_le_bytes());
             }
         }
+        self.fed += recs.len();
+        row.records += recs.len();
+        row.bytes += recs.iter().map(|r| r.value.len() as u64).sum::<u64>();
+        Ok(())
     }
-    Ok(Row {
-        name: name.to_string(),
-        batch: Some(batch),
-        time,
-        records: corpus.len(),
-        bytes: corpus.iter().map(|r| r.value.len() as u64).sum(),
-        fuel: None,
-        rss_mib: rss.growth_mib(),
-        out,
-        digest,
-    })
+
+    /// The phase's row, with the engine's fuel.
+    fn finish(mut self) -> Row {
+        if let Runner::Engine(chain) = &self.runner {
+            self.row.fuel = chain
+                .metrics_export()
+                .remove("agent-fold")
+                .map(|m| m.fuel_used());
+        }
+        self.row
+    }
 }
 
-/// The naive baseline: parse every record into a `Value`, serialise it again.
-fn naive_phase(corpus: &[Rec]) -> Row {
+/// The corpus in chunks of 10,000 records (a multiple of every batch size measured).
+fn chunks<'a>(
+    corpus: &'a [Rec],
+    records: &'a [RecordIn<'a>],
+) -> impl Iterator<Item = (&'a [Rec], &'a [RecordIn<'a>])> {
+    corpus.chunks(10_000).zip(records.chunks(10_000))
+}
+
+/// Every phase over the corpus, interleaved: each chunk goes through every phase before the
+/// next chunk does, the phases' order rotating from chunk to chunk, so that what the rest of
+/// a shared machine does at any moment weighs on all of them alike.
+fn timed(
+    engine: &SmartEngine,
+    specs: &[Spec],
+    corpus: &[Rec],
+    records: &[RecordIn],
+) -> Result<Vec<Row>> {
+    let mut phases = specs
+        .iter()
+        .map(|s| Phase::new(engine, s))
+        .collect::<Result<Vec<_>>>()?;
+    let n = phases.len();
+    for (c, (recs, ins)) in chunks(corpus, records).enumerate() {
+        for k in 0..n {
+            phases[(c + k) % n].feed(recs, ins)?;
+        }
+    }
+    Ok(phases.into_iter().map(Phase::finish).collect())
+}
+
+/// One phase alone over the corpus, for its memory: the growth of the process's peak RSS.
+fn peak_rss(
+    engine: &SmartEngine,
+    spec: &Spec,
+    corpus: &[Rec],
+    records: &[RecordIn],
+) -> Result<Option<f64>> {
+    let mut phase = Phase::new(engine, spec)?;
     let rss = RssProbe::start();
-    let mut digest = Digest::new();
-    let t = Stopwatch::start();
-    let mut outs = 0usize;
-    for r in corpus {
-        let v = match serde_json::from_slice::<serde_json::Value>(&r.value) {
-            Ok(v) => serde_json::to_vec(&v).expect("a Value serialises"),
-            Err(_) => r.value.clone(),
-        };
-        outs += v.len();
-        std::hint::black_box(&v);
+    for (recs, ins) in chunks(corpus, records) {
+        phase.feed(recs, ins)?;
     }
-    let mut time = Spent::default();
-    t.add_to(&mut time);
-    digest.add(None, &outs.to_le_bytes());
-    Row {
-        name: "naive serde_json::Value".to_string(),
-        batch: None,
-        time,
-        records: corpus.len(),
-        bytes: corpus.iter().map(|r| r.value.len() as u64).sum(),
-        fuel: None,
-        rss_mib: rss.growth_mib(),
-        out: corpus.len(),
-        digest,
-    }
+    let growth = rss.growth_mib();
+    drop(phase);
+    Ok(growth)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -492,15 +596,18 @@ fn stream_memory(views: &[(&'static str, usize)], total: usize, seed: u64) -> Re
     let mut done = 0;
     let quarter = (total / 4).max(1);
     while done < total {
-        let chunk: Vec<Rec> = corpus.by_ref().take(10_000.min(total - done)).collect();
-        let ins = inputs(&chunk);
+        // Invocations of 10,000, cut at each quarter.
+        let next_mark = ((done / quarter + 1) * quarter).min(total);
+        let n = 10_000.min(next_mark - done).max(1);
+        let chunk = Batch::of(&corpus.by_ref().take(n).collect::<Vec<Rec>>());
+        let ins = chunk.inputs();
         for h in &mut held {
             let t0 = live();
             drop(h.p.process(&ins)?);
             h.bytes += live() - t0;
         }
         let before = done;
-        done += chunk.len();
+        done += ins.len();
         if done / quarter != before / quarter || done == total {
             for h in &mut held {
                 if h.marks.last().is_none_or(|m| m.0 != done) {
@@ -587,40 +694,35 @@ fn main() -> Result<()> {
 
     let engine = SmartEngine::new();
     let batches = [1usize, 100, 10_000];
-    let mut rows: Vec<Row> = Vec::new();
+    let mut specs = Vec::new();
     for &batch in &batches {
-        eprintln!("bench: engine, batch {batch}");
-        rows.push(engine_phase(
-            &engine,
-            "engine identity",
-            &identity,
-            &[],
-            &corpus,
+        specs.push(Spec::Engine("identity", identity.clone(), vec![], batch));
+        specs.push(Spec::Engine(
+            "frames",
+            wasm.clone(),
+            params("frames"),
             batch,
-        )?);
-        rows.push(engine_phase(
-            &engine,
-            "engine frames",
-            &wasm,
-            &params("frames"),
-            &corpus,
+        ));
+        specs.push(Spec::Engine(
+            "pressure",
+            wasm.clone(),
+            params("pressure"),
             batch,
-        )?);
-        rows.push(engine_phase(
-            &engine,
-            "engine pressure",
-            &wasm,
-            &params("pressure"),
-            &corpus,
-            batch,
-        )?);
+        ));
     }
-    eprintln!("bench: native");
     for &batch in &batches {
-        rows.push(native_phase("native frames", "frames", &corpus, batch)?);
-        rows.push(native_phase("native pressure", "pressure", &corpus, batch)?);
+        specs.push(Spec::Native("frames", batch));
+        specs.push(Spec::Native("pressure", batch));
     }
-    rows.push(naive_phase(&corpus));
+    specs.push(Spec::Naive);
+    let batch_buffer = Batch::of(&corpus);
+    let records = batch_buffer.inputs();
+    eprintln!("bench: {} phases, interleaved", specs.len());
+    let mut rows = timed(&engine, &specs, &corpus, &records)?;
+    eprintln!("bench: peak RSS, one phase at a time");
+    for (row, spec) in rows.iter_mut().zip(&specs) {
+        row.rss_mib = peak_rss(&engine, spec, &corpus, &records)?;
+    }
 
     let find = |name: &str, batch: Option<usize>| {
         rows.iter()
@@ -715,7 +817,10 @@ fn main() -> Result<()> {
          read back and decoded); native rows time `Processor::process`; naive times parse + \
          serialise. MB/s counts record values in. fuel/record is fluvio-smartengine 0.50.1's \
          `fuel_used` metric, which adds each invocation's fuel twice (transform and instance \
-         wrappers): halve it for wasm instructions. Peak RSS growth: VmHWM at the phase's end \
+         wrappers): halve it for wasm instructions. The phases are interleaved, a chunk of 10,000 \
+         records through each in turn (the order rotating), so that load on a shared machine \
+         weighs on all alike. Peak RSS growth, measured in a second pass that runs each phase \
+         alone: VmHWM at the phase's end \
          (reset through /proc/self/clear_refs at its start) minus VmRSS at its start: it \
          includes the module's linear memory, which wasmtime maps outside the heap, and the \
          host's copies of each invocation's input and output. The timed phases run on the \
@@ -746,6 +851,26 @@ fn main() -> Result<()> {
         "- native frames / naive, batch 10,000: **{nr:.1}** (target ≥ 10) {}",
         ok(nr >= 10.0)
     );
+    // Fuel is deterministic: the same module on the same input burns the same fuel, however
+    // busy the machine. Identity's fuel per record over the view's is the instruction-count
+    // side of the same ratio.
+    let fuel_ratio = |name: &str, b: usize| -> String {
+        match (
+            find(name, Some(b)).fuel,
+            find("engine identity", Some(b)).fuel,
+        ) {
+            (Some(f), Some(i)) if f > 0 => format!("{:.2}", i as f64 / f as f64),
+            _ => "n/a".to_string(),
+        }
+    };
+    for &b in &batches {
+        let _ = writeln!(
+            md,
+            "- by fuel (deterministic), batch {b}: identity's fuel / frames' {}, identity's / pressure's {}",
+            fuel_ratio("engine frames", b),
+            fuel_ratio("engine pressure", b)
+        );
+    }
     for &b in &[1usize, 100] {
         let _ = writeln!(
             md,

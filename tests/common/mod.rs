@@ -1,14 +1,13 @@
-//! Shared helpers for the integration tests: the built `.wasm` loaded once, records from JSON
-//! lines, a case run natively and in Fluvio's engine invocation by invocation, the SPEC §5
-//! accounting identity, and outputs rendered as text for snapshots. Every helper takes the
-//! module's params as given, so any view's tests may use them.
+//! Shared helpers for the integration tests: the built `.wasm` loaded once, records, a case run
+//! natively and in Fluvio's engine invocation by invocation, the SPEC §5 accounting identity,
+//! generated logs, and outputs rendered as text for snapshots. Every helper takes the module's
+//! params as given, so any view's tests may use them.
 #![allow(dead_code)]
 
 use std::sync::OnceLock;
 
 pub use agent_fold::engine::Rec;
 use agent_fold::engine::{Instance, default_wasm_path};
-use agent_fold::jsonl;
 use agent_fold::runner::{inputs, native_process};
 use agent_fold_core::Processor;
 use agent_fold_core::testgen::{Delta, GenFrame, GenLog};
@@ -64,28 +63,6 @@ pub fn engine(params: Params, history: Option<&[Rec]>) -> Instance {
 /// A record with an explicit key (`None`: no key).
 pub fn rec(key: Option<&str>, value: &str) -> Rec {
     Rec::new(key.map(str::as_bytes), value.as_bytes())
-}
-
-/// JSON lines as records, keyed as the runner keys them: by `session_id`, else no key.
-/// Blank lines and surrounding whitespace are left out, so cases can be indented text.
-pub fn lines(text: &str) -> Vec<Rec> {
-    let trimmed: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect();
-    jsonl::records(trimmed.join("\n").as_bytes())
-}
-
-/// The same records with no keys: sessions come from `session_id`, else `""`.
-pub fn unkeyed(records: &[Rec]) -> Vec<Rec> {
-    records
-        .iter()
-        .map(|r| Rec {
-            key: None,
-            value: r.value.clone(),
-        })
-        .collect()
 }
 
 /// Records cut into invocations of `batch` records (0: all at once).
@@ -158,15 +135,6 @@ pub fn run_both(params: Params, history: Option<&[Rec]>, pages: &[Vec<Rec>]) -> 
             (Err(n), Err(w)) => Err((n, w)),
             (n, w) => panic!("invocation {i}: native {n:?} but .wasm {w:?}"),
         })
-        .collect()
-}
-
-/// [`run_both`] over `records` cut into invocations of `batch` (0: all at once), for a run
-/// that must not fail: the concatenated output.
-pub fn both_batched(params: Params, records: &[Rec], batch: usize) -> Vec<Rec> {
-    run_both(params, None, &split(records, batch))
-        .into_iter()
-        .flat_map(|o| o.unwrap_or_else(|e| panic!("the run failed: {e:?}")))
         .collect()
 }
 
@@ -386,16 +354,14 @@ pub fn check_in_order(input: &[Rec], output: &[Rec], counter_type: &str) -> Vec<
     map
 }
 
-/// A generated log (`testgen`, the fuzz targets' generator) of `frames` frames.
-/// `GenLog::from_seed` draws its frame list one continue-bit at a time, so one seed gives a
-/// frame or two whatever its byte count: this log is the frames of consecutive seeds, with the
-/// first one's key mode and the cuts of all.
+/// A generated log (`testgen`, the fuzz targets' generator) of `frames` frames: the frames of
+/// consecutive seeds, with the first one's key mode and the cuts of all.
 pub fn gen_log(seed: u64, frames: usize) -> GenLog {
-    let mut log = GenLog::from_seed(seed << 20, 64);
+    let mut log = GenLog::from_seed(seed << 20, frames * 4 + 16);
     let mut k = 0;
     while log.frames.len() < frames {
         k += 1;
-        let more = GenLog::from_seed((seed << 20) + k, 64);
+        let more = GenLog::from_seed((seed << 20) + k, frames * 4 + 16);
         log.frames.extend(more.frames);
         log.cuts.extend(more.cuts);
     }

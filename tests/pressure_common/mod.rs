@@ -300,19 +300,17 @@ pub fn fork(params: &[(&str, &str)], p: &Processor) -> Processor {
     q
 }
 
-/// A generated session of `ops` steps. `GenSession::from_seed` draws its step list one
-/// continue-bit at a time (arbitrary's `Vec`), so one seed gives about one step: steps are
-/// drawn from many sub-seeds and concatenated. Its first seq is a random byte, so nearly every
-/// draw is partial: even seeds start at seq 0 (complete), odd ones where the draw says.
+/// A generated session of `ops` steps, drawn from consecutive sub-seeds. Even seeds start at
+/// seq 0 (complete); odd ones where the draw says (one in four of those joins mid-stream).
 pub fn gen_session(seed: u64, ops: usize) -> agent_fold_core::testgen::GenSession {
     use agent_fold_core::testgen::GenSession;
-    let mut g = GenSession::from_seed(seed << 24, 64);
+    let mut g = GenSession::from_seed(seed << 24, ops * 6 + 16);
     if seed.is_multiple_of(2) {
         g.start_seq = 0;
     }
     let mut k = 1;
     while g.ops.len() < ops {
-        let more = GenSession::from_seed((seed << 24) + k, 64);
+        let more = GenSession::from_seed((seed << 24) + k, ops * 6 + 16);
         g.ops.extend(more.ops);
         g.cuts.extend(more.cuts);
         k += 1;

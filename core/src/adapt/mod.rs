@@ -271,10 +271,10 @@ impl Adapter {
         };
         self.last_key = Some(state_key);
         let st = self.sessions.get_mut(slot);
-        if let Some(s) = &line_session {
-            if st.session_id.as_ref() != Some(s) {
-                st.session_id = Some(s.clone());
-            }
+        if let Some(s) = &line_session
+            && st.session_id.as_ref() != Some(s)
+        {
+            st.session_id = Some(s.clone());
         }
         let session = line_session
             .or_else(|| st.session_id.clone())

@@ -71,6 +71,31 @@ fn assert_round_trip(config: &Config, checkpoint: &str) {
     );
 }
 
+/// `look_back` over the first invocation's records leaves the state `process` leaves (SPEC
+/// §4: it replays records into the state without emitting), so the rest is answered alike.
+fn assert_look_back_matches(config: &Config, records: &[RecordIn], batches: &[Range<usize>]) {
+    let Some(first) = batches.first() else {
+        return;
+    };
+    let mut processed = Processor::new(config);
+    let mut replayed = Processor::new(config);
+    processed
+        .process(&records[first.clone()])
+        .expect("malformed=pass/drop never fails");
+    replayed.look_back(&records[first.clone()]);
+    assert_eq!(
+        replayed.checkpoint(),
+        processed.checkpoint(),
+        "look_back left another state than process"
+    );
+    let rest = &records[first.end..];
+    assert_eq!(
+        replayed.process(rest),
+        processed.process(rest),
+        "after look_back the rest was answered differently"
+    );
+}
+
 /// One invocation of a fresh processor over `recs`.
 fn fold_once(config: &Config, recs: &[Rec]) -> Vec<Rec> {
     let records = inputs(recs);
@@ -736,7 +761,9 @@ fn objects_only(recs: &[Rec]) -> Vec<Rec> {
 }
 
 /// The folds a page makes, as ranges of page indices (first counter ..= newest), found by
-/// matching output ids to input ids.
+/// matching output ids to input ids. A fold's members are the main counters between the
+/// previous main frame out and its newest; sub-agent frames kept in place (`subagents=keep`)
+/// may stand among them, since they neither extend nor break a run.
 fn page_folds(config: &Config, page: &[Value], base: usize) -> Vec<Range<usize>> {
     let mut out = page.to_vec();
     compact_counters_with(&mut out, &config.counter_type, config.subagents);
@@ -749,19 +776,24 @@ fn page_folds(config: &Config, page: &[Value], base: usize) -> Vec<Range<usize>>
         v["type"].as_str() == Some(config.counter_type.as_str())
             && !v["extras"]["parent_tool_use_id"].is_string()
     };
+    let is_sub = |v: &Value| v["extras"]["parent_tool_use_id"].is_string();
     let mut folds = Vec::new();
-    let mut prev: Option<usize> = None;
+    let (mut prev, mut prev_main): (Option<usize>, Option<usize>) = (None, None);
     for v in &out {
         let id = v["id"].as_str().expect("generated frames have ids");
         let i = at[id];
         assert!(prev.is_none_or(|p| i > p), "page API output out of order");
+        prev = Some(i);
+        if is_sub(v) {
+            continue;
+        }
         if *v != page[i] {
-            let lo = (prev.map_or(0, |p| p + 1)..i)
+            let lo = (prev_main.map_or(0, |p| p + 1)..i)
                 .find(|&j| is_main_counter(&page[j]))
                 .expect("a fold has members before its newest");
             folds.push(base + lo..base + i + 1);
         }
-        prev = Some(i);
+        prev_main = Some(i);
     }
     folds
 }
@@ -792,6 +824,8 @@ fn normalised(bytes: &[u8]) -> String {
 /// 5. pages of one session with different front (and back) cuts, folded by
 ///    `compact_counters`, never carry folds that cross; and the page API folds a session's
 ///    page exactly as one invocation of the stream does.
+///
+/// And `look_back` over the first invocation leaves the state `process` leaves.
 pub fn check_fold_invariants(data: &[u8]) {
     let Some((&p, rest)) = data.split_first() else {
         return;
@@ -812,6 +846,7 @@ pub fn check_fold_invariants(data: &[u8]) {
         cut.extend(materialise(page, &out));
     }
     let whole = fold_once(&config, &recs);
+    assert_look_back_matches(&config, &records, &log.batches(recs.len()));
 
     // 1. Conservation.
     let sums = counter_sums(&config, &recs);
@@ -1065,6 +1100,8 @@ fn check_gen_session(p: u8, data: &[u8]) {
         out_a.extend(emitted);
     }
 
+    assert_look_back_matches(&config, &records, &gs.batches(recs.len()));
+
     // B: one frame per invocation, checking state after every frame.
     let mut b = Processor::new(&config);
     let mut out_b: Vec<Rec> = Vec::new();
@@ -1121,7 +1158,8 @@ fn check_gen_session(p: u8, data: &[u8]) {
 /// `messageTokens` = Σ surface nodes and `projectedTokens` follows from the checkpoint after
 /// every frame; a refused frame (`context/error`) leaves the checkpoint byte-identical;
 /// re-delivery is a no-op (no new record, same checkpoint); one frame per invocation and the
-/// session's own cuts give the same records and state; checkpoints round-trip.
+/// session's own cuts give the same records and state; checkpoints round-trip; `look_back`
+/// over the first invocation leaves the state `process` leaves.
 pub fn check_surface_ranges(data: &[u8]) {
     let Some((&p, rest)) = data.split_first() else {
         return;
