@@ -126,9 +126,9 @@ fn plain_run(b: &[u8], mut i: usize) -> (usize, usize) {
     (i, continuation)
 }
 
-/// The byte-at-a-time definition [`estimate`] keeps to (tests compare them).
-#[cfg(test)]
-fn estimate_bytewise(json: &[u8]) -> u64 {
+/// The byte-at-a-time definition [`estimate`] keeps to (tests and the fuzz checks compare them).
+#[cfg(any(test, feature = "testgen"))]
+pub fn estimate_bytewise(json: &[u8]) -> u64 {
     let mut chars: u64 = 0;
     let mut in_string = false;
     let mut escaped = false;

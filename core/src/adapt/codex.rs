@@ -213,18 +213,10 @@ fn token_count(cx: &mut Cx, line: Map<String, Value>, stamp: Option<&Value>) {
 mod tests {
     use serde_json::{Value, json};
 
-    use crate::adapt::{Adapter, Input};
+    use crate::adapt::{Input, adapt_values};
 
     fn adapt(lines: &[Value]) -> Vec<Value> {
-        let mut a = Adapter::new(Input::Codex, 100);
-        let texts: Vec<Vec<u8>> = lines
-            .iter()
-            .map(|l| serde_json::to_vec(l).unwrap())
-            .collect();
-        a.adapt_all(texts.iter().map(|t| (None, &t[..])))
-            .iter()
-            .map(|f| serde_json::from_slice(f).unwrap())
-            .collect()
+        adapt_values(Input::Codex, lines)
     }
 
     fn tc(input: u64, cached: u64, total: u64) -> Value {

@@ -591,6 +591,20 @@ pub(crate) fn claude_message(
     f
 }
 
+/// The adapters' tests: JSON lines of one format through a fresh adapter, frames back as JSON.
+#[cfg(test)]
+pub(crate) fn adapt_values(input: Input, lines: &[Value]) -> Vec<Value> {
+    let mut a = Adapter::new(input, 100);
+    let texts: Vec<Vec<u8>> = lines
+        .iter()
+        .map(|l| serde_json::to_vec(l).unwrap())
+        .collect();
+    a.adapt_all(texts.iter().map(|t| (None, &t[..])))
+        .iter()
+        .map(|f| serde_json::from_slice(f).unwrap())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

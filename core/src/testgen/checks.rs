@@ -450,32 +450,7 @@ fn check_pressure_invocation(records: &[RecordIn], out: &[Emit], checkpoint: &st
 /// JSON text (UTF-8 continuation bytes belong to the scalar already counted), whitespace
 /// outside strings excluded.
 pub fn reference_estimate(json: &[u8]) -> u64 {
-    let (mut chars, mut in_string, mut escaped) = (0u64, false, false);
-    for &b in json {
-        if b & 0xC0 == 0x80 {
-            continue;
-        }
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
-            }
-            chars += 1;
-        } else {
-            match b {
-                b' ' | b'\t' | b'\n' | b'\r' => {}
-                b'"' => {
-                    in_string = true;
-                    chars += 1;
-                }
-                _ => chars += 1,
-            }
-        }
-    }
-    chars.div_ceil(4)
+    crate::estimate::estimate_bytewise(json)
 }
 
 /// Every field two readings of one record hold (the bytes are the record's in both).
