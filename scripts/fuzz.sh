@@ -14,7 +14,8 @@
 # Exit status: non-zero when a target crashes (the crash input's path is printed) or a build
 # fails. Environment: FUZZ_SANITIZER (default `address`: the readers' vector scans are
 # `unsafe`; `none` runs about twice as many inputs per second), FUZZ_ARGS (extra libFuzzer
-# flags), FUZZ_TOOLCHAIN=stable (skip nightly even when installed),
+# flags), FUZZ_RSS_MB (libFuzzer's memory limit, default 4096: ASan's allocator keeps a
+# long run's freed memory around), FUZZ_TOOLCHAIN=stable (skip nightly even when installed),
 # FUZZ_TARGET_DIR (default fuzz/target, cargo-fuzz's own, apart from the main target dir).
 # Run it under `nice -n 19` on a shared machine.
 set -euo pipefail
@@ -73,7 +74,7 @@ run() {
   mkdir -p "$corpus" "$artifacts"
   log=$(mktemp "${TMPDIR:-/tmp}/fuzz-$t.XXXXXX.log")
   local cmd=("$BIN_DIR/$t" "$corpus" -max_total_time="$secs" -print_final_stats=1 -timeout=30
-    -rss_limit_mb=2048 -artifact_prefix="$artifacts/")
+    -rss_limit_mb="${FUZZ_RSS_MB:-4096}" -artifact_prefix="$artifacts/")
   # shellcheck disable=SC2206 # FUZZ_ARGS is a list of flags
   cmd+=(${FUZZ_ARGS:-})
   if [[ -n $stream ]]; then
