@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fuzzing agent-fold with cargo-fuzz (libFuzzer). The targets live in fuzz/fuzz_targets; each is
-# a wrapper around a property in agent-fold-core's `testgen::checks`, which
+# a wrapper around a property in agent-fold-testkit's `checks`, which
 # tests/fuzz_regressions.rs also replays on the seed corpus and on every crash ever found.
 #
 #   scripts/fuzz.sh smoke [SECONDS]           build, then run every target for SECONDS (default

@@ -1,33 +1,36 @@
 //! `agent-fold accuracy PATH…`: how close the projection comes to the provider's next reading.
 //!
-//! For each provider reading after a session's first, the figure a UI showed just before it
-//! is compared with it: agent-fold's `projectedTokens` (the last reading plus the estimate of
-//! what joined the surface since), beside what a meter that only shows the last reading
+//! For each provider reading after a session's first, the figure a UI showed just before it is
+//! compared with it: `projectedTokens` under each projection method (`calibrated`, the default,
+//! and the seed's `fixed`), beside what a meter that only shows the last reading
 //! (`pressureTokens`) would have said. A reading right after a compaction is listed on its
-//! own: it is where the last-reading meter is most wrong.
+//! own: it is where the last-reading meter is most wrong, and where the estimate's mispricing
+//! lands whole in the projection.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use agent_fold_core::pressure::sample;
-use agent_fold_core::{Emit, FrameView, Input, Processor};
+use agent_fold_core::{Emit, Frame, Input, Processor, session_key, usage_tokens};
 use anyhow::{Result, anyhow, bail};
 use serde_json::Value;
 
-use crate::engine::Rec;
 use crate::logs;
-use crate::runner::inputs;
+use crate::record::{Rec, inputs};
 
-pub const USAGE: &str = "\
-usage: agent-fold accuracy [--input FORMAT] PATH...
+/// The projection methods compared, as param `projection` names them.
+pub const METHODS: [&str; 2] = ["calibrated", "fixed"];
 
-For each provider reading after a session's first, prints how far the figure shown just
-before it was: agent-fold's projectedTokens, and a meter that only shows the last reading.
-
-  --input FORMAT   claude-code, claude-stream, codex or agent-fold (default: detected per PATH)
-  PATH             a log file, or a Claude Code session directory (its transcript beside it)
-";
+/// `agent-fold accuracy`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// The log format (default: detected per PATH)
+    #[arg(long, value_name = "FORMAT", value_parser = |s: &str| Input::parse(s).ok_or_else(|| format!("{s:?} is none of {}", Input::NAMES.join(", "))))]
+    pub input: Option<Input>,
+    /// A log file, or a Claude Code session directory (its transcript beside it)
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+}
 
 /// One provider reading, and what was shown just before it.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,20 +40,19 @@ pub struct Reading {
     pub timestamp: Option<String>,
     /// The provider's prompt size.
     pub reading: u64,
-    /// `projectedTokens` just before (null: no projection then).
-    pub projected: Option<u64>,
+    /// `projectedTokens` just before, per method of [`METHODS`] (null: no projection then).
+    pub projected: [Option<u64>; 2],
     /// `pressureTokens` just before: the last reading.
     pub last: u64,
     /// The first reading after a compaction.
     pub after_compaction: bool,
 }
 
-/// Replays frames through the pressure view and scores every reading after a session's first.
-/// Returns them, and how many readings there were in all.
-pub fn measure(frames: &[Rec]) -> Result<(Vec<Reading>, usize)> {
-    let mut p = Processor::from_params([("emit", "pressure")])?;
+/// The records each frame gave, by frame index.
+fn records_by_frame(frames: &[Rec], projection: &str) -> Result<HashMap<usize, Vec<Value>>> {
+    let mut p = Processor::from_params([("emit", "pressure"), ("projection", projection)])?;
     let emits = p
-        .process(&inputs(frames))
+        .process(&inputs(frames, 0))
         .map_err(|e| anyhow!("record {}: {}", e.index, e.message))?;
     let mut by_frame: HashMap<usize, Vec<Value>> = HashMap::new();
     for e in emits {
@@ -60,32 +62,39 @@ pub fn measure(frames: &[Rec]) -> Result<(Vec<Reading>, usize)> {
             by_frame.entry(at).or_default().push(v);
         }
     }
-    // Per session: (pressureTokens, projectedTokens) of the last record, a compaction since the
-    // last reading.
-    let mut shown: HashMap<String, (Option<u64>, Option<u64>)> = HashMap::new();
+    Ok(by_frame)
+}
+
+/// Replays frames through the pressure view under each method and scores every reading after a
+/// session's first. Returns them, and how many readings there were in all.
+pub fn measure(frames: &[Rec]) -> Result<(Vec<Reading>, usize)> {
+    let by_method = [
+        records_by_frame(frames, METHODS[0])?,
+        records_by_frame(frames, METHODS[1])?,
+    ];
+    // Per session: pressureTokens and projectedTokens (per method) of the last record.
+    let mut shown: HashMap<String, (Option<u64>, [Option<u64>; 2])> = HashMap::new();
     let mut compacted: HashMap<String, bool> = HashMap::new();
     let mut out = Vec::new();
     let mut total = 0;
     for (i, f) in frames.iter().enumerate() {
-        let Some(v) = FrameView::parse(&f.value) else {
+        let Some(v) = Frame::parse(&f.value) else {
             continue;
         };
-        let session = match &f.key {
-            Some(k) => String::from_utf8_lossy(k).into_owned(),
-            None => v.session_id.as_deref().unwrap_or("").to_owned(),
-        };
-        let main = !v.subagent && v.seq.is_some();
+        let session =
+            String::from_utf8_lossy(&session_key(f.key.as_deref(), Some(&v))).into_owned();
+        let main = !v.is_subagent() && v.seq().is_some();
         if main
-            && v.kind.as_deref() == Some("assistant/message")
-            && let Some(usage) = v.usage
+            && v.kind() == Some("assistant/message")
+            && let Some(usage) = v.usage()
         {
             total += 1;
             if let Some((Some(last), projected)) = shown.get(&session).copied() {
                 out.push(Reading {
                     session: session.clone(),
-                    seq: v.seq.unwrap_or(0),
-                    timestamp: v.stamp.map(|s| s.trim_matches('"').to_owned()),
-                    reading: sample(usage),
+                    seq: v.seq().unwrap_or(0),
+                    timestamp: v.stamp().map(|s| s.trim_matches('"').to_owned()),
+                    reading: usage_tokens(usage),
                     projected,
                     last,
                     after_compaction: compacted.remove(&session).unwrap_or(false),
@@ -93,16 +102,20 @@ pub fn measure(frames: &[Rec]) -> Result<(Vec<Reading>, usize)> {
             }
             compacted.remove(&session);
         }
-        if main && v.replaces.is_some() {
+        if main && v.replaces().is_some() {
             compacted.insert(session.clone(), true);
         }
-        for r in by_frame.get(&i).into_iter().flatten() {
-            if r.get("type").and_then(Value::as_str) != Some("context/pressure") {
-                continue;
+        for (m, records) in by_method.iter().enumerate() {
+            for r in records.get(&i).into_iter().flatten() {
+                if r.get("type").and_then(Value::as_str) != Some("context/pressure") {
+                    continue;
+                }
+                let s = r.get("session").and_then(Value::as_str).unwrap_or("");
+                let n = |k: &str| r.get(k).and_then(Value::as_u64);
+                let entry = shown.entry(s.to_owned()).or_default();
+                entry.0 = n("pressureTokens");
+                entry.1[m] = n("projectedTokens");
             }
-            let s = r.get("session").and_then(Value::as_str).unwrap_or("");
-            let n = |k: &str| r.get(k).and_then(Value::as_u64);
-            shown.insert(s.to_owned(), (n("pressureTokens"), n("projectedTokens")));
         }
     }
     Ok((out, total))
@@ -164,46 +177,53 @@ pub fn stats(pairs: &[(u64, u64)]) -> Stats {
     }
 }
 
-/// The report's figures: the projection's and the last-reading meter's stats over the readings
-/// that had a projection, and how often each was the closer.
+/// The report's figures: per method, stats over the readings that had a projection and how
+/// often it was closer than the last reading; the last-reading meter's stats over the same.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Summary {
     pub readings: usize,
     pub scored: usize,
-    pub projection: Stats,
+    pub projection: [Stats; 2],
     pub last: Stats,
-    pub projection_closer: usize,
-    pub last_closer: usize,
-    pub ties: usize,
+    /// Per method: readings where the projection was closer than the last reading, farther, tied.
+    pub closer: [(usize, usize, usize); 2],
     pub no_projection: usize,
     pub after_compaction: Vec<Reading>,
 }
 
 pub fn summarize(readings: &[Reading], total: usize) -> Summary {
-    let with: Vec<&Reading> = readings.iter().filter(|r| r.projected.is_some()).collect();
-    let proj: Vec<(u64, u64)> = with
+    let with: Vec<&Reading> = readings
         .iter()
-        .map(|r| (r.projected.unwrap_or(0), r.reading))
+        .filter(|r| r.projected.iter().all(Option::is_some))
         .collect();
-    let last: Vec<(u64, u64)> = with.iter().map(|r| (r.last, r.reading)).collect();
-    let (mut pc, mut lc, mut ties) = (0, 0, 0);
-    for r in &with {
-        let ep = r.projected.unwrap_or(0).abs_diff(r.reading);
-        let el = r.last.abs_diff(r.reading);
-        match ep.cmp(&el) {
-            std::cmp::Ordering::Less => pc += 1,
-            std::cmp::Ordering::Greater => lc += 1,
-            std::cmp::Ordering::Equal => ties += 1,
+    let per = |m: usize| -> (Stats, (usize, usize, usize)) {
+        let pairs: Vec<(u64, u64)> = with
+            .iter()
+            .map(|r| (r.projected[m].unwrap_or(0), r.reading))
+            .collect();
+        let mut c = (0, 0, 0);
+        for r in &with {
+            match r.projected[m]
+                .unwrap_or(0)
+                .abs_diff(r.reading)
+                .cmp(&r.last.abs_diff(r.reading))
+            {
+                std::cmp::Ordering::Less => c.0 += 1,
+                std::cmp::Ordering::Greater => c.1 += 1,
+                std::cmp::Ordering::Equal => c.2 += 1,
+            }
         }
-    }
+        (stats(&pairs), c)
+    };
+    let (s0, c0) = per(0);
+    let (s1, c1) = per(1);
+    let last: Vec<(u64, u64)> = with.iter().map(|r| (r.last, r.reading)).collect();
     Summary {
         readings: total,
         scored: readings.len(),
-        projection: stats(&proj),
+        projection: [s0, s1],
         last: stats(&last),
-        projection_closer: pc,
-        last_closer: lc,
-        ties,
+        closer: [c0, c1],
         no_projection: readings.len() - with.len(),
         after_compaction: readings
             .iter()
@@ -250,11 +270,15 @@ fn pct(x: f64) -> String {
     }
 }
 
-fn readings(n: usize) -> String {
-    match n {
-        1 => "1 reading".to_owned(),
-        n => format!("{n} readings"),
-    }
+/// `shown` against `reading`: `80,373 (+35,110, 77.6%)`.
+fn against(shown: u64, reading: u64) -> String {
+    let d = shown as f64 - reading as f64;
+    format!(
+        "{} ({}, {})",
+        thousands(shown as f64),
+        signed(d),
+        pct(d / reading.max(1) as f64)
+    )
 }
 
 /// The report of one log, as text.
@@ -280,18 +304,10 @@ pub fn render(label: &str, input: Input, s: &Summary) -> String {
     if s.scored == 0 {
         return o;
     }
-    let _ = writeln!(
-        o,
-        "  {:<24} {:>13} {:>11} {:>11} {:>9} {:>11}",
-        "figure shown before it", "median |err|", "p90 |err|", "median rel", "p90 rel", "mean err"
-    );
-    for (name, st) in [
-        ("projectedTokens", &s.projection),
-        ("last reading only", &s.last),
-    ] {
+    let row = |o: &mut String, name: &str, st: &Stats| {
         let _ = writeln!(
             o,
-            "  {:<24} {:>13} {:>11} {:>11} {:>9} {:>11}",
+            "  {:<28} {:>13} {:>11} {:>11} {:>9} {:>11}",
             name,
             thousands(st.median_abs),
             thousands(st.p90_abs),
@@ -299,42 +315,49 @@ pub fn render(label: &str, input: Input, s: &Summary) -> String {
             pct(st.p90_rel),
             signed(st.mean_signed)
         );
-    }
+    };
     let _ = writeln!(
         o,
-        "  the projection was closer on {}, the last reading on {}, tied on {}",
-        readings(s.projection_closer),
-        s.last_closer,
-        s.ties
+        "  {:<28} {:>13} {:>11} {:>11} {:>9} {:>11}",
+        "figure shown before it", "median |err|", "p90 |err|", "median rel", "p90 rel", "mean err"
     );
+    for (m, name) in METHODS.iter().enumerate() {
+        row(
+            &mut o,
+            &format!("projectedTokens, {name}"),
+            &s.projection[m],
+        );
+    }
+    row(&mut o, "last reading only", &s.last);
+    for (m, name) in METHODS.iter().enumerate() {
+        let (c, f, t) = s.closer[m];
+        let _ = writeln!(
+            o,
+            "  {name}: closer than the last reading on {c}, farther on {f}, tied on {t}"
+        );
+    }
     if s.after_compaction.is_empty() {
         let _ = writeln!(o, "  no reading after a compaction");
     } else {
         let _ = writeln!(o, "  right after a compaction:");
         for r in &s.after_compaction {
-            let proj = match r.projected {
-                Some(p) => format!(
-                    "projection {} ({}, {})",
-                    thousands(p as f64),
-                    signed(p as f64 - r.reading as f64),
-                    pct((p as f64 - r.reading as f64) / r.reading.max(1) as f64)
-                ),
-                None => "no projection".to_owned(),
-            };
-            let _ = writeln!(
-                o,
-                "    seq {}{}: reading {}; {}; last reading {} ({}, {})",
+            let mut line = format!(
+                "    seq {}{}: reading {}",
                 r.seq,
                 r.timestamp
                     .as_deref()
                     .map(|t| format!(" at {t}"))
                     .unwrap_or_default(),
-                thousands(r.reading as f64),
-                proj,
-                thousands(r.last as f64),
-                signed(r.last as f64 - r.reading as f64),
-                pct((r.last as f64 - r.reading as f64) / r.reading.max(1) as f64),
+                thousands(r.reading as f64)
             );
+            for (m, name) in METHODS.iter().enumerate() {
+                let shown = match r.projected[m] {
+                    Some(p) => against(p, r.reading),
+                    None => "no projection".to_owned(),
+                };
+                let _ = write!(line, "; {name} {shown}");
+            }
+            let _ = writeln!(o, "{line}; last reading {}", against(r.last, r.reading));
         }
     }
     o
@@ -353,43 +376,24 @@ pub fn measure_path(path: &Path, input: Option<Input>) -> Result<(Input, Summary
     let frames = if input == Input::AgentFold {
         lines
     } else {
-        logs::adapt_all(input, &lines, agent_fold_core::config::DEFAULT_MAX_SESSIONS)
+        logs::adapt_all(
+            input,
+            &lines,
+            agent_fold_core::Config::default().max_sessions,
+        )
     };
     let (readings, total) = measure(&frames)?;
     Ok((input, summarize(&readings, total)))
 }
 
 /// The command line: `agent-fold accuracy …`.
-pub fn main_with(args: &[String]) -> Result<i32> {
-    let mut input = None;
-    let mut paths = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--input" => {
-                let v = it.next().ok_or_else(|| anyhow!("--input needs a value"))?;
-                input = Some(Input::parse(v).ok_or_else(|| {
-                    anyhow!("--input: {v:?} is none of {}", Input::NAMES.join(", "))
-                })?);
-            }
-            "-h" | "--help" => {
-                print!("{USAGE}");
-                return Ok(0);
-            }
-            s if s.starts_with('-') => bail!("unknown option {s}\n\n{USAGE}"),
-            s => paths.push(s.to_owned()),
-        }
-    }
-    if paths.is_empty() {
-        eprint!("{USAGE}");
-        return Ok(2);
-    }
-    for (i, p) in paths.iter().enumerate() {
-        let path = Path::new(p);
-        let (input, summary) = measure_path(path, input)?;
-        let label = path
-            .file_name()
-            .map_or_else(|| p.clone(), |n| n.to_string_lossy().into_owned());
+pub fn main(args: &Args) -> Result<i32> {
+    for (i, path) in args.paths.iter().enumerate() {
+        let (input, summary) = measure_path(path, args.input)?;
+        let label = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
         if i > 0 {
             println!();
         }

@@ -15,9 +15,9 @@
 
 use std::fmt::Write as _;
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::Result;
 
-use crate::engine::Rec;
+use crate::record::Rec;
 
 /// splitmix64: tiny, fast, good enough for shaping test data.
 #[derive(Debug, Clone)]
@@ -708,41 +708,35 @@ pub fn corpus(records: usize, seed: u64) -> Vec<Rec> {
     .collect()
 }
 
-pub const USAGE: &str = "\
-usage: agent-fold corpus [--records N] [--seed S] [--sessions K] [--unkeyed]
+/// `agent-fold corpus`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// Records to write
+    #[arg(long, default_value_t = 10_000)]
+    pub records: usize,
+    /// The generator's seed
+    #[arg(long, default_value_t = CorpusConfig::default().seed)]
+    pub seed: u64,
+    /// Sessions active at once
+    #[arg(long, default_value_t = CorpusConfig::default().active_sessions, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub sessions: usize,
+    /// Records carry no key (only their frame's session_id)
+    #[arg(long)]
+    pub unkeyed: bool,
+}
 
-Writes a deterministic corpus of realistic agent logs as JSONL on stdout (one frame a line),
-and its statistics on stderr. K sessions run at once (default 64).
-";
-
-/// `agent-fold corpus …`.
-pub fn main_with(args: &[String]) -> Result<i32> {
-    let mut records = 10_000usize;
-    let mut config = CorpusConfig::default();
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        let mut num = |name: &str| -> Result<u64> {
-            it.next()
-                .and_then(|v| v.parse().ok())
-                .ok_or_else(|| anyhow!("{name} takes an integer\n\n{USAGE}"))
-        };
-        match arg.as_str() {
-            "--records" => records = num("--records")? as usize,
-            "--seed" => config.seed = num("--seed")?,
-            "--sessions" => config.active_sessions = num("--sessions")?.max(1) as usize,
-            "--unkeyed" => config.keyed = false,
-            "-h" | "--help" => {
-                print!("{USAGE}");
-                return Ok(0);
-            }
-            s => bail!("unknown option {s}\n\n{USAGE}"),
-        }
-    }
+/// The command line: `agent-fold corpus …`: the generated corpus on stdout, its shape on stderr.
+pub fn main(args: &Args) -> Result<i32> {
+    let config = CorpusConfig {
+        seed: args.seed,
+        active_sessions: args.sessions,
+        keyed: !args.unkeyed,
+    };
     let mut c = Corpus::new(config);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     use std::io::Write;
-    for r in c.by_ref().take(records) {
+    for r in c.by_ref().take(args.records) {
         out.write_all(&r.value)?;
         out.write_all(b"\n")?;
     }

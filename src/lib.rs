@@ -1,10 +1,13 @@
-//! Host tools for agent-fold: run the built `.wasm` in `fluvio-smartengine` (the engine a
-//! Fluvio SPU uses), read JSONL agent logs as records, and drive the runner.
+//! Host tools for agent-fold, layered one way: the subcommands ([`run`], [`accuracy`],
+//! [`corpus`]) → shared host modules ([`module`]: an instance, `.wasm` in fluvio-smartengine
+//! or native; [`logs`], [`plot`], [`checkpoint`]) → records ([`record`], [`jsonl`]) → the core.
 
 pub mod accuracy;
+pub mod checkpoint;
 pub mod corpus;
-pub mod engine;
 pub mod jsonl;
 pub mod logs;
+pub mod module;
 pub mod plot;
-pub mod runner;
+pub mod record;
+pub mod run;

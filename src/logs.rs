@@ -6,10 +6,9 @@ use std::path::{Path, PathBuf};
 
 use agent_fold_core::{Adapter, Input};
 use anyhow::{Context, Result, bail};
-use serde_json::Value;
 
-use crate::engine::Rec;
 use crate::jsonl;
+use crate::record::Rec;
 
 /// The files of a log path: the file itself; or, for a Claude Code session directory
 /// `<id>/`, the transcript `<id>.jsonl` beside it (when there) followed by `<id>/subagents/*.jsonl`
@@ -50,8 +49,8 @@ pub fn log_files(path: &Path) -> Result<Vec<PathBuf>> {
 
 /// The line's `timestamp` in seconds since 1970, when it has an RFC 3339 one.
 pub fn line_stamp(line: &[u8]) -> Option<f64> {
-    let v = agent_fold_core::FrameView::parse(line)?;
-    let raw = v.stamp?;
+    let v = agent_fold_core::Frame::parse(line)?;
+    let raw = v.stamp()?;
     rfc3339_secs(raw.trim_matches('"'))
 }
 
@@ -146,12 +145,17 @@ pub fn detect(records: &[Rec]) -> Option<Input> {
         .find_map(|r| Input::detect(&r.value))
 }
 
-/// The frames one chunk of lines becomes, each keyed by its `session_id` as the runner keys
-/// frames read from a file.
-pub fn adapt_chunk(adapter: &mut Adapter, lines: &[Rec]) -> Vec<Rec> {
+/// The frames one chunk of lines becomes (the first line at offset `base`), each keyed by its
+/// `session_id` as the runner keys frames read from a file.
+pub fn adapt_chunk(adapter: &mut Adapter, lines: &[Rec], base: i64) -> Vec<Rec> {
     let mut frames = Vec::with_capacity(lines.len());
-    for r in lines {
-        adapter.push(r.key.as_deref(), &r.value, &mut frames);
+    for (i, r) in lines.iter().enumerate() {
+        adapter.push(
+            r.key.as_deref(),
+            &r.value,
+            Some(base + i as i64),
+            &mut frames,
+        );
     }
     frames.iter().map(|f| jsonl::line_record(f)).collect()
 }
@@ -159,15 +163,15 @@ pub fn adapt_chunk(adapter: &mut Adapter, lines: &[Rec]) -> Vec<Rec> {
 /// A whole log adapted at once.
 pub fn adapt_all(input: Input, lines: &[Rec], max_sessions: usize) -> Vec<Rec> {
     let mut a = Adapter::new(input, max_sessions);
-    adapt_chunk(&mut a, lines)
+    adapt_chunk(&mut a, lines, 0)
 }
 
 /// A frame's `type`, for summaries.
 pub fn frame_type(value: &[u8]) -> String {
-    serde_json::from_slice::<Value>(value)
-        .ok()
-        .and_then(|v| v.get("type").and_then(Value::as_str).map(str::to_owned))
-        .unwrap_or_else(|| "(not a JSON object)".to_owned())
+    match agent_fold_core::Frame::parse(value) {
+        Some(f) => f.kind().unwrap_or("(no type)").to_owned(),
+        None => "(not a JSON object)".to_owned(),
+    }
 }
 
 #[cfg(test)]

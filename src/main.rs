@@ -1,8 +1,38 @@
-//! `agent-fold`: the SmartModule run on a laptop, in Fluvio's own engine.
+//! `agent-fold`: the SmartModule run on a laptop, in Fluvio's own engine, and the tools around it.
+
+use clap::{Parser, Subcommand};
+
+use agent_fold::{accuracy, corpus, run};
+
+/// agent-fold: folds an LLM coding agent's event stream into what its users look at, and
+/// projects its context pressure.
+#[derive(Parser)]
+#[command(name = "agent-fold", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the SmartModule over a JSONL agent log, one line per record (key: the line's
+    /// session_id); every output record's value is printed as one line on stdout
+    Run(run::Args),
+    /// For each provider reading after a session's first, how far the figure shown just before
+    /// it was: projectedTokens (calibrated and fixed) and a meter that only shows the last reading
+    Accuracy(accuracy::Args),
+    /// Write a deterministic corpus of realistic agent logs as JSONL on stdout
+    Corpus(corpus::Args),
+}
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match agent_fold::runner::main_with(&args) {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Run(a) => run::main(a),
+        Command::Accuracy(a) => accuracy::main(a),
+        Command::Corpus(a) => corpus::main(a),
+    };
+    match result {
         Ok(code) => std::process::exit(code),
         Err(e) => {
             eprintln!("agent-fold: {e:#}");

@@ -10,13 +10,13 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use agent_fold_core::FrameView;
+use agent_fold_core::{Frame, session_key};
 use anyhow::{Result, anyhow};
 use plotters::prelude::*;
 use serde_json::Value;
 
-use crate::engine::Rec;
 use crate::logs::rfc3339_secs;
+use crate::record::Rec;
 
 pub const MAX_PANELS: usize = 6;
 
@@ -36,20 +36,18 @@ impl Marks {
     /// Notes the readings and compactions among frames fed to the pressure view.
     pub fn note(&mut self, frames: &[Rec]) {
         for r in frames {
-            let Some(v) = FrameView::parse(&r.value) else {
+            let Some(v) = Frame::parse(&r.value) else {
                 continue;
             };
-            let (Some(seq), false) = (v.seq, v.subagent) else {
+            let (Some(seq), false) = (v.seq(), v.is_subagent()) else {
                 continue;
             };
-            let session = match &r.key {
-                Some(k) => String::from_utf8_lossy(k).into_owned(),
-                None => v.session_id.as_deref().unwrap_or("").to_owned(),
-            };
-            if v.replaces.is_some() {
+            let session =
+                String::from_utf8_lossy(&session_key(r.key.as_deref(), Some(&v))).into_owned();
+            if v.replaces().is_some() {
                 self.compactions.insert((session.clone(), seq));
             }
-            if v.kind.as_deref() == Some("assistant/message") && v.usage.is_some() {
+            if v.kind() == Some("assistant/message") && v.usage().is_some() {
                 self.samples.insert((session, seq));
             }
         }

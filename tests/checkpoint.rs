@@ -1,19 +1,18 @@
 //! Checkpoints (SPEC §3): a replay stopped anywhere and resumed from its checkpoint equals one
-//! uninterrupted replay; version 3 round-trips to identical text; versions 2 and 1 restore what
-//! they carried; anything else is refused and leaves the state as it was. Also the runner's
-//! `--checkpoint-out` / `--checkpoint-in`.
+//! uninterrupted replay; version 4 round-trips to identical text; versions 3, 2 and 1 restore
+//! what they carried; anything else is refused and leaves the state as it was. Also the
+//! runner's `--checkpoint-out` / `--checkpoint-in`.
 
-mod pressure_common;
+mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use agent_fold::engine::Rec;
 use agent_fold::jsonl;
-use agent_fold::runner::native_process;
-use agent_fold_core::Processor;
-use agent_fold_core::pressure::Session;
-use pressure_common::*;
+use agent_fold::module::native_process;
+use agent_fold::record::Rec;
+use agent_fold_core::{CheckpointError, Processor, STATE_VERSION};
+use common::pressure::*;
 use serde_json::{Value, json};
 
 const P: &[(&str, &str)] = &[("emit", "pressure"), ("capacity", "100000")];
@@ -64,11 +63,11 @@ fn the_example_resumes_from_a_checkpoint_at_every_position() {
     assert_eq!(resume_anywhere(P, &recs), 39);
     // The frames view's memory between pages survives a checkpoint too.
     resume_anywhere(FRAMES, &recs);
-    // Checkpoint text is stable: version 3, the pressure view, sessions oldest first.
+    // Checkpoint text is stable: version 4, the pressure view, sessions oldest first.
     let mut p = processor(P);
     process(&mut p, &recs);
     let doc: Value = serde_json::from_str(&p.checkpoint()).unwrap();
-    assert_eq!(doc["stateVersion"], 3);
+    assert_eq!(doc["stateVersion"], STATE_VERSION);
     assert_eq!(doc["view"], "pressure");
     let names: Vec<&str> = doc["sessions"]
         .as_array()
@@ -125,15 +124,32 @@ fn a_session_checkpoint_round_trips() {
     let mut p = processor(P);
     process(&mut p, &example());
     let s = session_checkpoint(&p, "s-42").unwrap();
-    let (key, session) = Session::from_checkpoint(&s, None).unwrap();
-    assert_eq!(key, b"s-42");
-    assert_eq!(session.to_checkpoint(&key), s);
-    assert_eq!(session.anchor, Some(s["anchorTokens"].as_u64().unwrap()));
-    // A session object that names no version takes the document's.
-    let mut bare = s.clone();
-    bare.as_object_mut().unwrap().remove("stateVersion");
-    assert_eq!(Session::from_checkpoint(&bare, Some(3)).unwrap().1, session);
-    assert!(Session::from_checkpoint(&bare, None).is_err());
+    assert!(
+        s["anchorTokens"].is_u64() && s["estGrowth"].is_u64() && s["providerGrowth"].is_u64(),
+        "{s}"
+    );
+    // One session alone, in a document of its own: restored, it writes the very same object.
+    let doc = |s: &Value| {
+        json!({"stateVersion": STATE_VERSION, "view": "pressure", "sessions": [s]}).to_string()
+    };
+    let mut q = processor(P);
+    q.restore(&doc(&s)).unwrap();
+    assert_eq!(session_checkpoint(&q, "s-42").unwrap(), s);
+    // A session object may name its own version: a version 3 one inside a version 4 document
+    // restores as version 3 did, with no calibration sums.
+    let mut v3 = s.clone();
+    v3.as_object_mut()
+        .unwrap()
+        .insert("stateVersion".into(), 3.into());
+    v3["estGrowth"] = 5000.into();
+    let mut r = processor(P);
+    r.restore(&doc(&v3)).unwrap();
+    let back = session_checkpoint(&r, "s-42").unwrap();
+    assert_eq!(
+        (&back["estGrowth"], &back["providerGrowth"]),
+        (&json!(0), &json!(0))
+    );
+    assert_eq!(back["surface"], s["surface"]);
 }
 
 fn pressure_of(out: &[Rec]) -> Vec<Value> {
@@ -159,7 +175,6 @@ fn a_version_2_checkpoint_restores_without_a_projection_until_the_next_sample() 
     let mut p = processor(P);
     p.restore(v2).unwrap();
     let s = session_checkpoint(&p, "s-42").unwrap();
-    assert_eq!(s["stateVersion"], 3);
     assert_eq!(s["anchorTokens"], Value::Null);
     assert_eq!(s["cursor"], 4);
     assert_eq!(s["floor"], 1);
@@ -225,8 +240,13 @@ fn a_version_1_checkpoint_restores_the_envelope_and_the_surface() {
 }
 
 fn refused(p: &mut Processor, text: &str) -> String {
+    refusal(p, text).to_string()
+}
+
+/// The refusal of `text`, checking it changed nothing.
+fn refusal(p: &mut Processor, text: &str) -> CheckpointError {
     let before = p.checkpoint();
-    let e = p.restore(text).expect_err(text).to_string();
+    let e = p.restore(text).expect_err(text);
     assert_eq!(
         p.checkpoint(),
         before,
@@ -251,7 +271,7 @@ fn unknown_versions_are_refused_by_name() {
     let session = r#"{"session":"s","cursor":0,"partial":false,"surface":[]}"#;
     for (version, named) in [
         ("0", "stateVersion 0 "),
-        ("4", "stateVersion 4 "),
+        ("5", "stateVersion 5 "),
         ("\"3\"", "stateVersion \"3\" "),
         ("3.0", "stateVersion 3.0 "),
         ("-1", "stateVersion -1 "),
@@ -268,11 +288,11 @@ fn unknown_versions_are_refused_by_name() {
         let e = refused(&mut p, &doc);
         assert!(e.contains(named), "session {version}: {e}");
     }
-    let e = refused(
+    let e = refusal(
         &mut p,
         &format!(r#"{{"view":"pressure","sessions":[{session}]}}"#),
     );
-    assert!(e.contains("stateVersion") && e.contains("missing"), "{e}");
+    assert_eq!(e, CheckpointError::MissingVersion);
     // Refusals left the state alone: both go on alike.
     let rest = &example()[20..];
     assert_eq!(process(&mut p, rest), process(&mut twin, rest));
@@ -332,18 +352,26 @@ fn garbage_is_refused_and_changes_nothing() {
     for c in &cases {
         refused(&mut p, c);
     }
-    let e = refused(
+    let e = refusal(
         &mut p,
         &doc(&s(r#""surface":[[0,18446744073709551615],[1,1]]"#)),
     );
-    assert!(e.contains("2^64"), "{e}");
-    let e = refused(
+    assert_eq!(e, CheckpointError::Overflow);
+    let e = refusal(&mut p, &doc(&s(r#""surface":[[0,1],[2,1],[0,3]]"#)));
+    assert_eq!(e, CheckpointError::RepeatedNode(0));
+    let e = refusal(
         &mut p,
         &doc(&format!(
             r#"[{{"session":"s",{good},"surface":[]}},{{"session":"s",{good},"surface":[]}}]"#
         )),
     );
-    assert!(e.contains("twice"), "{e}");
+    assert_eq!(e, CheckpointError::Duplicate(b"s".to_vec()));
+    let long = "k".repeat(1025);
+    let e = refusal(
+        &mut p,
+        &doc(&format!(r#"[{{"session":"{long}",{good},"surface":[]}}]"#)),
+    );
+    assert_eq!(e, CheckpointError::KeyTooLong(1025));
     let rest = &example()[20..];
     assert_eq!(process(&mut p, rest), process(&mut twin, rest));
 }
@@ -361,8 +389,8 @@ fn duplicate_sessions_are_refused_even_past_the_session_cap() {
         s("a")
     );
     let mut p = processor(&params);
-    let e = refused(&mut p, &doc);
-    assert!(e.contains("twice"), "{e}");
+    let e = refusal(&mut p, &doc);
+    assert_eq!(e, CheckpointError::Duplicate(b"a".to_vec()));
     // Over the cap but distinct: the least recently used are dropped, as in a stream.
     let doc = format!(
         r#"{{"stateVersion":3,"view":"pressure","sessions":[{},{}]}}"#,

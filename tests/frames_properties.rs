@@ -6,7 +6,8 @@ mod common;
 use std::collections::BTreeMap;
 
 use agent_fold_core::compact_counters;
-use agent_fold_core::testgen::{Delta, GenFrame, GenLog};
+use agent_fold_testkit::{Delta, GenFrame, GenLog};
+use common::frames::*;
 use common::*;
 use serde_json::Value;
 

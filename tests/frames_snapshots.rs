@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::frames::*;
 use common::*;
 
 /// Snapshots `text` as `snapshots/<name>.snap`, with `desc` as its description.

@@ -2,17 +2,17 @@
 //! (`fuzz/corpus/<target>/seed-*`), a few hundred pseudo-random inputs, and every crash the
 //! fuzzers found, minimised, as a named regression test.
 //!
-//! The properties live in `agent_fold_core::testgen::checks` (one `check_*` function per
+//! The properties live in `agent_fold_testkit::checks` (one `check_*` function per
 //! target, panicking on a violation); the fuzz targets in `fuzz/fuzz_targets/` are wrappers
 //! around the same functions. Reproduce a crash file with
 //! `fuzz/target/<host>/release/<target> <file>` after `scripts/fuzz.sh build`.
 
 use std::path::{Path, PathBuf};
 
-use agent_fold_core::testgen::{
+use agent_fold_testkit::checks::{
     check_checkpoint_restore, check_fold_bytes, check_fold_invariants, check_surface_ranges,
-    seeded_bytes,
 };
+use agent_fold_testkit::seeded_bytes;
 
 /// A target's committed seed inputs.
 fn seeds(target: &str) -> Vec<(PathBuf, Vec<u8>)> {

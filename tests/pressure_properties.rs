@@ -5,16 +5,16 @@
 //! Besides the invariants, every frame's records are compared with a small reference model of
 //! SPEC §3 written here from the spec's words, independently of the core's code.
 
-mod pressure_common;
+mod common;
 
 use std::collections::{BTreeMap, HashMap};
 
-use agent_fold::engine::Rec;
 use agent_fold::jsonl;
-use agent_fold::runner::native_process;
+use agent_fold::module::native_process;
+use agent_fold::record::Rec;
 use agent_fold_core::Processor;
-use agent_fold_core::testgen::GenSession;
-use pressure_common::*;
+use agent_fold_testkit::GenSession;
+use common::pressure::*;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
@@ -78,20 +78,55 @@ struct MSession {
     first_node: Option<u64>,
     pressure: Option<u64>,
     anchor: Option<u64>,
+    /// Calibration (SPEC §3): estimated and provider growth over clean sample intervals.
+    est_growth: u64,
+    provider_growth: u64,
+    /// A replacement since the last sample: the interval is not clean.
+    replaced: bool,
+}
+
+/// `d × n / den`, rounded to the nearest integer, halves away from zero.
+fn model_scale(d: i128, n: u128, den: u128) -> i128 {
+    let m = d.unsigned_abs() * n;
+    let q = m / den + u128::from(2 * (m % den) >= den);
+    if d < 0 { -(q as i128) } else { q as i128 }
 }
 
 impl MSession {
+    /// N/D: provider over estimated growth, clamped to [1/4, 4]; 1 under 1,000 estimated
+    /// tokens of growth or with `projection=fixed`.
+    fn ratio(&self, fixed: bool) -> (u128, u128) {
+        let (n, d) = (self.provider_growth as u128, self.est_growth as u128);
+        if fixed || d < 1000 {
+            (1, 1)
+        } else if n > 4 * d {
+            (4, 1)
+        } else if 4 * n < d {
+            (1, 4)
+        } else {
+            (n, d)
+        }
+    }
+
     fn total(&self) -> u64 {
         self.nodes.iter().fold(0u64, |s, n| s.saturating_add(n.1))
     }
 
-    fn figures(&self, default_capacity: Option<u64>) -> Value {
+    fn figures(&self, default_capacity: Option<u64>, fixed: bool) -> Value {
         let total = self.total();
+        let (n, d) = self.ratio(fixed);
         let projected = match (self.pressure, self.anchor) {
-            (Some(p), Some(a)) => {
-                Some((p as i128 + total as i128 - a as i128).clamp(0, u64::MAX as i128) as u64)
-            }
+            (Some(p), Some(a)) => Some(
+                (p as i128 + model_scale(total as i128 - a as i128, n, d))
+                    .clamp(0, u64::MAX as i128) as u64,
+            ),
             _ => None,
+        };
+        let milli = model_scale(1000, n, d);
+        let scale = if milli % 1000 == 0 {
+            json!(milli / 1000)
+        } else {
+            json!(milli as f64 / 1000.0)
         };
         let capacity = self.capacity.or(default_capacity);
         let occupancy = match (projected.or(self.pressure), capacity) {
@@ -113,6 +148,7 @@ impl MSession {
             "systemTokens": env(self.system),
             "toolsTokens": env(self.tools),
             "messageTokens": (!self.partial).then_some(total),
+            "estimateScale": scale,
             "partial": self.partial,
         })
     }
@@ -120,6 +156,7 @@ impl MSession {
 
 struct Model {
     capacity: Option<u64>,
+    fixed: bool,
     sessions: HashMap<Vec<u8>, MSession>,
 }
 
@@ -132,7 +169,7 @@ fn error(key: &[u8], seq: Option<u64>, msg: &str) -> String {
     m.insert("session".into(), String::from_utf8_lossy(key).into());
     m.insert("seq".into(), json!(seq));
     m.insert("error".into(), msg.into());
-    m.insert("stateVersion".into(), 3.into());
+    m.insert("stateVersion".into(), 4.into());
     Value::Object(m).to_string()
 }
 
@@ -141,9 +178,10 @@ fn int(v: Option<&Value>) -> Option<u64> {
 }
 
 impl Model {
-    fn new(capacity: Option<u64>) -> Model {
+    fn new(capacity: Option<u64>, fixed: bool) -> Model {
         Model {
             capacity,
+            fixed,
             sessions: HashMap::new(),
         }
     }
@@ -212,7 +250,7 @@ impl Model {
             partial: seq != 0,
             ..MSession::default()
         });
-        let before = existed.map(|e| e.figures(self.capacity));
+        let before = existed.map(|e| e.figures(self.capacity, self.fixed));
         let node = (message.is_some() || span.is_some()).then(|| (seq, message.unwrap_or(0)));
 
         // Validate the span against the surface before anything changes.
@@ -252,8 +290,17 @@ impl Model {
             }
         }
         if let Some(p) = sample {
+            if let (Some(previous), Some(anchor), false) = (s.pressure, s.anchor, s.replaced) {
+                let d_est = s.total() as i128 - anchor as i128;
+                let d_provider = p as i128 - previous as i128;
+                if d_est > 0 && d_provider > 0 {
+                    s.est_growth = s.est_growth.saturating_add(d_est as u64);
+                    s.provider_growth = s.provider_growth.saturating_add(d_provider as u64);
+                }
+            }
             s.pressure = Some(p);
             s.anchor = Some(s.total());
+            s.replaced = false;
         }
         if let Some(n) = node {
             s.first_node.get_or_insert(n.0);
@@ -261,15 +308,17 @@ impl Model {
                 Edit::Append => s.nodes.push(n),
                 Edit::Splice(i, j) => {
                     s.nodes.splice(i..j, [n]);
+                    s.replaced = true;
                 }
                 Edit::Front(j) => {
                     s.nodes.splice(..j, [n]);
                     s.anchor = None;
+                    s.replaced = true;
                 }
             }
         }
         s.cursor = seq;
-        let now = s.figures(self.capacity);
+        let now = s.figures(self.capacity, self.fixed);
         self.sessions.insert(key.clone(), s);
         if before.as_ref() == Some(&now) {
             return vec![];
@@ -289,14 +338,17 @@ impl Model {
         if now["partial"] == true {
             m.insert("partial".into(), true.into());
         }
-        m.insert("stateVersion".into(), 3.into());
+        m.insert("stateVersion".into(), 4.into());
         vec![Value::Object(m).to_string()]
     }
 }
 
 fn assert_model_agrees(params: &[(&str, &str)], capacity: Option<u64>, recs: &[Rec], what: &str) {
     let mut p = processor(params);
-    let mut m = Model::new(capacity);
+    let fixed = params
+        .iter()
+        .any(|&(k, v)| k == "projection" && v == "fixed");
+    let mut m = Model::new(capacity, fixed);
     for (i, r) in recs.iter().enumerate() {
         let got = lines(&one(&mut p, r));
         let want = m.frame(r.key.as_deref(), &r.value);
@@ -329,6 +381,60 @@ fn the_records_match_a_reference_model_of_the_spec() {
         &example,
         "the example, no param",
     );
+    // Sessions long enough to calibrate, at ratios inside and beyond the clamp, with
+    // compactions between samples; under both projection methods.
+    let fixed = [
+        ("emit", "pressure"),
+        ("capacity", "100000"),
+        ("projection", "fixed"),
+    ];
+    for seed in 0..40 {
+        let recs = calibrating(seed);
+        assert_model_agrees(P, Some(100_000), &recs, &format!("calibrating seed {seed}"));
+        assert_model_agrees(
+            &fixed,
+            Some(100_000),
+            &recs,
+            &format!("calibrating seed {seed}, fixed"),
+        );
+    }
+}
+
+/// A session whose provider readings grow `ratio` times faster than the estimate (tenths,
+/// from 1/10 to 6: inside and beyond the [1/4, 4] clamp), with compactions between some
+/// samples, long enough for calibration to kick in.
+fn calibrating(seed: u64) -> Vec<Rec> {
+    let bytes = agent_fold_testkit::seeded_bytes(seed, 4096);
+    let mut at = 0;
+    let mut draw = |n: u64| {
+        at += 1;
+        bytes[at % bytes.len()] as u64 % n
+    };
+    let ratio_tenths = 1 + draw(60);
+    let (mut seq, mut pressure, mut nodes) = (0u64, 2000u64, Vec::new());
+    let mut recs = Vec::new();
+    let mut push = |v: Value| recs.push(Rec::new(Some(b"c"), v.to_string().as_bytes()));
+    for _ in 0..60 {
+        let tokens = 20 + draw(200) as usize;
+        push(json!({"type": "user/message", "seq": seq, "message": "a".repeat(4 * tokens - 2)}));
+        nodes.push(seq);
+        seq += 1;
+        if draw(7) == 0 && nodes.len() > 2 {
+            let from = nodes[draw(nodes.len() as u64) as usize];
+            let to = *nodes.last().unwrap();
+            push(
+                json!({"type": "user/message", "seq": seq, "message": "summary", "replaces": {"from_seq": from, "to_seq": to}}),
+            );
+            let i = nodes.iter().position(|n| *n == from).unwrap();
+            nodes.truncate(i);
+            nodes.push(seq);
+            seq += 1;
+        }
+        pressure += tokens as u64 * ratio_tenths / 10 + draw(30);
+        push(json!({"type": "assistant/message", "seq": seq, "usage": {"input_tokens": pressure}}));
+        seq += 1;
+    }
+    recs
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -526,7 +632,7 @@ fn native_run_on(p: &mut Processor, recs: &[Rec]) -> Vec<Rec> {
 /// session gets its own key, as sessions sharing a topic do.
 #[test]
 fn native_and_the_wasm_in_the_engine_agree() {
-    let mut engine = agent_fold::engine::Instance::new(wasm(), &owned(P), None).unwrap();
+    let mut engine = agent_fold::module::Instance::new(wasm(), &owned(P), None).unwrap();
     let mut p = processor(P);
     let mut invocations = 0;
     for seed in (0..SEEDS).step_by(5) {
@@ -609,7 +715,7 @@ fn the_generator_reaches_every_case() {
 /// and out of strings, at every length and alignment.
 #[test]
 fn the_estimate_counts_what_the_spec_defines() {
-    let bytes = agent_fold_core::testgen::seeded_bytes(0xe571_3a7e, 1 << 20);
+    let bytes = agent_fold_testkit::seeded_bytes(0xe571_3a7e, 1 << 20);
     let mut b = bytes.iter().copied().cycle();
     let mut next = move |n: u8| b.next().unwrap() % n;
     let mut cases = 0;
@@ -662,7 +768,12 @@ fn look_back_in_the_engine_matches_the_library() {
         history.extend(recs);
         rest.extend(tail);
     }
-    let mut engine = agent_fold::engine::Instance::new(wasm(), &owned(P), Some(&history)).unwrap();
+    let mut engine = agent_fold::module::Instance::new(
+        wasm(),
+        &owned(P),
+        Some((&history, -(history.len() as i64))),
+    )
+    .unwrap();
     let mut p = processor(P);
     p.look_back(&inputs(&history));
     let want = native_on(&mut p, &rest, 7);

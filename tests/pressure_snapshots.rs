@@ -8,11 +8,12 @@
 //! it prices at `n`. In the briefs below: `P` pressureTokens, `J` projectedTokens, `C` capacity,
 //! `O` contextOccupancy, `S` systemTokens, `T` toolsTokens, `M` messageTokens, `-` null.
 
-mod pressure_common;
+mod common;
 
-use agent_fold::engine::{Instance, Rec};
-use agent_fold::runner::native_process;
-use pressure_common::*;
+use agent_fold::module::Instance;
+use agent_fold::module::native_process;
+use agent_fold::record::Rec;
+use common::pressure::*;
 use serde_json::Value;
 
 const P: &[(&str, &str)] = &[("emit", "pressure"), ("capacity", "100000")];

@@ -6,6 +6,7 @@
 mod common;
 
 use agent_fold::jsonl;
+use common::frames::*;
 use common::*;
 
 fn example() -> Vec<Rec> {
@@ -171,9 +172,11 @@ fn init_refuses_every_bad_param_naming_it() {
         ("capacity", "0"),
         ("max_sessions", "0"),
         ("malformed", "ignore"),
+        ("input", "json"),
+        ("projection", "smart"),
         ("colour", "blue"),
     ] {
-        let err = agent_fold::engine::Instance::new(wasm(), &owned(&[(k, v)]), None)
+        let err = agent_fold::module::Instance::new(wasm(), &owned(&[(k, v)]), None)
             .err()
             .unwrap_or_else(|| panic!("{k}={v:?} is accepted"));
         let text = format!("{err:#}");
@@ -200,7 +203,11 @@ fn init_refuses_every_bad_param_naming_it() {
         let err = agent_fold_core::Processor::from_params([(k, v)])
             .err()
             .unwrap_or_else(|| panic!("{k}={v:?} is accepted"));
-        assert!(err.0.contains(&format!("`{k}`")), "{k}={v:?}: {err}");
+        assert_eq!(err.key(), k, "{k}={v:?}: {err}");
+        assert!(
+            err.to_string().contains(&format!("`{k}`")),
+            "{k}={v:?}: {err}"
+        );
     }
     // And the good values are taken.
     for (k, v) in [
@@ -333,4 +340,17 @@ fn a_stream_of_100k_records_runs_within_the_default_memory_limit() {
     let out = both_checked(&[("max_sessions", "16")], None, &pages);
     assert!(folds(&out) > 1000, "{} folds", folds(&out));
     assert_eq!(tallies(&input), tallies(&out), "conservation per session");
+}
+
+#[test]
+fn smart_toml_documents_every_param_and_no_other() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Smart.toml")).unwrap();
+    let documented: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("name = \""))
+        .filter_map(|l| l.strip_suffix('"'))
+        .filter(|n| *n != "agent-fold")
+        .collect();
+    let params: Vec<&str> = agent_fold_core::PARAMS.iter().map(|p| p.name).collect();
+    assert_eq!(documented, params);
 }

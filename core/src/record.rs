@@ -1,33 +1,50 @@
-//! Records in and out of an invocation, as the adapters hand them over.
+//! Records in and out of an invocation, and the session a record belongs to.
 
 use std::borrow::Cow;
 use std::fmt;
 
-use crate::frame::FrameView;
+use crate::frame::Frame;
 
-/// One record of an invocation: its key, if it has one, and its value.
+/// The longest session key that keeps state (SPEC §1): a longer one is served without any.
+pub const MAX_KEY_LEN: usize = 1024;
+
+/// One record of an invocation: its key, if it has one, its value, and its offset in the
+/// topic when known (an adapter tells a line delivered again by it).
 #[derive(Debug, Clone, Copy)]
 pub struct RecordIn<'a> {
     pub key: Option<&'a [u8]>,
     pub value: &'a [u8],
+    pub offset: Option<i64>,
 }
 
 impl<'a> RecordIn<'a> {
     pub fn new(key: Option<&'a [u8]>, value: &'a [u8]) -> Self {
-        RecordIn { key, value }
+        RecordIn {
+            key,
+            value,
+            offset: None,
+        }
     }
 
-    /// The session a record belongs to: its key, else its frame's `session_id` string, else
-    /// the empty session.
-    pub fn session(&self, view: Option<&FrameView<'a>>) -> Cow<'a, [u8]> {
-        if let Some(k) = self.key {
-            return Cow::Borrowed(k);
+    /// The record at `offset` in its topic.
+    pub fn at(self, offset: i64) -> Self {
+        RecordIn {
+            offset: Some(offset),
+            ..self
         }
-        match view.and_then(|v| v.session_id.as_ref()) {
-            Some(Cow::Borrowed(s)) => Cow::Borrowed(s.as_bytes()),
-            Some(Cow::Owned(s)) => Cow::Owned(s.clone().into_bytes()),
-            None => Cow::Borrowed(b""),
-        }
+    }
+}
+
+/// The session a frame belongs to: its record's key, else its `session_id` string, else the
+/// empty session.
+pub fn session_key<'a>(key: Option<&'a [u8]>, frame: Option<&Frame<'a>>) -> Cow<'a, [u8]> {
+    if let Some(k) = key {
+        return Cow::Borrowed(k);
+    }
+    match frame.and_then(|v| v.session_id()) {
+        Some(Cow::Borrowed(s)) => Cow::Borrowed(s.as_bytes()),
+        Some(Cow::Owned(s)) => Cow::Owned(s.clone().into_bytes()),
+        None => Cow::Borrowed(b""),
     }
 }
 
@@ -38,8 +55,8 @@ pub enum Emit {
     Pass(usize),
     /// Input record `i`'s key with a new value (a folded frame).
     Replace(usize, Vec<u8>),
-    /// A derived record (pressure view), keyed by its session; `at` is the input record it
-    /// was derived from (its offset and timestamp carry over).
+    /// A record of the module's own (a derived record, or an adapted frame), keyed by its
+    /// session; `at` is the input record it came from (its offset and timestamp carry over).
     New {
         at: usize,
         key: Vec<u8>,
@@ -53,6 +70,16 @@ pub struct BatchError {
     /// Index of the offending record in the invocation.
     pub index: usize,
     pub message: String,
+}
+
+impl BatchError {
+    /// The refusal of a record that is not a JSON object, under `malformed=fail`.
+    pub fn not_an_object(index: usize) -> BatchError {
+        BatchError {
+            index,
+            message: "agent-fold: the record is not a JSON object (malformed=fail)".into(),
+        }
+    }
 }
 
 impl fmt::Display for BatchError {

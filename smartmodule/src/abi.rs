@@ -87,7 +87,7 @@ pub unsafe extern "C" fn array_map(ptr: *mut u8, len: usize, version: i16) -> i3
         return SmartModuleTransformErrorStatus::DecodingBaseInput as i32;
     };
     let mut output = SmartModuleOutput::default();
-    match crate::process(records) {
+    match crate::process(records, base_offset) {
         Ok(out) => output.successes = out,
         Err(failed) => {
             let (e, record) = *failed;
@@ -109,9 +109,9 @@ pub unsafe extern "C" fn array_map(ptr: *mut u8, len: usize, version: i16) -> i3
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn look_back(ptr: *mut u8, len: usize, version: i16) -> i32 {
     let bytes = unsafe { input(ptr, len) };
-    let Some((_, records)) = records(bytes, version) else {
+    let Some((base_offset, records)) = records(bytes, version) else {
         return SmartModuleLookbackErrorStatus::DecodingBaseInput as i32;
     };
-    crate::look_back(&records);
+    crate::look_back(&records, base_offset);
     0
 }

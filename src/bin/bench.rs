@@ -16,7 +16,8 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use agent_fold::corpus::{Corpus, CorpusConfig};
-use agent_fold::engine::{Rec, default_wasm_path, read_wasm};
+use agent_fold::module::{default_wasm_path, read_wasm};
+use agent_fold::record::Rec;
 use agent_fold_core::{Emit, Processor, RecordIn};
 use anyhow::{Result, anyhow, bail};
 use fluvio_smartengine::{
@@ -621,54 +622,47 @@ fn stream_memory(views: &[(&'static str, usize)], total: usize, seed: u64) -> Re
 
 // ---------------------------------------------------------------------------------------------
 
+/// agent-fold's bench: the identity module, the frames and pressure views in fluvio-smartengine
+/// at batch 1, 100 and 10,000, the native core, a naive serde_json baseline, per-session state
+/// and memory over a long stream.
+#[derive(clap::Parser)]
+#[command(name = "bench")]
 struct Args {
+    /// 20,000 records unless --records says otherwise (the full run takes 200,000)
+    #[arg(long)]
     quick: bool,
-    records: usize,
+    /// Records in the timed corpus
+    #[arg(long, value_parser = number)]
+    records: Option<usize>,
+    /// Records in the memory stream
+    #[arg(long, default_value = "1000000", value_parser = number)]
     stream: usize,
+    /// The corpus generator's seed
+    #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// The agent-fold module
+    #[arg(long, value_name = "FILE", default_value_os_t = default_wasm_path())]
     wasm: PathBuf,
-    identity: PathBuf,
+    /// The identity module (default: beside the agent-fold module)
+    #[arg(long, value_name = "FILE")]
+    identity: Option<PathBuf>,
+}
+
+/// An integer, `_` separators allowed.
+fn number(s: &str) -> Result<usize, String> {
+    s.replace('_', "")
+        .parse()
+        .map_err(|_| format!("{s:?} is not an integer"))
 }
 
 fn parse_args() -> Result<Args> {
-    let mut quick = false;
-    let mut records = None;
-    let mut stream = None;
-    let mut seed = 42;
-    let wasm = default_wasm_path();
-    let mut identity = wasm.with_file_name("agent_fold_identity.wasm");
-    let mut wasm_arg = None;
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        let mut num = |name: &str| -> Result<u64> {
-            it.next()
-                .and_then(|v| v.replace('_', "").parse().ok())
-                .ok_or_else(|| anyhow!("{name} takes an integer"))
-        };
-        match a.as_str() {
-            "--quick" => quick = true,
-            "--records" => records = Some(num("--records")? as usize),
-            "--stream" => stream = Some(num("--stream")? as usize),
-            "--seed" => seed = num("--seed")?,
-            "--wasm" => wasm_arg = it.next().map(PathBuf::from),
-            "--identity" => identity = it.next().map(PathBuf::from).unwrap_or(identity),
-            "-h" | "--help" => {
-                println!(
-                    "usage: bench [--quick] [--records N] [--stream N] [--seed S] [--wasm F] [--identity F]"
-                );
-                std::process::exit(0);
-            }
-            s => bail!("unknown option {s}"),
-        }
-    }
-    Ok(Args {
-        quick,
-        records: records.unwrap_or(if quick { 20_000 } else { 200_000 }),
-        stream: stream.unwrap_or(1_000_000),
-        seed,
-        wasm: wasm_arg.unwrap_or(wasm),
-        identity,
-    })
+    use clap::Parser;
+    let mut a = Args::parse();
+    a.records
+        .get_or_insert(if a.quick { 20_000 } else { 200_000 });
+    a.identity
+        .get_or_insert_with(|| a.wasm.with_file_name("agent_fold_identity.wasm"));
+    Ok(a)
 }
 
 fn mib(bytes: i64) -> String {
@@ -679,17 +673,15 @@ fn main() -> Result<()> {
     let args = parse_args()?;
     let started = Instant::now();
     let wasm = read_wasm(&args.wasm)?;
-    let identity = read_wasm(&args.identity)?;
+    let identity = read_wasm(args.identity.as_deref().expect("set in parse_args"))?;
+    let records = args.records.expect("set in parse_args");
 
-    eprintln!(
-        "bench: generating {} records (seed {})",
-        args.records, args.seed
-    );
+    eprintln!("bench: generating {} records (seed {})", records, args.seed);
     let mut generator = Corpus::new(CorpusConfig {
         seed: args.seed,
         ..CorpusConfig::default()
     });
-    let corpus: Vec<Rec> = generator.by_ref().take(args.records).collect();
+    let corpus: Vec<Rec> = generator.by_ref().take(records).collect();
     let stats = generator.stats().clone();
 
     let engine = SmartEngine::new();

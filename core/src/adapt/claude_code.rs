@@ -18,110 +18,95 @@
 //! - Everything else (hook and bash progress, file-history snapshots, other system lines,
 //!   types to come) passes through as `claude-code/<type>[/<subtype>]`.
 
-use serde_json::{Map, Value};
+use super::build::{Cx, Id, kind_of};
+use super::claude;
+use super::line::{Line, at, str_at};
 
-use super::{Cx, claude_message, kind_of, str_at};
-
-pub(crate) fn adapt(cx: &mut Cx, mut line: Map<String, Value>) {
-    let stamp = line.get("timestamp").cloned();
-    let stamp = stamp.as_ref();
-    let uuid = str_at(&line, "uuid").map(str::to_owned);
-    let uuid = uuid.as_deref();
-    let agent = str_at(&line, "agentId").map(str::to_owned);
-    let sidechain = line.get("isSidechain") == Some(&Value::Bool(true));
-    let parent = sidechain.then(|| match (&agent, str_at(&line, "parentToolUseID")) {
+pub(crate) fn adapt(cx: &mut Cx, line: &Line) {
+    let stamp = line.get("timestamp");
+    let uuid = line.str_raw("uuid");
+    let id = || uuid.map_or(Id::Numbered, Id::Raw);
+    let agent = line.str("agentId");
+    let sidechain = line.is_true("isSidechain");
+    let parent = sidechain.then(|| match (&agent, line.str("parentToolUseID")) {
         (Some(a), _) => format!("agent-{a}"),
-        (None, Some(p)) => p.to_owned(),
+        (None, Some(p)) => p.into_owned(),
         (None, None) => "sidechain".to_owned(),
     });
     let parent = parent.as_deref();
-    let kind = str_at(&line, "type").unwrap_or("").to_owned();
-    match kind.as_str() {
-        "assistant" | "user" if line.get("message").is_some_and(Value::is_object) => {
-            let Some(Value::Object(mut msg)) = line.remove("message") else {
-                return;
-            };
-            let summary = kind == "user"
-                && !sidechain
-                && line.get("isCompactSummary") == Some(&Value::Bool(true));
-            if summary {
-                let content = msg.remove("content").unwrap_or(Value::Null);
-                let mut f = cx.frame("user/message", uuid, stamp, None);
-                f.extra("source_type", "user".into())
-                    .extra("compact_summary", true.into());
-                cx.emit_replacement(f, content);
-                let end_id = uuid.map(|u| format!("{u}#end"));
-                let mut end = cx.frame("compact/end", end_id.as_deref(), stamp, None);
-                end.extra("source_type", "user".into());
+    let kind = line.str("type").unwrap_or_default();
+    match &*kind {
+        "assistant" | "user" if line.object("message").is_some() => {
+            let msg = line.object("message").unwrap_or("{}");
+            if kind == "user" && !sidechain && line.is_true("isCompactSummary") {
+                let mut f = cx.frame("user/message", id(), stamp, None);
+                f.extra_str("source_type", "user")
+                    .extra_raw("compact_summary", "true");
+                cx.emit_replacement(f, at(Some(msg), "content").unwrap_or("null"));
+                let end_id = match line.str("uuid") {
+                    Some(u) => Id::Text(format!("{u}#end")),
+                    None => Id::Numbered,
+                };
+                let mut end = cx.frame("compact/end", end_id, stamp, None);
+                end.extra_str("source_type", "user");
                 cx.emit(end);
                 return;
             }
-            let mut f = claude_message(cx, &kind, msg, uuid, stamp, parent);
-            f.extra("source_type", kind.as_str().into());
-            if let Some(a) = agent {
-                f.extra("agent_id", a.into());
+            let mut f = claude::message(cx, &kind, msg, id(), stamp, parent);
+            f.extra_str("source_type", &kind);
+            if let Some(a) = &agent {
+                f.extra_str("agent_id", a);
             }
-            if line.get("isMeta") == Some(&Value::Bool(true)) {
-                f.extra("is_meta", true.into());
+            if line.is_true("isMeta") {
+                f.extra_raw("is_meta", "true");
             }
             cx.emit(f);
         }
         "progress" => {
-            let data_type = line
-                .get("data")
-                .and_then(|d| d.get("type"))
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            let nested = line
-                .get("data")
-                .and_then(|d| d.get("message"))
-                .filter(|m| m.get("message").is_some_and(Value::is_object))
-                .is_some();
-            if data_type.as_deref() == Some("agent_progress") && nested {
-                let Some(Value::Object(mut data)) = line.remove("data") else {
-                    return;
-                };
-                let Some(Value::Object(mut nested)) = data.remove("message") else {
-                    return;
-                };
-                let Some(Value::Object(msg)) = nested.remove("message") else {
-                    return;
-                };
-                let data_agent = str_at(&data, "agentId").map(str::to_owned);
-                let call = str_at(&line, "parentToolUseID")
-                    .map(str::to_owned)
-                    .or_else(|| data_agent.as_ref().map(|a| format!("agent-{a}")))
-                    .unwrap_or_else(|| "agent".to_owned());
-                let role = match str_at(&nested, "type") {
-                    Some("assistant") => "assistant",
-                    _ => "user",
-                };
-                let mut f = claude_message(cx, role, msg, uuid, stamp, Some(&call));
-                f.extra("source_type", "progress/agent_progress".into());
-                if let Some(a) = data_agent {
-                    f.extra("agent_id", a.into());
+            let data = line.get("data");
+            let data_type = str_at(data, "type");
+            let nested = at(data, "message");
+            let msg = at(nested, "message").filter(|m| m.starts_with('{'));
+            match (data_type.as_deref(), msg) {
+                (Some("agent_progress"), Some(msg)) => {
+                    let data_agent = str_at(data, "agentId");
+                    let call = match (line.str("parentToolUseID"), &data_agent) {
+                        (Some(p), _) => p.into_owned(),
+                        (None, Some(a)) => format!("agent-{a}"),
+                        (None, None) => "agent".to_owned(),
+                    };
+                    let role = match str_at(nested, "type").as_deref() {
+                        Some("assistant") => "assistant",
+                        _ => "user",
+                    };
+                    let mut f = claude::message(cx, role, msg, id(), stamp, Some(&call));
+                    f.extra_str("source_type", "progress/agent_progress");
+                    if let Some(a) = &data_agent {
+                        f.extra_str("agent_id", a);
+                    }
+                    if let Some(u) = at(nested, "uuid") {
+                        f.extra_raw("nested_uuid", u);
+                    }
+                    cx.emit(f);
                 }
-                if let Some(u) = nested.remove("uuid") {
-                    f.extra("nested_uuid", u);
+                _ => {
+                    let kind = kind_of(line, data_type.as_deref());
+                    cx.pass_through(&kind, id(), stamp, parent, line);
                 }
-                cx.emit(f);
-            } else {
-                let kind = kind_of(&line, data_type.as_deref());
-                cx.pass_through(&kind, uuid, stamp, parent, line);
             }
         }
-        "system" if !sidechain && str_at(&line, "subtype") == Some("compact_boundary") => {
-            let mut f = cx.frame("compact/start", uuid, stamp, None);
-            f.extra("source_type", "system/compact_boundary".into());
-            if let Some(m) = line.remove("compactMetadata") {
-                f.extra("compact_metadata", m);
+        "system" if !sidechain && line.str("subtype").as_deref() == Some("compact_boundary") => {
+            let mut f = cx.frame("compact/start", id(), stamp, None);
+            f.extra_str("source_type", "system/compact_boundary");
+            if let Some(m) = line.get("compactMetadata") {
+                f.extra_raw("compact_metadata", m);
             }
             cx.emit(f);
         }
         _ => {
-            let sub = str_at(&line, "subtype").map(str::to_owned);
-            let kind = kind_of(&line, sub.as_deref());
-            cx.pass_through(&kind, uuid, stamp, parent, line);
+            let sub = line.str("subtype");
+            let kind = kind_of(line, sub.as_deref());
+            cx.pass_through(&kind, id(), stamp, parent, line);
         }
     }
 }
@@ -234,5 +219,26 @@ mod tests {
         assert_eq!(out[5]["id"], "sum#end");
         // The second compaction replaces the first summary through what followed it.
         assert_eq!(out[8]["replaces"], json!({"from_seq":4,"to_seq":6}));
+    }
+
+    #[test]
+    fn lines_serde_json_refuses_are_adapted() {
+        // A lone surrogate (tool output cut inside an emoji), deep nesting, a huge number.
+        let deep = format!("{}{}", "[".repeat(300), "]".repeat(300));
+        let lines = [
+            r#"{"type":"user","sessionId":"s","uuid":"u0","message":{"role":"user","content":"cut \ud83d here"}}"#.to_owned(),
+            format!(r#"{{"type":"user","sessionId":"s","uuid":"u1","x":{deep},"message":{{"role":"user","content":"deep"}}}}"#),
+            r#"{"type":"assistant","sessionId":"s","uuid":"u2","x":1e400,"message":{"id":"m","role":"assistant","content":[],"usage":{"input_tokens":7}}}"#.to_owned(),
+        ];
+        let mut a = crate::adapt::Adapter::new(Input::ClaudeCode, 10);
+        let frames = a.adapt_all(lines.iter().map(|l| (None, l.as_bytes())));
+        assert_eq!(frames.len(), 3);
+        let text = String::from_utf8(frames[0].clone()).unwrap();
+        assert!(text.contains(r#""message":"cut \ud83d here""#), "{text}");
+        assert!(crate::Frame::parse(&frames[1]).unwrap().message().is_some());
+        assert_eq!(
+            crate::Frame::parse(&frames[2]).unwrap().usage(),
+            Some(r#"{"input_tokens":7}"#)
+        );
     }
 }

@@ -13,77 +13,75 @@
 //! - `result` lines, other stream events and anything else pass through as
 //!   `claude-stream/<type>[/<subtype>]`.
 
-use serde_json::{Map, Value};
-
-use super::{Cx, claude_message, kind_of, str_at};
+use super::build::{Cx, Id, kind_of};
+use super::claude;
+use super::line::{Line, at, str_at};
 use crate::estimate::estimate;
+use crate::json;
 
-pub(crate) fn adapt(cx: &mut Cx, mut line: Map<String, Value>) {
-    let stamp = line.get("timestamp").cloned();
-    let stamp = stamp.as_ref();
-    let uuid = str_at(&line, "uuid").map(str::to_owned);
-    let uuid = uuid.as_deref();
-    let parent = str_at(&line, "parent_tool_use_id").map(str::to_owned);
+pub(crate) fn adapt(cx: &mut Cx, line: &Line) {
+    let stamp = line.get("timestamp");
+    let uuid = line.str_raw("uuid");
+    let id = || uuid.map_or(Id::Numbered, Id::Raw);
+    let parent = line.str("parent_tool_use_id");
     let parent = parent.as_deref();
-    let kind = str_at(&line, "type").unwrap_or("").to_owned();
-    let subtype = str_at(&line, "subtype").map(str::to_owned);
-    match (kind.as_str(), subtype.as_deref()) {
+    let kind = line.str("type").unwrap_or_default();
+    let subtype = line.str("subtype");
+    match (&*kind, subtype.as_deref()) {
         ("system", Some("init")) => {
-            let mut f = cx.frame("request/header", uuid, stamp, parent);
-            if let Some(t) = line.remove("tools") {
-                f.set("tools", t);
+            let mut f = cx.frame("request/header", id(), stamp, parent);
+            if let Some(t) = line.get("tools") {
+                f.raw("tools", t);
             }
-            f.extra("source_type", "system/init".into());
+            f.extra_str("source_type", "system/init");
             if let Some(m) = line.get("model") {
-                f.extra("model", m.clone());
+                f.extra_raw("model", m);
             }
-            f.source(line);
+            f.source(line, &["tools"], &[]);
             cx.emit(f);
         }
         ("system", Some("compact_boundary")) => {
-            let mut f = cx.frame("compact/start", uuid, stamp, parent);
-            f.extra("source_type", "system/compact_boundary".into());
-            f.source(line);
+            let mut f = cx.frame("compact/start", id(), stamp, parent);
+            f.extra_str("source_type", "system/compact_boundary");
+            f.source(line, &[], &[]);
             cx.emit(f);
         }
-        ("assistant" | "user", _) if line.get("message").is_some_and(Value::is_object) => {
-            let Some(Value::Object(msg)) = line.remove("message") else {
-                return;
-            };
-            let mut f = claude_message(cx, &kind, msg, uuid, stamp, parent);
-            f.extra("source_type", kind.as_str().into());
+        ("assistant" | "user", _) if line.object("message").is_some() => {
+            let msg = line.object("message").unwrap_or("{}");
+            let mut f = claude::message(cx, &kind, msg, id(), stamp, parent);
+            f.extra_str("source_type", &kind);
             cx.emit(f);
         }
         ("stream_event", _) => {
             let event = line.get("event");
-            let event_type = event
-                .and_then(|e| e.get("type"))
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            let thinking = event
-                .filter(|_| event_type.as_deref() == Some("content_block_delta"))
-                .and_then(|e| e.get("delta"))
-                .filter(|d| d.get("type").and_then(Value::as_str) == Some("thinking_delta"))
-                .and_then(|d| d.get("thinking"))
-                .filter(|t| t.is_string());
-            if let Some(text) = thinking {
-                let delta = estimate(&serde_json::to_vec(text).unwrap_or_default());
-                let index = event.and_then(|e| e.get("index")).cloned();
-                let mut f = cx.frame("thinking/tokens", uuid, stamp, parent);
-                f.set("estimated_tokens_delta", delta.into());
-                f.extra("source_type", "stream_event/thinking_delta".into());
-                if let Some(i) = index {
-                    f.extra("index", i);
+            let event_type = str_at(event, "type");
+            let delta = at(event, "delta");
+            let thinking = at(delta, "thinking").filter(|t| {
+                event_type.as_deref() == Some("content_block_delta")
+                    && str_at(delta, "type").as_deref() == Some("thinking_delta")
+                    && json::is_string(t)
+            });
+            match thinking {
+                Some(text) => {
+                    let mut canonical = Vec::with_capacity(text.len());
+                    json::canonical_into(&mut canonical, text);
+                    let mut f = cx.frame("thinking/tokens", id(), stamp, parent);
+                    f.uint("estimated_tokens_delta", estimate(&canonical));
+                    f.extra_str("source_type", "stream_event/thinking_delta");
+                    if let Some(i) = at(event, "index") {
+                        f.extra_raw("index", i);
+                    }
+                    cx.emit(f);
                 }
-                cx.emit(f);
-            } else {
-                let kind = kind_of(&line, event_type.as_deref());
-                cx.pass_through(&kind, uuid, stamp, parent, line);
+                None => {
+                    let kind = kind_of(line, event_type.as_deref());
+                    cx.pass_through(&kind, id(), stamp, parent, line);
+                }
             }
         }
         _ => {
-            let kind = kind_of(&line, subtype.as_deref());
-            cx.pass_through(&kind, uuid, stamp, parent, line);
+            let kind = kind_of(line, subtype.as_deref());
+            cx.pass_through(&kind, id(), stamp, parent, line);
         }
     }
 }

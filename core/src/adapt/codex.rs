@@ -24,22 +24,17 @@
 //! its own response joined the surface: until the next reading the projection leaves out that
 //! response (its output tokens). The accuracy report measures what that costs.
 
-use serde_json::{Map, Value, json};
+use super::build::{Cx, Id, kind_of};
+use super::line::{Line, at, is_object, str_at, uint_at};
+use super::state::State;
 
-use super::{Cx, State, kind_of, str_at};
-
-pub(crate) fn adapt(cx: &mut Cx, mut line: Map<String, Value>) {
-    let stamp = line.get("timestamp").cloned();
-    let stamp = stamp.as_ref();
-    let kind = str_at(&line, "type").unwrap_or("").to_owned();
-    let payload_type = line
-        .get("payload")
-        .and_then(|p| p.get("type"))
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    let payload_is_object = line.get("payload").is_some_and(Value::is_object);
-    match (kind.as_str(), payload_type.as_deref()) {
-        ("session_meta", _) if payload_is_object => session_meta(cx, line, stamp),
+pub(crate) fn adapt(cx: &mut Cx, line: &Line) {
+    let stamp = line.get("timestamp");
+    let kind = line.str("type").unwrap_or_default();
+    let payload = line.object("payload");
+    let payload_type = str_at(payload, "type");
+    match (&*kind, payload_type.as_deref()) {
+        ("session_meta", _) if payload.is_some() => session_meta(cx, line, stamp),
         ("response_item", Some(t)) => {
             let kind = match t {
                 "message" => None,
@@ -51,136 +46,122 @@ pub(crate) fn adapt(cx: &mut Cx, mut line: Map<String, Value>) {
                 | "local_shell_call_output"
                 | "tool_search_output" => Some("tool/result"),
                 _ => {
-                    let kind = kind_of(&line, Some(t));
-                    return cx.pass_through(&kind, None, stamp, None, line);
+                    let kind = kind_of(line, Some(t));
+                    return cx.pass_through(&kind, Id::Numbered, stamp, None, line);
                 }
             };
-            let Some(Value::Object(mut item)) = line.remove("payload") else {
-                return;
-            };
+            let item = payload.unwrap_or("{}");
             let (kind, message) = match kind {
-                Some(k) => (k.to_owned(), Value::Object(item.clone())),
+                Some(k) => (k.to_owned(), item),
                 None => {
-                    let role = str_at(&item, "role").unwrap_or("user").to_owned();
-                    let content = item.remove("content").unwrap_or(Value::Null);
-                    (format!("{role}/message"), content)
+                    let role = str_at(Some(item), "role");
+                    let kind = format!("{}/message", role.as_deref().unwrap_or("user"));
+                    (kind, at(Some(item), "content").unwrap_or("null"))
                 }
             };
-            let mut f = cx.frame(&kind, None, stamp, None);
-            f.set("message", message);
-            f.extra("source_type", format!("response_item/{t}").into());
-            if let Some(p) = item.get("phase") {
-                f.extra("phase", p.clone());
+            let mut f = cx.frame(&kind, Id::Numbered, stamp, None);
+            f.raw("message", message);
+            f.extra_str("source_type", &format!("response_item/{t}"));
+            if let Some(p) = at(Some(item), "phase") {
+                f.extra_raw("phase", p);
             }
-            if let Some(c) = item.get("call_id") {
-                f.extra("call_id", c.clone());
+            if let Some(c) = at(Some(item), "call_id") {
+                f.extra_raw("call_id", c);
             }
             cx.emit(f);
         }
-        ("compacted", _) if payload_is_object => {
-            let mut start = cx.frame("compact/start", None, stamp, None);
-            start.extra("source_type", "compacted".into());
+        ("compacted", _) if payload.is_some() => {
+            let mut start = cx.frame("compact/start", Id::Numbered, stamp, None);
+            start.extra_str("source_type", "compacted");
             cx.emit(start);
-            let Some(Value::Object(mut payload)) = line.remove("payload") else {
-                return;
-            };
-            let summary = payload.remove("message");
-            let mut f = cx.frame("user/message", None, stamp, None);
-            f.extra("source_type", "compacted".into());
-            let message = match payload.remove("replacement_history") {
+            let summary = at(payload, "message");
+            let mut f = cx.frame("user/message", Id::Numbered, stamp, None);
+            f.extra_str("source_type", "compacted");
+            let message = match at(payload, "replacement_history") {
                 Some(h) => {
                     if let Some(s) = summary {
-                        f.extra("summary", s);
+                        f.extra_raw("summary", s);
                     }
                     h
                 }
-                None => summary.unwrap_or(Value::Null),
+                None => summary.unwrap_or("null"),
             };
             cx.emit_replacement(f, message);
         }
         ("event_msg", Some("token_count")) => token_count(cx, line, stamp),
         ("event_msg", Some("task_started")) => {
-            let window = line
-                .get("payload")
-                .and_then(|p| p.get("model_context_window"))
-                .and_then(Value::as_u64)
-                .filter(|w| *w >= 1);
-            match window {
+            match uint_at(payload, "model_context_window").filter(|w| *w >= 1) {
                 Some(w) => {
                     cx.st.window = Some(w);
-                    let mut f = cx.frame("request/header", None, stamp, None);
-                    f.set("context_window", w.into());
-                    f.extra("source_type", "event_msg/task_started".into());
-                    f.source(line);
+                    let mut f = cx.frame("request/header", Id::Numbered, stamp, None);
+                    f.uint("context_window", w);
+                    f.extra_str("source_type", "event_msg/task_started");
+                    f.source(line, &[], &[]);
                     cx.emit(f);
                 }
                 None => {
-                    let kind = kind_of(&line, payload_type.as_deref());
-                    cx.pass_through(&kind, None, stamp, None, line);
+                    let kind = kind_of(line, payload_type.as_deref());
+                    cx.pass_through(&kind, Id::Numbered, stamp, None, line);
                 }
             }
         }
         ("event_msg", Some("context_compacted")) => {
-            let mut f = cx.frame("compact/end", None, stamp, None);
-            f.extra("source_type", "event_msg/context_compacted".into());
+            let mut f = cx.frame("compact/end", Id::Numbered, stamp, None);
+            f.extra_str("source_type", "event_msg/context_compacted");
             cx.emit(f);
         }
         _ => {
-            let kind = kind_of(&line, payload_type.as_deref());
-            cx.pass_through(&kind, None, stamp, None, line);
+            let kind = kind_of(line, payload_type.as_deref());
+            cx.pass_through(&kind, Id::Numbered, stamp, None, line);
         }
     }
 }
 
-fn session_meta(cx: &mut Cx, mut line: Map<String, Value>, stamp: Option<&Value>) {
-    let id = line
-        .get("payload")
-        .and_then(|p| p.get("id"))
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    if let Some(id) = id {
-        if cx.st.session_id.as_ref().is_some_and(|s| *s != id) {
-            // Another rollout in the same stream: a new session.
-            *cx.st = State::default();
+/// The session a Codex line names: its `session_meta`'s id.
+pub(crate) fn session_of(line: &Line) -> Option<String> {
+    if line.str("type").as_deref() != Some("session_meta") {
+        return None;
+    }
+    str_at(line.object("payload"), "id").map(|s| s.into_owned())
+}
+
+fn session_meta(cx: &mut Cx, line: &Line, stamp: Option<&str>) {
+    let payload = line.object("payload");
+    if let Some(id) = str_at(payload, "id") {
+        if cx.st.session_id.as_deref().is_some_and(|s| s != id) {
+            // Another rollout under the same record key: a new session.
+            *cx.st = State {
+                next_seq: 0,
+                ..State::default()
+            };
         }
-        cx.st.session_id = Some(id.clone());
-        cx.session = Some(id);
+        cx.st.session_id = Some(id.clone().into_owned());
+        cx.session = Some(id.into_owned());
     }
-    let system = line
-        .get_mut("payload")
-        .and_then(Value::as_object_mut)
-        .and_then(|p| p.remove("base_instructions"));
-    let mut f = cx.frame("request/header", None, stamp, None);
-    if let Some(s) = system {
-        f.set("system", s);
+    let mut f = cx.frame("request/header", Id::Numbered, stamp, None);
+    if let Some(s) = at(payload, "base_instructions") {
+        f.raw("system", s);
     }
-    f.extra("source_type", "session_meta".into());
-    f.source(line);
+    f.extra_str("source_type", "session_meta");
+    f.source(line, &[], &["base_instructions"]);
     cx.emit(f);
 }
 
-fn token_count(cx: &mut Cx, line: Map<String, Value>, stamp: Option<&Value>) {
-    let info = line
-        .get("payload")
-        .and_then(|p| p.get("info"))
-        .filter(|i| i.is_object());
-    let n = |o: Option<&Value>, k: &str| o.and_then(|o| o.get(k)).and_then(Value::as_u64);
-    let last = info.and_then(|i| i.get("last_token_usage"));
-    let input = n(last, "input_tokens").unwrap_or(0);
-    let cached = n(last, "cached_input_tokens").unwrap_or(0).min(input);
-    let output = n(last, "output_tokens");
-    let reasoning = n(last, "reasoning_output_tokens");
-    let total = n(
-        info.and_then(|i| i.get("total_token_usage")),
-        "total_tokens",
-    );
-    let window = n(info, "model_context_window").filter(|w| *w >= 1);
+fn token_count(cx: &mut Cx, line: &Line, stamp: Option<&str>) {
+    let info = at(line.object("payload"), "info").filter(|i| is_object(i));
+    let last = at(info, "last_token_usage");
+    let input = uint_at(last, "input_tokens").unwrap_or(0);
+    let cached = uint_at(last, "cached_input_tokens").unwrap_or(0).min(input);
+    let output = uint_at(last, "output_tokens");
+    let reasoning = uint_at(last, "reasoning_output_tokens");
+    let total = uint_at(at(info, "total_token_usage"), "total_tokens");
+    let window = uint_at(info, "model_context_window").filter(|w| *w >= 1);
 
     if let Some(w) = window.filter(|w| cx.st.window != Some(*w)) {
         cx.st.window = Some(w);
-        let mut h = cx.frame("request/header", None, stamp, None);
-        h.set("context_window", w.into());
-        h.extra("source_type", "event_msg/token_count".into());
+        let mut h = cx.frame("request/header", Id::Numbered, stamp, None);
+        h.uint("context_window", w);
+        h.extra_str("source_type", "event_msg/token_count");
         cx.emit(h);
     }
     let repeat = total.is_some() && total == cx.st.total;
@@ -188,24 +169,24 @@ fn token_count(cx: &mut Cx, line: Map<String, Value>, stamp: Option<&Value>) {
         cx.st.total = total;
     }
     if input == 0 || repeat {
-        let kind = kind_of(&line, Some("token_count"));
-        return cx.pass_through(&kind, None, stamp, None, line);
+        let kind = kind_of(line, Some("token_count"));
+        return cx.pass_through(&kind, Id::Numbered, stamp, None, line);
     }
-    let mut f = cx.frame("assistant/message", None, stamp, None);
-    let mut usage = json!({
-        "input_tokens": input - cached,
-        "cache_read_input_tokens": cached,
-        "cache_creation_input_tokens": 0,
-    });
+    let mut f = cx.frame("assistant/message", Id::Numbered, stamp, None);
+    let mut usage = format!(
+        "{{\"input_tokens\":{},\"cache_read_input_tokens\":{cached},\"cache_creation_input_tokens\":0",
+        input - cached
+    );
     if let Some(o) = output {
-        usage["output_tokens"] = o.into();
+        usage.push_str(&format!(",\"output_tokens\":{o}"));
     }
-    f.set("usage", usage);
-    f.extra("source_type", "event_msg/token_count".into());
+    usage.push('}');
+    f.json("usage", &usage);
+    f.extra_str("source_type", "event_msg/token_count");
     if let Some(r) = reasoning {
-        f.extra("reasoning_output_tokens", r.into());
+        f.extra_raw("reasoning_output_tokens", &r.to_string());
     }
-    f.source(line);
+    f.source(line, &[], &[]);
     cx.emit(f);
 }
 
@@ -250,6 +231,11 @@ mod tests {
             ]
         );
         assert_eq!(out[0]["system"], json!({"text":"be good"}));
+        assert!(
+            out[0]["source"]["payload"]
+                .get("base_instructions")
+                .is_none()
+        );
         assert!(out.iter().all(|f| f["session_id"] == "cx1"));
         assert_eq!(out[2]["id"], "cx1#2");
         assert_eq!(out[3]["context_window"], 1000);

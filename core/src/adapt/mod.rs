@@ -1,52 +1,28 @@
 //! Adapters: real agent logs in, agent-fold frames (SPEC §1) out.
 //!
-//! People who would deploy agent-fold already have logs in their agents' own formats: Claude
-//! Code session transcripts, `claude -p --output-format stream-json` streams, Codex rollouts.
-//! An [`Adapter`] turns one line of such a log into zero or more frames, streaming, with a
-//! small state per session: the next `seq`, the last `message.id` that gave a provider reading,
-//! and the first and last `seq` of the surface a compaction would replace. Nothing is dropped:
-//! a line the adapter has no mapping for becomes a pass-through frame (`<input>/<line type>`,
-//! the line under `source`) that the views ignore, and a line that is not a JSON object is
-//! handed on as it came, for the `malformed` param to decide.
-//!
-//! # One module with an `input` param, not a second module chained before it
-//!
-//! The adapters run inside the agent-fold SmartModule, chosen by the param
-//! `input=agent-fold|claude-code|claude-stream|codex`, rather than as a second SmartModule
-//! chained in front. One module is one artifact to build, version and deploy, and one
-//! `--smartmodule agent-fold -e input=claude-code` on the consumer; the adapter's state (the
-//! `seq` numbering, the `message.id` dedupe, the surface span a compaction replaces) lives in
-//! the same instance, per consumer stream, as the views' state that depends on it, and
-//! `look_back` rebuilds both from the same history in one pass. A chained module would keep
-//! its own state in a separate instance that the views cannot see, and a deployment that
-//! forgot it (or ordered it after agent-fold) would silently serve nothing useful. With
-//! `input=agent-fold` (the default) nothing is adapted and the views keep their zero-copy path.
-//!
-//! # Frames
-//!
-//! Every frame is a compact JSON object, fields in this order: `type`, `id` (the line's `uuid`
-//! where it has one, else `<session>#<seq>`: stable for a log read from its start), `seq`
-//! (assigned per session in log order, from 0), `timestamp` (the line's, when a string),
-//! `session_id`, then what the type carries (`message`, `usage`, `system`, `tools`,
-//! `context_window`, `replaces`, `estimated_tokens_delta`), then `extras` (provenance, and
-//! `parent_tool_use_id` on a sub-agent's frames), then `source` (the line, on pass-through and
-//! envelope frames). A message frame carries the message's content as `message`, so the
-//! estimate prices what the provider was sent; copies the provider never sees again
-//! (Claude Code's `toolUseResult`, stream-json's `tool_use_result`) are not carried.
-//!
-//! A main frame with a `message` joins the surface; the adapter follows the same rule to know
-//! the span a compaction replaces. Numbering is the adapter's: a consumer that meets a session
-//! mid-stream (without look-back over its start) numbers it from 0 and counts only what it
-//! saw in `messageTokens`; the projection, built from differences, is unaffected.
+//! An agent's log line becomes zero or more frames, streaming, with a small state per session
+//! ([`state`]). Lines are read by the one JSON reader: a line is adapted whenever it is a JSON
+//! object, whatever serde_json would make of it, and no tree of it is built; a line that is
+//! not one is handed on as it came, for the `malformed` param to decide. Why the adapters run
+//! inside the module (param `input`) rather than as a chained module: `docs/adapters.md`.
 
-pub mod claude_code;
-pub mod claude_stream;
-pub mod codex;
+mod build;
+mod claude;
+mod claude_code;
+mod claude_stream;
+mod codex;
+mod line;
+pub(crate) mod state;
 
-use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 
-use crate::checkpoint::CheckpointError;
-use crate::lru::Lru;
+use build::Cx;
+pub(crate) use line::Line;
+use state::{Placed, Track};
+
+use crate::record::MAX_KEY_LEN;
+use crate::state::checkpoint::{self, CheckpointError, Document, Members, STATE_VERSION};
+use crate::state::lru::Lru;
 
 /// The format of the records an instance reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -86,19 +62,18 @@ impl Input {
 
     /// Guesses a log's format from one of its lines; `None` when the line does not tell.
     pub fn detect(line: &[u8]) -> Option<Input> {
-        let Ok(Value::Object(o)) = serde_json::from_slice::<Value>(line) else {
-            return None;
-        };
-        let kind = o.get("type").and_then(Value::as_str).unwrap_or("");
-        if o.contains_key("payload") && o.contains_key("timestamp") {
+        let l = Line::read(line)?;
+        let kind = l.str("type");
+        let kind = kind.as_deref().unwrap_or("");
+        if l.get("payload").is_some() && l.get("timestamp").is_some() {
             return Some(Input::Codex);
         }
-        if o.contains_key("sessionId")
+        if l.get("sessionId").is_some()
             || matches!(kind, "file-history-snapshot" | "progress" | "summary")
         {
             return Some(Input::ClaudeCode);
         }
-        if o.contains_key("session_id")
+        if l.get("session_id").is_some()
             && matches!(
                 kind,
                 "system" | "assistant" | "user" | "result" | "stream_event"
@@ -111,174 +86,99 @@ impl Input {
         }
         None
     }
-}
 
-/// What the adapter remembers of one session: a handful of numbers and two ids.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct State {
-    /// The next frame's `seq`.
-    pub next_seq: u64,
-    /// The session id the lines name (Codex: its `session_meta`), for the lines that do not.
-    pub session_id: Option<String>,
-    /// The `message.id` of the last main message that gave a provider reading.
-    pub main_message: Option<String>,
-    /// The same for sub-agent messages.
-    pub sub_message: Option<String>,
-    /// The `seq` of the first and last node of the surface (main frames with a `message`).
-    pub surface: Option<(u64, u64)>,
-    /// Codex: the last context window announced in a `request/header`.
-    pub window: Option<u64>,
-    /// Codex: `total_tokens` of the last `token_count` reading, to know a repeat.
-    pub total: Option<u64>,
-}
-
-impl State {
-    fn take_seq(&mut self) -> u64 {
-        let s = self.next_seq;
-        self.next_seq = self.next_seq.saturating_add(1);
-        s
-    }
-
-    fn to_checkpoint(&self, key: &[u8]) -> Value {
-        let mut o = Map::new();
-        match std::str::from_utf8(key) {
-            Ok(s) => o.insert("session".into(), s.into()),
-            Err(_) => o.insert("sessionBytes".into(), key.to_vec().into()),
-        };
-        o.insert("nextSeq".into(), self.next_seq.into());
-        o.insert("sessionId".into(), json!(self.session_id));
-        o.insert("mainMessage".into(), json!(self.main_message));
-        o.insert("subMessage".into(), json!(self.sub_message));
-        o.insert("surface".into(), json!(self.surface.map(|(a, b)| [a, b])));
-        o.insert("window".into(), json!(self.window));
-        o.insert("total".into(), json!(self.total));
-        Value::Object(o)
-    }
-
-    fn from_checkpoint(v: &Value) -> Result<(Vec<u8>, State), CheckpointError> {
-        let bad = |what: &str| CheckpointError(format!("adapter session: {what}"));
-        let o = v.as_object().ok_or_else(|| bad("not an object"))?;
-        let key = if let Some(s) = o.get("session").and_then(Value::as_str) {
-            s.as_bytes().to_vec()
-        } else if let Some(b) = o.get("sessionBytes").and_then(Value::as_array) {
-            b.iter()
-                .map(|x| x.as_u64().and_then(|x| u8::try_from(x).ok()))
-                .collect::<Option<Vec<u8>>>()
-                .ok_or_else(|| bad("`sessionBytes` must be an array of bytes"))?
-        } else {
-            return Err(bad("neither `session` nor `sessionBytes`"));
-        };
-        let opt_str = |name: &str| -> Result<Option<String>, CheckpointError> {
-            match o.get(name) {
-                None | Some(Value::Null) => Ok(None),
-                Some(Value::String(s)) => Ok(Some(s.clone())),
-                _ => Err(bad(&format!("`{name}` must be a string or null"))),
-            }
-        };
-        let opt_u64 = |name: &str| -> Result<Option<u64>, CheckpointError> {
-            match o.get(name) {
-                None | Some(Value::Null) => Ok(None),
-                Some(v) => v
-                    .as_u64()
-                    .map(Some)
-                    .ok_or_else(|| bad(&format!("`{name}` must be an integer ≥ 0 or null"))),
-            }
-        };
-        let surface = match o.get("surface") {
-            None | Some(Value::Null) => None,
-            Some(Value::Array(a)) if a.len() == 2 => match (a[0].as_u64(), a[1].as_u64()) {
-                (Some(x), Some(y)) => Some((x, y)),
-                _ => return Err(bad("`surface` must be [from_seq, to_seq]")),
-            },
-            _ => return Err(bad("`surface` must be [from_seq, to_seq] or null")),
-        };
-        Ok((
-            key,
-            State {
-                next_seq: opt_u64("nextSeq")?.ok_or_else(|| bad("`nextSeq` is missing"))?,
-                session_id: opt_str("sessionId")?,
-                main_message: opt_str("mainMessage")?,
-                sub_message: opt_str("subMessage")?,
-                surface,
-                window: opt_u64("window")?,
-                total: opt_u64("total")?,
-            },
-        ))
-    }
-}
-
-/// A streaming adapter: one input line in, its frames out, per-session state in between.
-pub struct Adapter {
-    input: Input,
-    sessions: Lru<State>,
-    /// The session of the last line: a line that names none (Claude Code's
-    /// `file-history-snapshot`) and comes without a record key belongs to it.
-    last_key: Option<Vec<u8>>,
-}
-
-impl Adapter {
-    /// An adapter holding state for at most `max_sessions` sessions (least recently used out).
-    pub fn new(input: Input, max_sessions: usize) -> Adapter {
-        Adapter {
-            input,
-            sessions: Lru::new(max_sessions),
-            last_key: None,
+    /// The session a line names, in this format.
+    fn session_of(self, line: &Line) -> Option<String> {
+        match self {
+            Input::ClaudeCode => line.str("sessionId").map(Cow::into_owned),
+            Input::ClaudeStream => line.str("session_id").map(Cow::into_owned),
+            Input::Codex => codex::session_of(line),
+            Input::AgentFold => None,
         }
     }
+}
 
-    pub fn input(&self) -> Input {
-        self.input
-    }
+/// Frames per line at most, with room to spare: a session that comes back after eviction
+/// numbers its frames from `FRAMES_PER_LINE` × the lines seen, above anything it had.
+const FRAMES_PER_LINE: u64 = 4;
 
-    /// How many sessions hold state.
-    pub fn sessions(&self) -> usize {
-        self.sessions.len()
-    }
+/// What one line is, before any state changes: its frames' session, or not a JSON object.
+pub(crate) enum Read<'a> {
+    Object {
+        line: Line<'a>,
+        key: Vec<u8>,
+        names: Option<String>,
+    },
+    NotObject,
+}
 
-    /// Adapts one line (one record's value; `key` is the record's key), appending its frames
-    /// to `out`. Returns how many it appended. A line that is not a JSON object (or any line,
-    /// with `input=agent-fold`) is appended as it came.
-    pub fn push(&mut self, key: Option<&[u8]>, line: &[u8], out: &mut Vec<Vec<u8>>) -> usize {
-        let before = out.len();
-        let obj = match self.input {
-            Input::AgentFold => None,
-            _ => match serde_json::from_slice::<Value>(line) {
-                Ok(Value::Object(o)) => Some(o),
-                _ => None,
-            },
+/// The adapting rules of an instance: its format, the session of the last line (a line that
+/// names none and has no record key belongs to it), and how many lines it has seen.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Rules {
+    pub input: Input,
+    pub last: Option<Vec<u8>>,
+    pub lines: u64,
+}
+
+impl Rules {
+    /// Reads a line: its session is its record key, else the session it names, else the
+    /// session of the line before (else the empty session).
+    pub fn read<'a>(&self, key: Option<&[u8]>, bytes: &'a [u8]) -> Read<'a> {
+        let Some(line) = Line::read(bytes) else {
+            return Read::NotObject;
         };
-        let Some(obj) = obj else {
-            out.push(line.to_vec());
-            return 1;
-        };
-        let id_field = match self.input {
-            Input::ClaudeCode => Some("sessionId"),
-            Input::ClaudeStream => Some("session_id"),
-            Input::Codex | Input::AgentFold => None,
-        };
-        let line_session = id_field
-            .and_then(|f| obj.get(f))
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        let state_key: Vec<u8> = match (key, &line_session) {
+        let names = self.input.session_of(&line);
+        let key = match (key, &names) {
             (Some(k), _) => k.to_vec(),
             (None, Some(s)) => s.as_bytes().to_vec(),
-            (None, None) => self.last_key.clone().unwrap_or_default(),
+            (None, None) => self.last.clone().unwrap_or_default(),
         };
-        let slot = match self.sessions.touch(&state_key) {
-            Some(slot) => slot,
-            None => self.sessions.insert(&state_key, State::default()).0,
+        Read::Object { line, key, names }
+    }
+
+    /// The numbering floor of a session that comes back after eviction.
+    pub fn floor(&self) -> u64 {
+        self.lines.saturating_mul(FRAMES_PER_LINE)
+    }
+
+    /// Adapts a read line with its session's track (none: a key over the limit, adapted with
+    /// a throwaway state), appending its frames to `out`; returns how many.
+    #[allow(clippy::too_many_arguments)]
+    pub fn adapt(
+        &mut self,
+        track: Option<&mut Track>,
+        line: &Line,
+        record_key: Option<&[u8]>,
+        key: Vec<u8>,
+        names: Option<String>,
+        offset: Option<i64>,
+        epoch: u64,
+        out: &mut Vec<Vec<u8>>,
+    ) -> usize {
+        self.lines = self.lines.saturating_add(1);
+        let mut scratch = Track::default();
+        let long = key.len() > MAX_KEY_LEN;
+        if !long {
+            self.last = Some(key);
+        }
+        let placed = match track {
+            Some(t) if !long => t.for_line(offset, epoch),
+            _ => scratch.for_line(None, epoch),
         };
-        self.last_key = Some(state_key);
-        let st = self.sessions.get_mut(slot);
-        if let Some(s) = &line_session
+        let st = match placed {
+            Placed::New(st) | Placed::Again(st) => st,
+            Placed::Skip => return 0,
+        };
+        if let Some(s) = &names
             && st.session_id.as_ref() != Some(s)
         {
             st.session_id = Some(s.clone());
         }
-        let session = line_session
+        let session = names
             .or_else(|| st.session_id.clone())
-            .or_else(|| key.map(|k| String::from_utf8_lossy(k).into_owned()));
+            .or_else(|| record_key.map(|k| String::from_utf8_lossy(k).into_owned()));
+        let before = out.len();
         let mut cx = Cx {
             input: self.input,
             st,
@@ -286,314 +186,144 @@ impl Adapter {
             out,
         };
         match self.input {
-            Input::ClaudeCode => claude_code::adapt(&mut cx, obj),
-            Input::ClaudeStream => claude_stream::adapt(&mut cx, obj),
-            Input::Codex => codex::adapt(&mut cx, obj),
-            Input::AgentFold => unreachable!("handed on above"),
+            Input::ClaudeCode => claude_code::adapt(&mut cx, line),
+            Input::ClaudeStream => claude_stream::adapt(&mut cx, line),
+            Input::Codex => codex::adapt(&mut cx, line),
+            Input::AgentFold => {}
         }
         out.len() - before
     }
+}
 
-    /// Adapts a whole log (lines with their keys) at once.
+/// A streaming adapter on its own, for hosts that adapt a log before the module sees it:
+/// one input line in, its frames out, per-session state in between, bounded by a cap.
+pub struct Adapter {
+    rules: Rules,
+    sessions: Lru<Track>,
+}
+
+impl Adapter {
+    /// An adapter holding state for at most `max_sessions` sessions (least recently used out).
+    pub fn new(input: Input, max_sessions: usize) -> Adapter {
+        Adapter {
+            rules: Rules {
+                input,
+                ..Rules::default()
+            },
+            sessions: Lru::new(max_sessions),
+        }
+    }
+
+    pub fn input(&self) -> Input {
+        self.rules.input
+    }
+
+    /// How many sessions hold state.
+    pub fn sessions(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// Adapts one line (one record's value; `key` is the record's key; `offset` its place in
+    /// the input, when known: a line at or below its session's last is a re-delivery),
+    /// appending its frames to `out`. Returns how many it appended. A line that is not a JSON
+    /// object (or any line, with `input=agent-fold`) is appended as it came.
+    pub fn push(
+        &mut self,
+        key: Option<&[u8]>,
+        line: &[u8],
+        offset: Option<i64>,
+        out: &mut Vec<Vec<u8>>,
+    ) -> usize {
+        if self.rules.input == Input::AgentFold {
+            out.push(line.to_vec());
+            return 1;
+        }
+        let Read::Object {
+            line: l,
+            key: k,
+            names,
+        } = self.rules.read(key, line)
+        else {
+            out.push(line.to_vec());
+            return 1;
+        };
+        let floor = self.rules.floor();
+        let track = if k.len() > MAX_KEY_LEN {
+            None
+        } else {
+            let id = match self.sessions.peek(&k) {
+                Some(id) => {
+                    self.sessions.touch(id);
+                    id
+                }
+                None => {
+                    let returning = self.sessions.take_tombstone(&k);
+                    self.sessions.insert(&k, Track::new(returning, floor)).0
+                }
+            };
+            Some(self.sessions.get_mut(id))
+        };
+        self.rules.adapt(track, &l, key, k, names, offset, 0, out)
+    }
+
+    /// Adapts a whole log (lines with their keys, offsets by position) at once.
     pub fn adapt_all<'a>(
         &mut self,
         lines: impl IntoIterator<Item = (Option<&'a [u8]>, &'a [u8])>,
     ) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
         for (k, l) in lines {
-            self.push(k, l, &mut out);
+            self.push(k, l, None, &mut out);
         }
         out
     }
 
-    /// The adapter's state as JSON: `{"input": …, "sessions": […]}`, least recently used first.
-    pub fn checkpoint(&self) -> Value {
-        let list: Vec<Value> = self
-            .sessions
-            .iter_oldest_first()
-            .map(|(k, s)| s.to_checkpoint(k))
-            .collect();
-        let last = self
-            .last_key
-            .as_ref()
-            .map(|k| String::from_utf8_lossy(k).into_owned());
-        json!({"input": self.input.name(), "last": last, "sessions": list})
+    /// The adapter's state as a checkpoint document.
+    pub fn checkpoint(&self) -> String {
+        let mut w = Members::default();
+        w.uint("stateVersion", STATE_VERSION);
+        w.opt_str("input", Some(self.rules.input.name()));
+        w.uint("lines", self.rules.lines);
+        w.raw("last", &checkpoint::key_json(self.rules.last.as_deref()));
+        let mut list = String::new();
+        checkpoint::write_sessions(&mut list, self.sessions.iter_oldest_first(), ());
+        w.raw("sessions", &list);
+        w.object()
     }
 
-    /// Replaces the state with a checkpoint's. On error the state is unchanged.
-    pub fn restore(&mut self, v: &Value) -> Result<(), CheckpointError> {
-        let input = v.get("input").and_then(Value::as_str).unwrap_or("");
-        if input != self.input.name() {
-            return Err(CheckpointError(format!(
-                "the adapter checkpoint is for input={input}; this instance reads input={}",
-                self.input.name()
-            )));
+    /// Replaces the state with a checkpoint's (this build's, or a version 3 adapter document).
+    /// On error the state is unchanged.
+    pub fn restore(&mut self, text: &str) -> Result<(), CheckpointError> {
+        // Version 3 adapter documents had no `stateVersion`.
+        let doc = Document::read_with(text, Some(3))?;
+        let found = doc.input.clone().unwrap_or_default();
+        if found != self.rules.input.name() {
+            return Err(CheckpointError::Input {
+                found,
+                reads: self.rules.input.name(),
+            });
         }
-        let Some(list) = v.get("sessions").and_then(Value::as_array) else {
-            return Err(CheckpointError(
-                "adapter `sessions` must be an array".into(),
-            ));
-        };
         let mut sessions = Lru::new(self.sessions.cap());
-        for s in list {
-            let (key, st) = State::from_checkpoint(s)?;
-            if sessions.peek(&key).is_some() {
-                return Err(CheckpointError(format!(
-                    "adapter session {:?} appears twice",
-                    String::from_utf8_lossy(&key)
-                )));
-            }
-            sessions.insert(&key, st);
+        if let Some(list) = doc.sessions {
+            checkpoint::read_sessions::<Track>(list, doc.version, (), |k, t| {
+                sessions.insert(&k, t);
+                Ok(())
+            })?;
         }
+        let last = match doc.last {
+            Some(raw) => checkpoint::read_key(raw)?,
+            None => None,
+        };
         self.sessions = sessions;
-        self.last_key = v
-            .get("last")
-            .and_then(Value::as_str)
-            .map(|s| s.as_bytes().to_vec());
+        self.rules.last = last;
+        self.rules.lines = doc.lines;
         Ok(())
     }
 }
 
-/// `input_tokens + cache_read_input_tokens + cache_creation_input_tokens` of a usage object,
-/// as the pressure view reads it.
-fn usage_sum(usage: &Value) -> u64 {
-    [
-        "input_tokens",
-        "cache_read_input_tokens",
-        "cache_creation_input_tokens",
-    ]
-    .iter()
-    .filter_map(|k| usage.get(*k).and_then(Value::as_u64))
-    .fold(0u64, u64::saturating_add)
-}
-
-/// Whether a message's usage is a new provider reading: not all zero, and not the repeat of
-/// the last reading's `message.id` (Claude Code writes one line per content block and repeats
-/// the response's usage on each). Remembers the id when it is.
-fn new_reading(last: &mut Option<String>, message_id: Option<&str>, usage: &Value) -> bool {
-    if usage_sum(usage) == 0 {
-        return false;
-    }
-    match message_id {
-        Some(id) if last.as_deref() == Some(id) => false,
-        Some(id) => {
-            *last = Some(id.to_owned());
-            true
-        }
-        None => true,
-    }
-}
-
-/// The string at `key`, when it is one.
-fn str_at<'m>(m: &'m Map<String, Value>, key: &str) -> Option<&'m str> {
-    m.get(key).and_then(Value::as_str)
-}
-
-/// One line's adaptation: the session's state and where its frames go.
-pub(crate) struct Cx<'a> {
-    input: Input,
-    st: &'a mut State,
-    /// The frames' `session_id`.
-    session: Option<String>,
-    out: &'a mut Vec<Vec<u8>>,
-}
-
-/// A frame being built: its fields in the order they are written.
-pub(crate) struct Frame {
-    /// None for a frame of no known session: it has no place in any session's log.
-    seq: Option<u64>,
-    map: Map<String, Value>,
-    extras: Map<String, Value>,
-    source: Option<Value>,
-    /// A sub-agent's frame: never joins the surface.
-    sub: bool,
-}
-
-impl Frame {
-    pub(crate) fn set(&mut self, key: &str, v: Value) -> &mut Frame {
-        self.map.insert(key.to_owned(), v);
-        self
-    }
-
-    pub(crate) fn extra(&mut self, key: &str, v: Value) -> &mut Frame {
-        self.extras.insert(key.to_owned(), v);
-        self
-    }
-
-    /// Carries the source line (or what is left of it), last.
-    pub(crate) fn source(&mut self, line: Map<String, Value>) -> &mut Frame {
-        self.source = Some(Value::Object(line));
-        self
-    }
-}
-
-impl Cx<'_> {
-    /// A frame of `kind`, with the next `seq`; `id` defaults to `<session>#<seq>`. A line of
-    /// no session (none named, no record key, no line before it named one) has no place in
-    /// a session's log: its frame gets no `seq` (the pressure view ignores it) and no
-    /// `session_id`.
-    pub(crate) fn frame(
-        &mut self,
-        kind: &str,
-        id: Option<&str>,
-        stamp: Option<&Value>,
-        parent: Option<&str>,
-    ) -> Frame {
-        let seq = self.st.take_seq();
-        let mut map = Map::new();
-        map.insert("type".into(), kind.into());
-        let id = match id {
-            Some(id) => id.to_owned(),
-            None => format!("{}#{seq}", self.session.as_deref().unwrap_or("")),
-        };
-        map.insert("id".into(), id.into());
-        let seq = self.session.is_some().then_some(seq);
-        if let Some(seq) = seq {
-            map.insert("seq".into(), seq.into());
-        }
-        if let Some(ts @ Value::String(_)) = stamp {
-            map.insert("timestamp".into(), ts.clone());
-        }
-        if let Some(s) = &self.session {
-            map.insert("session_id".into(), s.clone().into());
-        }
-        let mut extras = Map::new();
-        if let Some(p) = parent {
-            extras.insert("parent_tool_use_id".into(), p.into());
-        }
-        Frame {
-            seq,
-            map,
-            extras,
-            source: None,
-            sub: parent.is_some(),
-        }
-    }
-
-    /// Writes a frame. A main frame with a `message` joins the surface.
-    pub(crate) fn emit(&mut self, f: Frame) {
-        if let (false, true, Some(seq)) = (f.sub, f.map.contains_key("message"), f.seq) {
-            self.st.surface = Some(match self.st.surface {
-                Some((first, _)) => (first, seq),
-                None => (seq, seq),
-            });
-        }
-        let Frame {
-            mut map,
-            extras,
-            source,
-            ..
-        } = f;
-        if !extras.is_empty() {
-            map.insert("extras".into(), Value::Object(extras));
-        }
-        if let Some(s) = source {
-            map.insert("source".into(), s);
-        }
-        // Serialising a `Value` cannot fail: its keys are strings.
-        self.out
-            .push(serde_json::to_vec(&Value::Object(map)).unwrap_or_default());
-    }
-
-    /// Writes a compaction's replacement: a main `user/message` whose `replaces` spans the
-    /// whole current surface (none when the surface is empty); after it, the surface is it.
-    pub(crate) fn emit_replacement(&mut self, mut f: Frame, message: Value) {
-        f.set("message", message);
-        if let Some((from_seq, to_seq)) = self.st.surface {
-            f.set("replaces", json!({"from_seq": from_seq, "to_seq": to_seq}));
-        }
-        let seq = f.seq;
-        self.emit(f);
-        if let Some(seq) = seq {
-            self.st.surface = Some((seq, seq));
-        }
-    }
-
-    /// A line with no mapping: a frame of type `<input>/<kind>` carrying the line as `source`.
-    pub(crate) fn pass_through(
-        &mut self,
-        kind: &str,
-        id: Option<&str>,
-        stamp: Option<&Value>,
-        parent: Option<&str>,
-        line: Map<String, Value>,
-    ) {
-        let kind = format!("{}/{kind}", self.input.name());
-        let mut f = self.frame(&kind, id, stamp, parent);
-        f.source = Some(Value::Object(line));
-        self.emit(f);
-    }
-}
-
-/// `type`, with `/<sub>` when the line names a subtype: the pass-through frame's kind.
-pub(crate) fn kind_of(line: &Map<String, Value>, sub: Option<&str>) -> String {
-    let base = str_at(line, "type").unwrap_or("untyped");
-    match sub {
-        Some(s) => format!("{base}/{s}"),
-        None => base.to_owned(),
-    }
-}
-
-/// The frame type and `message` of a Claude message (`{"role", "content", …}`): content that
-/// is all `tool_result` blocks is a `tool/result`.
-pub(crate) fn claude_kind(role: &str, content: &Value) -> &'static str {
-    match role {
-        "assistant" => "assistant/message",
-        _ => match content.as_array() {
-            Some(blocks)
-                if !blocks.is_empty()
-                    && blocks
-                        .iter()
-                        .all(|b| b.get("type").and_then(Value::as_str) == Some("tool_result")) =>
-            {
-                "tool/result"
-            }
-            _ => "user/message",
-        },
-    }
-}
-
-/// Maps one Claude message object (a transcript's or a stream's `message`) into a frame:
-/// `message` = its `content`, `usage` once per `message.id`, repeats kept in `extras.usage`.
-pub(crate) fn claude_message(
-    cx: &mut Cx,
-    role: &str,
-    mut msg: Map<String, Value>,
-    id: Option<&str>,
-    stamp: Option<&Value>,
-    parent: Option<&str>,
-) -> Frame {
-    let content = msg.remove("content").unwrap_or(Value::Null);
-    let kind = claude_kind(role, &content);
-    let mut f = cx.frame(kind, id, stamp, parent);
-    f.set("message", content);
-    if role == "assistant" {
-        let message_id = msg.get("id").and_then(Value::as_str).map(str::to_owned);
-        if let Some(usage) = msg.remove("usage").filter(Value::is_object) {
-            let slot = if parent.is_some() {
-                &mut cx.st.sub_message
-            } else {
-                &mut cx.st.main_message
-            };
-            if new_reading(slot, message_id.as_deref(), &usage) {
-                f.set("usage", usage);
-            } else {
-                f.extra("usage", usage);
-            }
-        }
-        if let Some(m) = message_id {
-            f.extra("message_id", m.into());
-        }
-        if let Some(m) = msg.remove("model") {
-            f.extra("model", m);
-        }
-    }
-    f
-}
-
 /// The adapters' tests: JSON lines of one format through a fresh adapter, frames back as JSON.
 #[cfg(test)]
-pub(crate) fn adapt_values(input: Input, lines: &[Value]) -> Vec<Value> {
+pub(crate) fn adapt_values(input: Input, lines: &[serde_json::Value]) -> Vec<serde_json::Value> {
     let mut a = Adapter::new(input, 100);
     let texts: Vec<Vec<u8>> = lines
         .iter()
@@ -601,7 +331,10 @@ pub(crate) fn adapt_values(input: Input, lines: &[Value]) -> Vec<Value> {
         .collect();
     a.adapt_all(texts.iter().map(|t| (None, &t[..])))
         .iter()
-        .map(|f| serde_json::from_slice(f).unwrap())
+        .map(|f| {
+            serde_json::from_slice(f)
+                .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(f)))
+        })
         .collect()
 }
 
@@ -635,28 +368,36 @@ mod tests {
         for input in [Input::ClaudeCode, Input::ClaudeStream, Input::Codex] {
             let mut a = Adapter::new(input, 10);
             let mut out = Vec::new();
-            for bad in [&b"not json"[..], b"[1,2]", b"\"s\"", b"{", b"\xff"] {
+            for bad in [
+                &b"not json"[..],
+                b"[1,2]",
+                b"\"s\"",
+                b"{",
+                b"\xff",
+                b"{\"a\":\"\xff\"}",
+            ] {
                 out.clear();
-                assert_eq!(a.push(None, bad, &mut out), 1);
+                assert_eq!(a.push(None, bad, None, &mut out), 1);
                 assert_eq!(out, [bad.to_vec()]);
             }
         }
     }
 
     #[test]
-    fn deep_nesting_is_handed_on_not_a_panic() {
+    fn deep_nesting_is_adapted_not_a_panic() {
         let mut line = String::from(r#"{"type":"user","x":"#);
         line.push_str(&"[".repeat(100_000));
         line.push_str(&"]".repeat(100_000));
         line.push('}');
         let mut a = Adapter::new(Input::ClaudeCode, 10);
         let mut out = Vec::new();
-        a.push(None, line.as_bytes(), &mut out);
+        a.push(None, line.as_bytes(), None, &mut out);
         assert_eq!(out.len(), 1);
+        assert!(crate::Frame::parse(&out[0]).is_some());
     }
 
     #[test]
-    fn checkpoint_round_trips() {
+    fn checkpoint_round_trips_and_refuses_a_session_twice() {
         let mut a = Adapter::new(Input::ClaudeCode, 10);
         a.adapt_all([
             (None, &br#"{"type":"user","sessionId":"s","uuid":"u1","message":{"role":"user","content":"hi"}}"#[..]),
@@ -667,10 +408,23 @@ mod tests {
         b.restore(&cp).unwrap();
         assert_eq!(b.checkpoint(), cp);
         assert_eq!(
-            cp["sessions"][0],
-            json!({"session":"s","nextSeq":2,"sessionId":"s","mainMessage":"m1","subMessage":null,"surface":[0,1],"window":null,"total":null})
+            cp,
+            r#"{"stateVersion":4,"input":"claude-code","lines":2,"last":{"session":"s"},"sessions":[{"session":"s","nextSeq":2,"sessionId":"s","mainMessage":"m1","subMessage":null,"surface":[0,1],"window":null,"total":null}]}"#
         );
         let mut c = Adapter::new(Input::Codex, 10);
-        assert!(c.restore(&cp).unwrap_err().0.contains("input=claude-code"));
+        assert!(matches!(c.restore(&cp), Err(CheckpointError::Input { .. })));
+        // [a, b, a] under a cap of one: the first `a` is evicted before the second comes.
+        let dup = r#"{"input":"claude-code","last":"a","sessions":[{"session":"a","nextSeq":100},{"session":"b","nextSeq":1},{"session":"a","nextSeq":7}]}"#;
+        let mut one = Adapter::new(Input::ClaudeCode, 1);
+        assert_eq!(
+            one.restore(dup),
+            Err(CheckpointError::Duplicate(b"a".to_vec()))
+        );
+        assert_eq!(one.sessions(), 0, "a refused checkpoint changes nothing");
+        // A non-UTF-8 `last` survives a round trip.
+        let bytes = r#"{"stateVersion":4,"input":"claude-code","lines":0,"last":{"sessionBytes":[255,1]},"sessions":[]}"#;
+        let mut d = Adapter::new(Input::ClaudeCode, 1);
+        d.restore(bytes).unwrap();
+        assert_eq!(d.checkpoint(), bytes);
     }
 }

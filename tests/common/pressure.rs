@@ -1,30 +1,13 @@
-//! Helpers for the pressure view's tests: build frames, run them natively and in Fluvio's
-//! engine (the built `.wasm`) over several invocation sizes, read checkpoints, render snapshots.
-//!
-//! Kept apart from `tests/common` (the frames view's helpers) so the two suites never clash.
-#![allow(dead_code)]
+//! The pressure view's helpers: build frames, run them natively and in Fluvio's engine (the
+//! built `.wasm`) over several invocation sizes, read checkpoints, render snapshots.
 
-use std::sync::OnceLock;
-
-use agent_fold::engine::{Instance, Rec, default_wasm_path, read_wasm};
 use agent_fold::jsonl::line_record;
-use agent_fold::runner::native_process;
-use agent_fold_core::{Emit, Processor, RecordIn};
+use agent_fold::module::{Instance, native_process};
+pub use agent_fold::record::Rec;
+use agent_fold_core::{Emit, Processor, RecordIn, STATE_VERSION};
 use serde_json::Value;
 
-/// The built SmartModule, read once per test binary.
-pub fn wasm() -> &'static [u8] {
-    static WASM: OnceLock<Vec<u8>> = OnceLock::new();
-    WASM.get_or_init(|| read_wasm(&default_wasm_path()).expect("the .wasm is built"))
-}
-
-/// `key=value` params as the engine takes them.
-pub fn owned(params: &[(&str, &str)]) -> Vec<(String, String)> {
-    params
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
+pub use super::{owned, wasm};
 
 pub fn processor(params: &[(&str, &str)]) -> Processor {
     Processor::from_params(params.iter().copied()).expect("valid params")
@@ -44,11 +27,9 @@ pub fn frames(lines: &[&str]) -> Vec<Rec> {
     lines.iter().map(|l| frame(l)).collect()
 }
 
+/// Records as the core reads them, each at its offset.
 pub fn inputs(records: &[Rec]) -> Vec<RecordIn<'_>> {
-    records
-        .iter()
-        .map(|r| RecordIn::new(r.key.as_deref(), &r.value))
-        .collect()
+    agent_fold::record::inputs(records, 0)
 }
 
 /// The library's output over invocations of `batch` records (0: all at once).
@@ -126,7 +107,7 @@ pub fn run_everywhere(params: &[(&str, &str)], records: &[Rec]) -> Vec<Vec<Rec>>
             Some(session.as_bytes()),
             "keyed by session"
         );
-        assert_eq!(v["stateVersion"], 3);
+        assert_eq!(v["stateVersion"], STATE_VERSION);
     }
     by
 }
@@ -302,8 +283,8 @@ pub fn fork(params: &[(&str, &str)], p: &Processor) -> Processor {
 
 /// A generated session of `ops` steps, drawn from consecutive sub-seeds. Even seeds start at
 /// seq 0 (complete); odd ones where the draw says (one in four of those joins mid-stream).
-pub fn gen_session(seed: u64, ops: usize) -> agent_fold_core::testgen::GenSession {
-    use agent_fold_core::testgen::GenSession;
+pub fn gen_session(seed: u64, ops: usize) -> agent_fold_testkit::GenSession {
+    use agent_fold_testkit::GenSession;
     let mut g = GenSession::from_seed(seed << 24, ops * 6 + 16);
     if seed.is_multiple_of(2) {
         g.start_seq = 0;
@@ -320,7 +301,7 @@ pub fn gen_session(seed: u64, ops: usize) -> agent_fold_core::testgen::GenSessio
 }
 
 /// A generated session's records.
-pub fn gen_records(g: &agent_fold_core::testgen::GenSession) -> Vec<Rec> {
+pub fn gen_records(g: &agent_fold_testkit::GenSession) -> Vec<Rec> {
     g.records()
         .into_iter()
         .map(|(key, value)| Rec { key, value })

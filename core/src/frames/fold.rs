@@ -9,7 +9,7 @@ use crate::frame::MAX_SAFE;
 
 /// What one valid counter adds to a foldable part.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Tally {
+pub(crate) struct Tally {
     pub delta: u64,
     /// How many original counters it stands for (`folded_frames`, else 1).
     pub frames: u64,
@@ -17,7 +17,7 @@ pub struct Tally {
 
 /// A foldable part that has closed: the frames at `oldest..=newest` (by page index) it covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Part {
+pub(crate) struct Part {
     /// Page index of its oldest counter, whose stamp (or `folded_from`) the fold keeps.
     pub oldest: usize,
     /// Page index of its newest counter, where the folded frame stands.
@@ -30,7 +30,7 @@ pub struct Part {
 
 /// How a counter fed to [`RunState::counter`] went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fed {
+pub(crate) enum Fed {
     /// It joined (or opened) a foldable part: it stands for nothing on its own until the
     /// part closes as a part of one.
     Joined,
@@ -38,21 +38,21 @@ pub enum Fed {
     Alone,
 }
 
-/// One session's fold state. Between pages only `open_ok` survives: whether the last main
+/// One session's fold state. Between pages only `after_non_counter` survives: whether the last main
 /// frame was a non-counter, so that the next page's leading counters may fold.
 ///
 /// The open part lives only within a page, so it is boxed: every session keeps its state
 /// between pages, and a `None` box costs it 8 bytes where an inline part would cost 48.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RunState {
-    pub open_ok: bool,
+pub(crate) struct RunState {
+    pub after_non_counter: bool,
     pub part: Option<Box<Part>>,
 }
 
 impl RunState {
     /// A main frame that is no counter: the open part closes, and a new one may start.
     pub fn other(&mut self) -> Option<Part> {
-        self.open_ok = true;
+        self.after_non_counter = true;
         self.part.take().map(|p| *p)
     }
 
@@ -61,7 +61,7 @@ impl RunState {
     /// closed, if any.
     pub fn counter(&mut self, at: usize, tally: Option<Tally>) -> (Fed, Option<Part>) {
         let Some(t) = tally else {
-            self.open_ok = false;
+            self.after_non_counter = false;
             return (Fed::Alone, self.part.take().map(|p| *p));
         };
         match &mut self.part {
@@ -69,7 +69,7 @@ impl RunState {
                 let delta = p.delta + t.delta;
                 let frames = p.frames + t.frames;
                 if delta > MAX_SAFE || frames > MAX_SAFE {
-                    self.open_ok = false;
+                    self.after_non_counter = false;
                     return (Fed::Alone, self.part.take().map(|p| *p));
                 }
                 p.newest = at;
@@ -78,7 +78,7 @@ impl RunState {
                 p.frames = frames;
                 (Fed::Joined, None)
             }
-            None if self.open_ok => {
+            None if self.after_non_counter => {
                 self.part = Some(Box::new(Part {
                     oldest: at,
                     newest: at,
@@ -97,7 +97,7 @@ impl RunState {
     pub fn end_page(&mut self) -> Option<Part> {
         let part = self.part.take().map(|p| *p);
         if part.is_some() {
-            self.open_ok = false;
+            self.after_non_counter = false;
         }
         part
     }
@@ -108,14 +108,15 @@ impl RunState {
 ///
 /// `delta`, `from`, `frames` are the value ranges of the existing fields in `newest`;
 /// `from_raw` is the JSON text of the oldest stamp.
-pub fn splice(
+pub(crate) fn splice(
     newest: &[u8],
     spans: [Option<std::ops::Range<usize>>; 3],
-    part: &Part,
+    delta: u64,
+    frames: u64,
     from_raw: &str,
 ) -> Vec<u8> {
-    let delta = part.delta.to_string();
-    let frames = part.frames.to_string();
+    let delta = delta.to_string();
+    let frames = frames.to_string();
     let values: [&[u8]; 3] = [delta.as_bytes(), from_raw.as_bytes(), frames.as_bytes()];
     const NAMES: [&str; 3] = ["estimated_tokens_delta", "folded_from", "folded_frames"];
 
@@ -176,7 +177,7 @@ mod tests {
     #[test]
     fn a_bad_counter_ends_the_part_and_the_block() {
         let mut s = RunState {
-            open_ok: true,
+            after_non_counter: true,
             part: None,
         };
         s.counter(0, t(1));
@@ -189,14 +190,14 @@ mod tests {
     #[test]
     fn overflow_past_2_pow_53_ends_the_part() {
         let mut s = RunState {
-            open_ok: true,
+            after_non_counter: true,
             part: None,
         };
         s.counter(0, t(MAX_SAFE));
         let (fed, closed) = s.counter(1, t(1));
         assert_eq!(fed, Fed::Alone);
         assert_eq!(closed.unwrap().delta, MAX_SAFE);
-        assert!(!s.open_ok);
+        assert!(!s.after_non_counter);
     }
 
     #[test]
@@ -209,7 +210,7 @@ mod tests {
         let mut s = RunState::default();
         s.other();
         assert!(s.end_page().is_none());
-        assert!(s.open_ok);
+        assert!(s.after_non_counter);
     }
 
     #[test]
@@ -223,14 +224,7 @@ mod tests {
         let f = at("\"folded_frames\":");
         assert_eq!(&rec[d.clone()], b"7");
         assert_eq!(&rec[f.clone()], b"2");
-        let p = Part {
-            oldest: 0,
-            newest: 1,
-            members: 2,
-            delta: 12,
-            frames: 5,
-        };
-        let out = splice(rec, [Some(d), None, Some(f)], &p, "\"t0\"");
+        let out = splice(rec, [Some(d), None, Some(f)], 12, 5, "\"t0\"");
         assert_eq!(
             std::str::from_utf8(&out).unwrap(),
             r#"{"type":"c","folded_frames":5,"estimated_tokens_delta":12,"x":1,"folded_from":"t0"} "#

@@ -3,20 +3,21 @@
 
 use serde_json::{Map, Value};
 
-use crate::config::{Config, DEFAULT_COUNTER_TYPE, Subagents};
-use crate::fold::{Fed, Part, RunState, Tally};
+use crate::config::{Config, Subagents};
 use crate::frame::MAX_SAFE;
+use crate::frames::fold::{Fed, Part, RunState, Tally};
 
 /// Fold each run of consecutive thinking-token counters in one session's page into the one
 /// frame it draws as; sub-agent frames are dropped. Leading counters of the page are served as
 /// themselves: their run's start is not in the page.
 pub fn compact_counters(frames: &mut Vec<Value>) {
-    compact_counters_with(frames, DEFAULT_COUNTER_TYPE, Subagents::Drop);
+    compact_counters_with(frames, &Config::default());
 }
 
-/// [`compact_counters`] with a counter type and a sub-agent policy (`keep`: in place, never
-/// folded, transparent to main runs). Values that are not objects are main non-counters.
-pub fn compact_counters_with(frames: &mut Vec<Value>, counter_type: &str, subagents: Subagents) {
+/// [`compact_counters`] with a module's params: its counter type and sub-agent policy (`keep`:
+/// in place, never folded, transparent to main runs). Values that are not objects are main
+/// non-counters.
+pub fn compact_counters_with(frames: &mut Vec<Value>, config: &Config) {
     let mut state = RunState::default();
     let mut keep = vec![true; frames.len()];
     let mut folds: Vec<Part> = Vec::new();
@@ -34,10 +35,10 @@ pub fn compact_counters_with(frames: &mut Vec<Value>, counter_type: &str, subage
             continue;
         };
         if is_subagent(obj) {
-            keep[i] = subagents == Subagents::Keep;
+            keep[i] = config.subagents == Subagents::Keep;
             continue;
         }
-        if obj.get("type").and_then(Value::as_str) != Some(counter_type) {
+        if obj.get("type").and_then(Value::as_str) != Some(config.counter_type.as_str()) {
             close(&mut keep, state.other());
             continue;
         }
@@ -62,11 +63,6 @@ pub fn compact_counters_with(frames: &mut Vec<Value>, counter_type: &str, subage
         i += 1;
         keep[i - 1]
     });
-}
-
-/// [`compact_counters`] with the counter type and sub-agent policy of a module's params.
-pub fn compact_counters_as(frames: &mut Vec<Value>, config: &Config) {
-    compact_counters_with(frames, &config.counter_type, config.subagents);
 }
 
 fn is_subagent(obj: &Map<String, Value>) -> bool {

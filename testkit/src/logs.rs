@@ -1,4 +1,4 @@
-//! Generated agent logs for property tests and fuzz targets (feature `testgen`).
+//! Generated agent logs for property tests and fuzz targets.
 //!
 //! One generator serves both: the fuzz targets shape it from libFuzzer's bytes, the property
 //! tests from a seeded stream of pseudo-random bytes, so `cargo test` explores the same space
@@ -6,10 +6,6 @@
 
 use arbitrary::{Arbitrary, Result, Unstructured};
 
-pub mod checks;
-pub use checks::{
-    check_checkpoint_restore, check_fold_bytes, check_fold_invariants, check_surface_ranges,
-};
 use serde_json::{Value, json};
 
 /// A counter's `estimated_tokens_delta`, good and bad.
@@ -59,7 +55,7 @@ pub struct GenLog {
 }
 
 /// A generated record: key and value.
-pub type Rec = (Option<Vec<u8>>, Vec<u8>);
+pub type GenRecord = (Option<Vec<u8>>, Vec<u8>);
 
 const OTHER_KINDS: [&str; 4] = [
     "user/message",
@@ -171,7 +167,7 @@ impl GenLog {
     }
 
     /// The log as records. Malformed records are keyed by their session when `keyed`.
-    pub fn records(&self) -> Vec<Rec> {
+    pub fn records(&self) -> Vec<GenRecord> {
         self.frames
             .iter()
             .enumerate()
@@ -289,7 +285,7 @@ impl GenSession {
     }
 
     /// The session's frames as records of session `s`, in log order.
-    pub fn records(&self) -> Vec<Rec> {
+    pub fn records(&self) -> Vec<GenRecord> {
         let mut seq = self.start_seq as u64;
         let mut sent: Vec<Vec<u8>> = Vec::new();
         let mut nodes: Vec<u64> = Vec::new();

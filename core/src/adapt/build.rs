@@ -1,0 +1,252 @@
+//! Frames written as they are built: compact JSON, fields in a fixed order (`type`, `id`,
+//! `seq`, `timestamp`, `session_id`, what the type carries, `extras`, `source`), values copied
+//! from the line in canonical form (see [`json::canonical_into`]).
+
+use super::line::Line;
+use super::state::State;
+use crate::json;
+
+/// Where a frame's `id` comes from.
+pub(crate) enum Id<'a> {
+    /// A string token of the line (quotes included).
+    Raw(&'a str),
+    /// A text of the adapter's.
+    Text(String),
+    /// `<session>#<seq>`: stable for a log read from its start.
+    Numbered,
+}
+
+/// A frame being built.
+pub(crate) struct Frame {
+    /// None for a frame of no known session: it has no place in any session's log.
+    seq: Option<u64>,
+    buf: Vec<u8>,
+    extras: Vec<u8>,
+    source: Option<Vec<u8>>,
+    /// A sub-agent's frame: never joins the surface.
+    sub: bool,
+    has_message: bool,
+}
+
+impl Frame {
+    fn key(buf: &mut Vec<u8>, name: &str) {
+        if buf.len() > 1 {
+            buf.push(b',');
+        }
+        json::write_string(buf, name.as_bytes());
+        buf.push(b':');
+    }
+
+    /// A field whose value is a raw JSON value of the line.
+    pub fn raw(&mut self, name: &str, value: &str) -> &mut Frame {
+        Frame::key(&mut self.buf, name);
+        json::canonical_into(&mut self.buf, value);
+        self.has_message |= name == "message";
+        self
+    }
+
+    /// A field whose value is JSON text the adapter wrote.
+    pub fn json(&mut self, name: &str, value: &str) -> &mut Frame {
+        Frame::key(&mut self.buf, name);
+        self.buf.extend_from_slice(value.as_bytes());
+        self
+    }
+
+    pub fn uint(&mut self, name: &str, n: u64) -> &mut Frame {
+        self.json(name, &n.to_string())
+    }
+
+    /// An `extras` member whose value is a raw JSON value of the line.
+    pub fn extra_raw(&mut self, name: &str, value: &str) -> &mut Frame {
+        self.extras
+            .push(if self.extras.is_empty() { b'{' } else { b',' });
+        json::write_string(&mut self.extras, name.as_bytes());
+        self.extras.push(b':');
+        json::canonical_into(&mut self.extras, value);
+        self
+    }
+
+    /// An `extras` member holding a string.
+    pub fn extra_str(&mut self, name: &str, value: &str) -> &mut Frame {
+        let mut s = Vec::with_capacity(value.len() + 2);
+        json::write_string(&mut s, value.as_bytes());
+        // SAFETY-free: `s` is JSON text we just wrote from a `&str`.
+        self.extra_raw(name, std::str::from_utf8(&s).unwrap_or("null"))
+    }
+
+    /// Carries the source line, last, without the members named in `skip` and with `payload`
+    /// (Codex) rewritten without `skip_payload`.
+    pub fn source(&mut self, line: &Line, skip: &[&str], skip_payload: &[&str]) -> &mut Frame {
+        let mut out = vec![b'{'];
+        for m in line.members() {
+            if skip.iter().any(|s| m.is(s)) {
+                continue;
+            }
+            if out.len() > 1 {
+                out.push(b',');
+            }
+            out.push(b'"');
+            out.extend_from_slice(m.key.as_bytes());
+            out.extend_from_slice(b"\":");
+            if !skip_payload.is_empty() && m.is("payload") && m.value.starts_with('{') {
+                write_without(&mut out, m.value, skip_payload);
+            } else {
+                json::canonical_into(&mut out, m.value);
+            }
+        }
+        out.push(b'}');
+        self.source = Some(out);
+        self
+    }
+}
+
+/// An object value rewritten without some of its members.
+fn write_without(out: &mut Vec<u8>, raw: &str, skip: &[&str]) {
+    out.push(b'{');
+    let mut first = true;
+    for m in json::members(raw) {
+        if skip.iter().any(|s| m.is(s)) {
+            continue;
+        }
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        out.push(b'"');
+        out.extend_from_slice(m.key.as_bytes());
+        out.extend_from_slice(b"\":");
+        json::canonical_into(out, m.value);
+    }
+    out.push(b'}');
+}
+
+/// One line's adaptation: the session's state and where its frames go.
+pub(crate) struct Cx<'s> {
+    pub input: super::Input,
+    pub st: &'s mut State,
+    /// The frames' `session_id`.
+    pub session: Option<String>,
+    pub out: &'s mut Vec<Vec<u8>>,
+}
+
+impl Cx<'_> {
+    /// A frame of `kind` with the next `seq`. A line of no session (none named, no record key,
+    /// no line before it named one) has no place in a session's log: its frame gets no `seq`
+    /// (the pressure view ignores it) and no `session_id`.
+    pub fn frame(
+        &mut self,
+        kind: &str,
+        id: Id,
+        stamp: Option<&str>,
+        parent: Option<&str>,
+    ) -> Frame {
+        let seq = self.st.take_seq();
+        let mut buf = Vec::with_capacity(256);
+        buf.push(b'{');
+        Frame::key(&mut buf, "type");
+        json::write_string(&mut buf, kind.as_bytes());
+        Frame::key(&mut buf, "id");
+        match id {
+            Id::Raw(raw) => json::canonical_into(&mut buf, raw),
+            Id::Text(t) => json::write_string(&mut buf, t.as_bytes()),
+            Id::Numbered => {
+                let id = format!("{}#{seq}", self.session.as_deref().unwrap_or(""));
+                json::write_string(&mut buf, id.as_bytes());
+            }
+        }
+        let seq = self.session.is_some().then_some(seq);
+        if let Some(seq) = seq {
+            Frame::key(&mut buf, "seq");
+            buf.extend_from_slice(seq.to_string().as_bytes());
+        }
+        if let Some(ts) = stamp.filter(|t| json::is_string(t)) {
+            Frame::key(&mut buf, "timestamp");
+            json::canonical_into(&mut buf, ts);
+        }
+        if let Some(s) = &self.session {
+            Frame::key(&mut buf, "session_id");
+            json::write_string(&mut buf, s.as_bytes());
+        }
+        let mut f = Frame {
+            seq,
+            buf,
+            extras: Vec::new(),
+            source: None,
+            sub: parent.is_some(),
+            has_message: false,
+        };
+        if let Some(p) = parent {
+            f.extra_str("parent_tool_use_id", p);
+        }
+        f
+    }
+
+    /// Writes a frame. A main frame with a `message` joins the surface.
+    pub fn emit(&mut self, f: Frame) {
+        if let (false, true, Some(seq)) = (f.sub, f.has_message, f.seq) {
+            self.st.surface = Some(match self.st.surface {
+                Some((first, _)) => (first, seq),
+                None => (seq, seq),
+            });
+        }
+        let Frame {
+            mut buf,
+            mut extras,
+            source,
+            ..
+        } = f;
+        if !extras.is_empty() {
+            extras.push(b'}');
+            Frame::key(&mut buf, "extras");
+            buf.extend_from_slice(&extras);
+        }
+        if let Some(s) = source {
+            Frame::key(&mut buf, "source");
+            buf.extend_from_slice(&s);
+        }
+        buf.push(b'}');
+        self.out.push(buf);
+    }
+
+    /// Writes a compaction's replacement: a main `user/message` whose `replaces` spans the
+    /// whole current surface (none when the surface is empty); after it, the surface is it.
+    pub fn emit_replacement(&mut self, mut f: Frame, message: &str) {
+        f.raw("message", message);
+        if let Some((from_seq, to_seq)) = self.st.surface {
+            f.json(
+                "replaces",
+                &format!("{{\"from_seq\":{from_seq},\"to_seq\":{to_seq}}}"),
+            );
+        }
+        let seq = f.seq;
+        self.emit(f);
+        if let Some(seq) = seq {
+            self.st.surface = Some((seq, seq));
+        }
+    }
+
+    /// A line with no mapping: a frame of type `<input>/<kind>` carrying the line as `source`.
+    pub fn pass_through(
+        &mut self,
+        kind: &str,
+        id: Id,
+        stamp: Option<&str>,
+        parent: Option<&str>,
+        line: &Line,
+    ) {
+        let kind = format!("{}/{kind}", self.input.name());
+        let mut f = self.frame(&kind, id, stamp, parent);
+        f.source(line, &[], &[]);
+        self.emit(f);
+    }
+}
+
+/// `type`, with `/<sub>` when the line names a subtype: the pass-through frame's kind.
+pub(crate) fn kind_of(line: &Line, sub: Option<&str>) -> String {
+    let base = line.str("type");
+    let base = base.as_deref().unwrap_or("untyped");
+    match sub {
+        Some(s) => format!("{base}/{s}"),
+        None => base.to_owned(),
+    }
+}

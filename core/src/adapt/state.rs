@@ -1,0 +1,198 @@
+//! What an adapter remembers of one session: a handful of numbers and ids, and enough to
+//! answer a re-delivered line without applying it twice.
+
+use serde::de::MapAccess;
+
+use crate::state::checkpoint::{CheckpointError, Checkpointed, Members, field};
+
+/// The per-session numbering and dedupe state.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct State {
+    /// The next frame's `seq`.
+    pub next_seq: u64,
+    /// The session id the lines name (Codex: its `session_meta`), for the lines that do not.
+    pub session_id: Option<String>,
+    /// The `message.id` of the last main message that gave a provider reading.
+    pub main_message: Option<String>,
+    /// The same for sub-agent messages.
+    pub sub_message: Option<String>,
+    /// The `seq` of the first and last node of the surface (main frames with a `message`).
+    pub surface: Option<(u64, u64)>,
+    /// Codex: the last context window announced in a `request/header`.
+    pub window: Option<u64>,
+    /// Codex: `total_tokens` of the last `token_count` reading, to know a repeat.
+    pub total: Option<u64>,
+}
+
+impl State {
+    pub fn take_seq(&mut self) -> u64 {
+        let s = self.next_seq;
+        self.next_seq = self.next_seq.saturating_add(1);
+        s
+    }
+}
+
+/// A session's adapter state with its place in the input: a line at or below `last_offset` was
+/// adapted already. The state before this session's first line of the latest invocation is kept,
+/// so that the invocation delivered again (an SPU runs a batch whose output did not fit through
+/// the module a second time) is adapted again into the very same frames, and changes nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Track {
+    pub state: State,
+    pub last_offset: Option<i64>,
+    snapshot: Option<Box<(i64, State)>>,
+    snap_epoch: u64,
+    replay: Option<Box<State>>,
+}
+
+/// How [`Track::for_line`] placed a line.
+pub(crate) enum Placed<'t> {
+    /// A new line: adapt it with this state.
+    New(&'t mut State),
+    /// A line delivered again: adapt it with this copy, to give its frames again.
+    Again(&'t mut State),
+    /// A line delivered again that cannot be given again: nothing.
+    Skip,
+}
+
+impl Track {
+    /// A session's track when it first comes (`returning`: its state was evicted, so its
+    /// numbering continues above anything it had: `floor`).
+    pub fn new(returning: bool, floor: u64) -> Track {
+        let mut t = Track::default();
+        if returning {
+            t.state.next_seq = floor;
+        }
+        t
+    }
+
+    /// Places a line at `offset` (none known: always new) in invocation `epoch`.
+    pub fn for_line(&mut self, offset: Option<i64>, epoch: u64) -> Placed<'_> {
+        let Some(o) = offset else {
+            return Placed::New(&mut self.state);
+        };
+        if self.last_offset.is_none_or(|l| o > l) {
+            if self.snap_epoch != epoch || self.snapshot.is_none() {
+                self.snapshot = Some(Box::new((o, self.state.clone())));
+                self.snap_epoch = epoch;
+            }
+            self.replay = None;
+            self.last_offset = Some(o);
+            return Placed::New(&mut self.state);
+        }
+        match self.snapshot.as_deref() {
+            Some((from, snap)) if o >= *from => {
+                if o == *from {
+                    self.replay = Some(Box::new(snap.clone()));
+                }
+                match self.replay.as_deref_mut() {
+                    Some(r) => Placed::Again(r),
+                    None => Placed::Skip,
+                }
+            }
+            _ => Placed::Skip,
+        }
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct TrackFields {
+    next_seq: Option<u64>,
+    state: State,
+    last_offset: Option<i64>,
+}
+
+impl Checkpointed for Track {
+    type Builder = TrackFields;
+    type Ctx = ();
+
+    fn write(&self, w: &mut Members, (): ()) {
+        let s = &self.state;
+        w.uint("nextSeq", s.next_seq);
+        w.opt_str("sessionId", s.session_id.as_deref());
+        w.opt_str("mainMessage", s.main_message.as_deref());
+        w.opt_str("subMessage", s.sub_message.as_deref());
+        match s.surface {
+            Some((a, b)) => w.raw("surface", &format!("[{a},{b}]")),
+            None => w.raw("surface", "null"),
+        }
+        w.opt_uint("window", s.window);
+        w.opt_uint("total", s.total);
+        if let Some(o) = self.last_offset {
+            w.raw("lastOffset", &o.to_string());
+        }
+    }
+
+    fn read<'de, A: MapAccess<'de>>(
+        b: &mut TrackFields,
+        name: &str,
+        map: &mut A,
+    ) -> Result<bool, A::Error> {
+        match name {
+            "nextSeq" => b.next_seq = Some(field::uint(map, name)?),
+            "sessionId" => b.state.session_id = field::opt_string(map, name)?,
+            "mainMessage" => b.state.main_message = field::opt_string(map, name)?,
+            "subMessage" => b.state.sub_message = field::opt_string(map, name)?,
+            "surface" => b.state.surface = field::opt_pair(map, name)?,
+            "window" => b.state.window = field::opt_uint(map, name)?,
+            "total" => b.state.total = field::opt_uint(map, name)?,
+            "lastOffset" => b.last_offset = field::opt_int(map, name)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn finish(b: TrackFields, _version: u64, (): ()) -> Result<Track, CheckpointError> {
+        let Some(next_seq) = b.next_seq else {
+            return Err(CheckpointError::Invalid(
+                "adapter session: `nextSeq` is missing".into(),
+            ));
+        };
+        Ok(Track {
+            state: State {
+                next_seq,
+                ..b.state
+            },
+            last_offset: b.last_offset,
+            ..Track::default()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn adapt(p: Placed) -> Option<(bool, u64)> {
+        match p {
+            Placed::New(s) => Some((true, s.take_seq())),
+            Placed::Again(s) => Some((false, s.take_seq())),
+            Placed::Skip => None,
+        }
+    }
+
+    #[test]
+    fn an_invocation_delivered_again_is_given_again_with_the_same_seqs() {
+        let mut t = Track::new(false, 0);
+        assert_eq!(adapt(t.for_line(Some(0), 1)), Some((true, 0)));
+        assert_eq!(adapt(t.for_line(Some(1), 1)), Some((true, 1)));
+        assert_eq!(adapt(t.for_line(Some(5), 2)), Some((true, 2)));
+        assert_eq!(adapt(t.for_line(Some(6), 2)), Some((true, 3)));
+        // The SPU runs invocation 2 again.
+        assert_eq!(adapt(t.for_line(Some(5), 3)), Some((false, 2)));
+        assert_eq!(adapt(t.for_line(Some(6), 3)), Some((false, 3)));
+        // Then new lines continue the numbering where it was.
+        assert_eq!(adapt(t.for_line(Some(9), 3)), Some((true, 4)));
+        // A line older than the last invocation cannot be given again.
+        assert_eq!(adapt(t.for_line(Some(1), 4)), None);
+        // A returning session numbers above its floor.
+        assert_eq!(
+            adapt(Track::new(true, 40).for_line(Some(50), 1)),
+            Some((true, 40))
+        );
+        assert_eq!(
+            adapt(Track::new(false, 40).for_line(None, 1)),
+            Some((true, 0))
+        );
+    }
+}

@@ -1,0 +1,198 @@
+//! The frames view (SPEC §2): each invocation is a page per session; the only memory between
+//! invocations is whether a session's last main frame was a non-counter.
+
+pub(crate) mod fold;
+mod page;
+
+pub use page::{compact_counters, compact_counters_with};
+
+use fold::{Fed, Part, RunState, Tally, splice};
+
+use crate::config::{Config, Malformed, Subagents};
+use crate::frame::{Field, Frame};
+use crate::state::lru::EntryId;
+
+/// What the fold sees of one frame.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Role {
+    /// A main frame that is no counter (or a malformed record under `malformed=pass`).
+    Other,
+    /// A main counter; `None` when it cannot be folded.
+    Counter(Option<Tally>),
+    /// A sub-agent frame under `subagents=keep`: in place, invisible to main runs.
+    Aside,
+    /// Removed before the fold: sub-agent frames under `drop`, malformed under `drop`/`fail`.
+    Removed,
+}
+
+/// The fold's reading of a counter: `None` for one that ends the foldable part.
+fn tally(v: &Frame) -> Option<Tally> {
+    if v.stamp().is_none() || v.places().iter().any(|p| p.repeated) {
+        return None;
+    }
+    let frames = match v.folded_frames() {
+        Field::Absent => 1,
+        Field::Valid(n) => n,
+        Field::Invalid => return None,
+    };
+    if v.folded_from() == Field::Invalid {
+        return None;
+    }
+    Some(Tally {
+        delta: v.delta()?,
+        frames,
+    })
+}
+
+/// The raw stamp a fold starting at this counter keeps: its `folded_from`, else its own.
+fn oldest_stamp<'a>(v: &Frame<'a>) -> &'a str {
+    match v.folded_from() {
+        Field::Valid(raw) => raw,
+        _ => v.stamp().unwrap_or("null"),
+    }
+}
+
+/// The params the fold reads.
+pub(crate) struct Rules {
+    counter_type: String,
+    subagents: Subagents,
+    malformed: Malformed,
+}
+
+impl Rules {
+    pub fn new(config: &Config) -> Rules {
+        Rules {
+            counter_type: config.counter_type.clone(),
+            subagents: config.subagents,
+            malformed: config.malformed,
+        }
+    }
+
+    /// A frame's role; `replay`: in `look_back`, where `malformed=fail` refuses nothing.
+    pub fn role(&self, view: Option<&Frame>, replay: bool) -> Role {
+        match view {
+            None => match self.malformed {
+                Malformed::Pass => Role::Other,
+                Malformed::Fail if !replay => Role::Other,
+                _ => Role::Removed,
+            },
+            Some(v) if v.is_subagent() => match self.subagents {
+                Subagents::Drop => Role::Removed,
+                Subagents::Keep => Role::Aside,
+            },
+            Some(v) if v.is_counter(&self.counter_type) => Role::Counter(tally(v)),
+            Some(_) => Role::Other,
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Act {
+    Pass,
+    Skip,
+    Fold(Part),
+}
+
+/// One invocation's fold: what becomes of each frame, decided as the fold reaches it.
+#[derive(Default)]
+pub(crate) struct Page {
+    acts: Vec<Act>,
+    /// Sessions whose part was open when last seen: it closes at the page's end.
+    open: Vec<EntryId>,
+}
+
+impl Page {
+    /// The next frame leaves as it came.
+    pub fn pass(&mut self) {
+        self.acts.push(Act::Pass);
+    }
+
+    /// The next frame is removed.
+    pub fn skip(&mut self) {
+        self.acts.push(Act::Skip);
+    }
+
+    /// The next frame, a main frame of the session whose state is `st` (entry `id`).
+    pub fn step(&mut self, role: Role, st: &mut RunState, id: EntryId) {
+        let i = self.acts.len();
+        self.acts.push(Act::Pass);
+        let closed = match role {
+            Role::Counter(t) => {
+                let (fed, closed) = st.counter(i, t);
+                if fed == Fed::Joined {
+                    self.acts[i] = Act::Skip;
+                    if st.part.as_ref().is_some_and(|p| p.members == 1) {
+                        self.open.push(id);
+                    }
+                }
+                closed
+            }
+            _ => st.other(),
+        };
+        if let Some(p) = closed {
+            self.close(p);
+        }
+    }
+
+    /// A session's state left the cache mid-page: its open part closes now.
+    pub fn evicted(&mut self, mut st: RunState) {
+        if let Some(p) = st.end_page() {
+            self.close(p);
+        }
+    }
+
+    /// A part of one is served as itself; a longer one becomes its folded frame.
+    fn close(&mut self, p: Part) {
+        self.acts[p.newest] = if p.members >= 2 {
+            Act::Fold(p)
+        } else {
+            Act::Pass
+        };
+    }
+
+    /// The page ends: open parts close (an id evicted and reused meanwhile holds no open part
+    /// of this page's, and closing it again is a no-op).
+    pub fn finish(mut self, mut state: impl FnMut(EntryId) -> Option<Part>) -> Vec<Out> {
+        for id in std::mem::take(&mut self.open) {
+            if let Some(p) = state(id) {
+                self.close(p);
+            }
+        }
+        let mut out = Vec::with_capacity(self.acts.len());
+        for (i, act) in self.acts.into_iter().enumerate() {
+            match act {
+                Act::Pass => out.push(Out::Pass(i)),
+                Act::Skip => {}
+                Act::Fold(p) => out.push(Out::Fold {
+                    newest: i,
+                    oldest: p.oldest,
+                    delta: p.delta,
+                    frames: p.frames,
+                }),
+            }
+        }
+        out
+    }
+}
+
+/// What a page gives: frame `i` as it came, or a fold standing where its newest counter stood.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Out {
+    Pass(usize),
+    Fold {
+        newest: usize,
+        oldest: usize,
+        delta: u64,
+        frames: u64,
+    },
+}
+
+/// A folded frame's bytes: its newest counter's, with the part's sums spliced in.
+pub(crate) fn folded(newest: &[u8], oldest: &[u8], delta: u64, frames: u64) -> Vec<u8> {
+    let (Some(n), Some(o)) = (Frame::parse(newest), Frame::parse(oldest)) else {
+        return newest.to_vec();
+    };
+    let [d, f, c] = n.places();
+    let spans = [d.range.clone(), f.range.clone(), c.range.clone()];
+    splice(newest, spans, delta, frames, oldest_stamp(&o))
+}

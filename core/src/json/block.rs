@@ -1,0 +1,319 @@
+//! Blocks of bytes classified many at a time: one trait, an implementation per instruction set
+//! (SSE2 and AVX2 on x86_64, eight bytes in a `u64` everywhere), so that each scanning kernel
+//! is written once over it (memchr's `Vector` pattern). Masks carry byte `i` at bit `i`.
+
+/// A block of `LEN` bytes and the byte classes the kernels look for.
+pub(crate) trait Block: Copy {
+    /// Bytes per block (at most 64).
+    const LEN: usize;
+
+    /// # Safety
+    /// `LEN` bytes at `p` are readable, and the CPU has the block's instruction set.
+    unsafe fn load(p: *const u8) -> Self;
+    /// `"`, `\` and control characters (< 0x20): where a JSON string needs a look.
+    fn specials(self) -> u64;
+    /// `"` and `\`: where the estimate's plain run inside a string ends.
+    fn quote_or_backslash(self) -> u64;
+    /// Bytes ≥ 0x80: where UTF-8 needs checking.
+    fn high(self) -> u64;
+    /// UTF-8 continuation bytes (`10xxxxxx`), which belong to a scalar already counted.
+    fn continuation(self) -> u64;
+}
+
+/// The low `n` bits set (`n` ≤ 64).
+#[inline(always)]
+pub(crate) fn low_bits(n: u32) -> u64 {
+    if n >= 64 { u64::MAX } else { (1u64 << n) - 1 }
+}
+
+/// Loads the fewer than `B::LEN` bytes from `i` to the end of `b`, zero-padded, and the mask of
+/// the bytes that are real.
+///
+/// # Safety
+/// As [`Block::load`], for the instruction set.
+#[inline(always)]
+pub(crate) unsafe fn tail<B: Block>(b: &[u8], i: usize) -> (B, u64) {
+    let rem = b.len() - i;
+    debug_assert!(rem < B::LEN);
+    let mut buf = [0u8; 64];
+    buf[..rem].copy_from_slice(&b[i..]);
+    // SAFETY: `buf` holds 64 ≥ LEN bytes; the caller vouches for the instruction set.
+    (unsafe { B::load(buf.as_ptr()) }, low_bits(rem as u32))
+}
+
+/// Eight bytes in a `u64`, little-endian: byte `i` of the block is byte `i` of memory. Every
+/// test is exact per byte (no borrow crosses a byte), so every set bit is a real hit.
+#[derive(Clone, Copy)]
+pub(crate) struct Swar(u64);
+
+const ONES: u64 = u64::MAX / 255;
+const HIGH: u64 = ONES * 0x80;
+const LOW7: u64 = ONES * 0x7f;
+
+impl Swar {
+    /// High bit of each byte set where the byte is zero.
+    #[inline(always)]
+    fn zero(x: u64) -> u64 {
+        !(((x & LOW7) + LOW7) | x) & HIGH
+    }
+
+    /// The high bit of each byte, gathered to one bit per byte.
+    #[inline(always)]
+    fn gather(x: u64) -> u64 {
+        ((x & HIGH) >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56
+    }
+}
+
+impl Block for Swar {
+    const LEN: usize = 8;
+
+    #[inline(always)]
+    unsafe fn load(p: *const u8) -> Swar {
+        // SAFETY: the caller vouches for 8 readable bytes.
+        Swar(u64::from_le(unsafe {
+            std::ptr::read_unaligned(p as *const u64)
+        }))
+    }
+
+    #[inline(always)]
+    fn specials(self) -> u64 {
+        let x = self.0;
+        // A byte below 0x20: high bit clear, and adding 0x60 to its low seven bits stays below 0x80.
+        let control = !(((x & LOW7) + ONES * 0x60) | x) & HIGH;
+        Swar::gather(
+            Swar::zero(x ^ (ONES * b'"' as u64)) | Swar::zero(x ^ (ONES * b'\\' as u64)) | control,
+        )
+    }
+
+    #[inline(always)]
+    fn quote_or_backslash(self) -> u64 {
+        let x = self.0;
+        Swar::gather(Swar::zero(x ^ (ONES * b'"' as u64)) | Swar::zero(x ^ (ONES * b'\\' as u64)))
+    }
+
+    #[inline(always)]
+    fn high(self) -> u64 {
+        Swar::gather(self.0)
+    }
+
+    #[inline(always)]
+    fn continuation(self) -> u64 {
+        // Bit 7 set and bit 6 clear: shifted left, bit 6 lands on bit 7 of the same byte.
+        Swar::gather(self.0 & !(self.0 << 1))
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    use super::Block;
+
+    /// Sixteen bytes in an SSE2 register (part of the x86_64 baseline).
+    #[derive(Clone, Copy)]
+    pub(crate) struct Sse2(__m128i);
+
+    impl Block for Sse2 {
+        const LEN: usize = 16;
+
+        #[inline(always)]
+        unsafe fn load(p: *const u8) -> Sse2 {
+            // SAFETY: the caller vouches for 16 readable bytes; SSE2 is baseline.
+            Sse2(unsafe { _mm_loadu_si128(p as *const __m128i) })
+        }
+
+        #[inline(always)]
+        fn specials(self) -> u64 {
+            // SAFETY: SSE2 is part of the x86_64 baseline.
+            unsafe {
+                let v = self.0;
+                let s = _mm_or_si128(
+                    _mm_or_si128(
+                        _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8)),
+                        _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8)),
+                    ),
+                    // v ≤ 0x1f, unsigned.
+                    _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v),
+                );
+                _mm_movemask_epi8(s) as u32 as u64
+            }
+        }
+
+        #[inline(always)]
+        fn quote_or_backslash(self) -> u64 {
+            // SAFETY: SSE2 is part of the x86_64 baseline.
+            unsafe {
+                let v = self.0;
+                let s = _mm_or_si128(
+                    _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8)),
+                    _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8)),
+                );
+                _mm_movemask_epi8(s) as u32 as u64
+            }
+        }
+
+        #[inline(always)]
+        fn high(self) -> u64 {
+            // SAFETY: SSE2 is part of the x86_64 baseline.
+            unsafe { _mm_movemask_epi8(self.0) as u32 as u64 }
+        }
+
+        #[inline(always)]
+        fn continuation(self) -> u64 {
+            // SAFETY: SSE2 is part of the x86_64 baseline.
+            unsafe {
+                let top = _mm_and_si128(self.0, _mm_set1_epi8(0xC0u8 as i8));
+                _mm_movemask_epi8(_mm_cmpeq_epi8(top, _mm_set1_epi8(0x80u8 as i8))) as u32 as u64
+            }
+        }
+    }
+
+    /// Thirty-two bytes in an AVX2 register; only used behind a runtime check.
+    #[derive(Clone, Copy)]
+    pub(crate) struct Avx2(__m256i);
+
+    impl Block for Avx2 {
+        const LEN: usize = 32;
+
+        #[inline(always)]
+        unsafe fn load(p: *const u8) -> Avx2 {
+            // SAFETY: the caller vouches for 32 readable bytes and AVX2.
+            Avx2(unsafe { _mm256_loadu_si256(p as *const __m256i) })
+        }
+
+        #[inline(always)]
+        fn specials(self) -> u64 {
+            // SAFETY: an `Avx2` block exists only where the CPU has AVX2.
+            unsafe {
+                let v = self.0;
+                let s = _mm256_or_si256(
+                    _mm256_or_si256(
+                        _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'"' as i8)),
+                        _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8)),
+                    ),
+                    _mm256_cmpeq_epi8(_mm256_min_epu8(v, _mm256_set1_epi8(0x1f)), v),
+                );
+                _mm256_movemask_epi8(s) as u32 as u64
+            }
+        }
+
+        #[inline(always)]
+        fn quote_or_backslash(self) -> u64 {
+            // SAFETY: as above.
+            unsafe {
+                let v = self.0;
+                let s = _mm256_or_si256(
+                    _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'"' as i8)),
+                    _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8)),
+                );
+                _mm256_movemask_epi8(s) as u32 as u64
+            }
+        }
+
+        #[inline(always)]
+        fn high(self) -> u64 {
+            // SAFETY: as above.
+            unsafe { _mm256_movemask_epi8(self.0) as u32 as u64 }
+        }
+
+        #[inline(always)]
+        fn continuation(self) -> u64 {
+            // SAFETY: as above.
+            unsafe {
+                let top = _mm256_and_si256(self.0, _mm256_set1_epi8(0xC0u8 as i8));
+                _mm256_movemask_epi8(_mm256_cmpeq_epi8(top, _mm256_set1_epi8(0x80u8 as i8))) as u32
+                    as u64
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) use x86::{Avx2, Sse2};
+
+/// The instruction set a scan runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isa {
+    /// 32 bytes at a time (x86_64 with AVX2).
+    Avx2,
+    /// 16 bytes at a time (every x86_64).
+    Sse2,
+    /// 8 bytes in a `u64`: what wasm32 runs.
+    Swar,
+}
+
+impl Isa {
+    /// The widest the CPU has (std caches the check).
+    #[inline]
+    pub fn best() -> Isa {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::is_x86_feature_detected!("avx2") {
+                return Isa::Avx2;
+            }
+            Isa::Sse2
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        Isa::Swar
+    }
+
+    /// Every instruction set this CPU runs, for differential tests.
+    pub fn available() -> Vec<Isa> {
+        let all = [Isa::Swar, Isa::Sse2, Isa::Avx2];
+        all.into_iter()
+            .filter(|isa| *isa == Isa::Swar || Isa::best() == Isa::Avx2 || *isa == Isa::best())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn naive(bytes: &[u8], f: impl Fn(u8) -> bool) -> u64 {
+        bytes
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| f(**b))
+            .fold(0, |m, (i, _)| m | 1 << i)
+    }
+
+    fn check<B: Block>(bytes: &[u8]) {
+        // SAFETY: the test only instantiates blocks the CPU runs, over `LEN` bytes.
+        let b = unsafe { B::load(bytes.as_ptr()) };
+        let bytes = &bytes[..B::LEN];
+        assert_eq!(
+            b.specials(),
+            naive(bytes, |c| c == b'"' || c == b'\\' || c < 0x20)
+        );
+        assert_eq!(
+            b.quote_or_backslash(),
+            naive(bytes, |c| c == b'"' || c == b'\\')
+        );
+        assert_eq!(b.high(), naive(bytes, |c| c >= 0x80));
+        assert_eq!(b.continuation(), naive(bytes, |c| c & 0xC0 == 0x80));
+    }
+
+    #[test]
+    fn every_block_classifies_every_byte_exactly() {
+        // Each byte value at each position, beside neighbours that provoke borrows.
+        for v in 0..=255u8 {
+            for n in [0u8, 0x1f, 0x20, b'"', b'\\', 0x7f, 0x80, 0xbf, 0xc0, 0xff] {
+                let mut bytes = [n; 64];
+                for (i, b) in bytes.iter_mut().enumerate() {
+                    if i % 3 == 0 {
+                        *b = v;
+                    }
+                }
+                check::<Swar>(&bytes);
+                #[cfg(target_arch = "x86_64")]
+                {
+                    check::<Sse2>(&bytes);
+                    if std::is_x86_feature_detected!("avx2") {
+                        check::<Avx2>(&bytes);
+                    }
+                }
+            }
+        }
+    }
+}

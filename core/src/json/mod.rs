@@ -1,0 +1,513 @@
+//! What counts as a JSON object (SPEC §1), in one home: the frames reader, the pressure view
+//! and the adapters all read records through it.
+//!
+//! A record is a JSON object when its bytes are UTF-8 (skipped values included) and an RFC 8259
+//! JSON text whose top level is an object. Any `\uXXXX` escape is valid, a lone surrogate
+//! included: where a string's value is needed it reads as U+FFFD. Nesting depth and number
+//! range are no limit. Members are handed over as raw slices of the record, never built.
+
+mod block;
+mod scan;
+
+use std::borrow::Cow;
+
+pub use block::Isa;
+pub(crate) use scan::plain;
+use scan::{Bad, Res, Scanner, string_end};
+
+/// One member of an object: its key as it stands between the quotes, whether that key holds
+/// an escape, and its value's JSON text.
+#[derive(Debug, Clone, Copy)]
+pub struct Member<'a> {
+    pub key: &'a str,
+    pub escaped: bool,
+    pub value: &'a str,
+}
+
+impl Member<'_> {
+    /// Whether the key, unescaped, is `name` (a lone surrogate reads as U+FFFD, so an odd key
+    /// never matches a field's name).
+    #[inline]
+    pub fn is(&self, name: &str) -> bool {
+        if !self.escaped {
+            return self.key == name;
+        }
+        unescape(self.key) == name
+    }
+
+    /// The key, unescaped.
+    pub fn name(&self) -> Cow<'_, str> {
+        if self.escaped {
+            Cow::Owned(unescape(self.key))
+        } else {
+            Cow::Borrowed(self.key)
+        }
+    }
+}
+
+/// Reads `bytes` as a JSON object and hands each top-level member to `f`, in order; `None` when
+/// the text is not one (then `f` may have seen members of the valid prefix).
+pub fn object<'a>(bytes: &'a [u8], isa: Isa, mut f: impl FnMut(Member<'a>)) -> Option<()> {
+    walk(bytes, isa, &mut f).ok()
+}
+
+fn walk<'a>(bytes: &'a [u8], isa: Isa, f: &mut impl FnMut(Member<'a>)) -> Res<()> {
+    let mut s = Scanner::new(bytes, isa);
+    s.ws();
+    s.eat(b'{')?;
+    s.ws();
+    if s.peek() == Some(b'}') {
+        s.i += 1;
+    } else {
+        loop {
+            s.eat(b'"')?;
+            let start = s.i;
+            let escaped = s.string()?;
+            let key = &bytes[start..s.i - 1];
+            s.ws();
+            s.eat(b':')?;
+            s.ws();
+            let vstart = s.i;
+            s.value()?;
+            // SAFETY: the scanner checked every string as UTF-8, and JSON outside strings is
+            // ASCII.
+            let (key, value) = unsafe {
+                (
+                    std::str::from_utf8_unchecked(key),
+                    std::str::from_utf8_unchecked(&bytes[vstart..s.i]),
+                )
+            };
+            f(Member {
+                key,
+                escaped,
+                value,
+            });
+            s.ws();
+            match s.peek() {
+                Some(b',') => {
+                    s.i += 1;
+                    s.ws();
+                }
+                Some(b'}') => {
+                    s.i += 1;
+                    break;
+                }
+                _ => return Err(Bad),
+            }
+        }
+    }
+    s.ws();
+    if s.i != bytes.len() {
+        return Err(Bad);
+    }
+    Ok(())
+}
+
+/// Whether `bytes` is a JSON object.
+pub fn is_object(bytes: &[u8]) -> bool {
+    object(bytes, Isa::best(), |_| {}).is_some()
+}
+
+/// The members of an object value that was read already (a slice [`object`] handed over); for
+/// any other text, none.
+pub fn members(raw: &str) -> impl Iterator<Item = Member<'_>> {
+    let mut s = Scanner::new(raw.as_bytes(), Isa::best());
+    let mut open = false;
+    let mut done = !raw.starts_with('{');
+    std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        let m = next_member(&mut s, &mut open);
+        if m.is_none() {
+            done = true;
+        }
+        m
+    })
+}
+
+fn next_member<'a>(s: &mut Scanner<'a>, open: &mut bool) -> Option<Member<'a>> {
+    if !*open {
+        *open = true;
+        s.eat(b'{').ok()?;
+        s.ws();
+    } else {
+        s.ws();
+        s.eat(b',').ok()?;
+        s.ws();
+    }
+    s.eat(b'"').ok()?;
+    let start = s.i;
+    let escaped = s.string().ok()?;
+    let key = &s.b[start..s.i - 1];
+    s.ws();
+    s.eat(b':').ok()?;
+    s.ws();
+    let vstart = s.i;
+    s.value().ok()?;
+    // SAFETY: `raw` is a `&str`.
+    let (key, value) = unsafe {
+        (
+            std::str::from_utf8_unchecked(key),
+            std::str::from_utf8_unchecked(&s.b[vstart..s.i]),
+        )
+    };
+    Some(Member {
+        key,
+        escaped,
+        value,
+    })
+}
+
+/// The value of member `name` of an object value (the last one, when repeated).
+pub fn get<'a>(raw: &'a str, name: &str) -> Option<&'a str> {
+    members(raw).filter(|m| m.is(name)).last().map(|m| m.value)
+}
+
+/// The elements of an array value that was read already; for any other text, none.
+pub fn elements(raw: &str) -> impl Iterator<Item = &str> {
+    let mut s = Scanner::new(raw.as_bytes(), Isa::best());
+    let mut first = true;
+    let mut done = s.eat(b'[').is_err();
+    std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        s.ws();
+        if first {
+            first = false;
+            if s.peek() == Some(b']') {
+                done = true;
+                return None;
+            }
+        } else if s.eat(b',').is_err() {
+            done = true;
+            return None;
+        }
+        s.ws();
+        let start = s.i;
+        if s.value().is_err() {
+            done = true;
+            return None;
+        }
+        // SAFETY: `raw` is a `&str`.
+        Some(unsafe { std::str::from_utf8_unchecked(&s.b[start..s.i]) })
+    })
+}
+
+/// A JSON string value's text, unescaped (a lone surrogate as U+FFFD); `None` when `raw` is no
+/// string.
+pub fn string(raw: &str) -> Option<Cow<'_, str>> {
+    let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
+    if inner.contains('\\') {
+        Some(Cow::Owned(unescape(inner)))
+    } else {
+        Some(Cow::Borrowed(inner))
+    }
+}
+
+/// Whether `raw` is a string value.
+#[inline]
+pub fn is_string(raw: &str) -> bool {
+    raw.starts_with('"')
+}
+
+/// A JSON integer ≥ 0 that fits a `u64`; fractions, exponents and signs are refused.
+pub fn uint(raw: &str) -> Option<u64> {
+    if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    raw.parse().ok()
+}
+
+/// The text of a string's inside (between its quotes), its escapes resolved; a lone surrogate
+/// becomes U+FFFD, a pair the scalar it encodes.
+fn unescape(inner: &str) -> String {
+    let mut out = String::with_capacity(inner.len());
+    let mut rest = inner;
+    while let Some(at) = rest.find('\\') {
+        out.push_str(&rest[..at]);
+        let esc = &rest[at + 1..];
+        let mut step = 2;
+        match esc.as_bytes().first() {
+            Some(b'b') => out.push('\u{8}'),
+            Some(b'f') => out.push('\u{c}'),
+            Some(b'n') => out.push('\n'),
+            Some(b'r') => out.push('\r'),
+            Some(b't') => out.push('\t'),
+            Some(b'u') => {
+                let unit = |s: &str| s.get(1..5).and_then(|h| u16::from_str_radix(h, 16).ok());
+                step = 6;
+                match unit(esc) {
+                    Some(hi @ 0xD800..=0xDBFF) => {
+                        let lo = esc
+                            .get(5..)
+                            .filter(|t| t.starts_with("\\u"))
+                            .and_then(|t| unit(&t[1..]));
+                        match lo {
+                            Some(lo @ 0xDC00..=0xDFFF) => {
+                                let c =
+                                    0x10000 + ((hi as u32 - 0xD800) << 10) + (lo as u32 - 0xDC00);
+                                out.push(char::from_u32(c).unwrap_or('\u{FFFD}'));
+                                step = 12;
+                            }
+                            _ => out.push('\u{FFFD}'),
+                        }
+                    }
+                    Some(u) => out.push(char::from_u32(u as u32).unwrap_or('\u{FFFD}')),
+                    None => out.push('\u{FFFD}'),
+                }
+            }
+            Some(&c) => out.push(c as char),
+            None => step = 1,
+        }
+        rest = rest.get(at + step..).unwrap_or("");
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The estimate's plain-run kernel on the best instruction set.
+#[inline]
+pub(crate) fn plain_run(b: &[u8], i: usize) -> (usize, usize) {
+    plain(Isa::best(), b, i)
+}
+
+/// Writes `s` as a JSON string (quotes, `"` `\` and control characters escaped).
+pub fn write_string(out: &mut Vec<u8>, s: &[u8]) {
+    out.push(b'"');
+    write_string_body(out, s);
+    out.push(b'"');
+}
+
+/// [`write_string`] without the quotes.
+fn write_string_body(out: &mut Vec<u8>, s: &[u8]) {
+    let mut start = 0;
+    for (i, &c) in s.iter().enumerate() {
+        let esc: &[u8] = match c {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            0..=0x1f => {
+                out.extend_from_slice(&s[start..i]);
+                out.extend_from_slice(format!("\\u{c:04x}").as_bytes());
+                start = i + 1;
+                continue;
+            }
+            _ => continue,
+        };
+        out.extend_from_slice(&s[start..i]);
+        out.extend_from_slice(esc);
+        start = i + 1;
+    }
+    out.extend_from_slice(&s[start..]);
+}
+
+/// Copies a value's JSON text in canonical form: no whitespace outside strings, and strings
+/// escaped as serde_json writes them (`"` `\` and control characters escaped, short forms where
+/// there are, everything else literal UTF-8; a lone surrogate stays escaped, having no UTF-8).
+pub fn canonical_into(out: &mut Vec<u8>, raw: &str) {
+    let b = raw.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b' ' | b'\n' | b'\t' | b'\r' => i += 1,
+            b'"' => {
+                let end = string_end(Isa::best(), b, i + 1).map_or(b.len(), |(e, _)| e);
+                let inner = &raw[i + 1..end.saturating_sub(1).max(i + 1)];
+                if inner.contains('\\') {
+                    out.push(b'"');
+                    canonical_string(out, inner);
+                    out.push(b'"');
+                } else {
+                    out.extend_from_slice(&b[i..end]);
+                }
+                i = end;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+}
+
+/// The inside of a string with escapes, re-escaped canonically.
+fn canonical_string(out: &mut Vec<u8>, inner: &str) {
+    let mut rest = inner;
+    while let Some(at) = rest.find('\\') {
+        out.extend_from_slice(&rest.as_bytes()[..at]);
+        let esc = &rest[at..];
+        let (len, c) = match esc.as_bytes().get(1) {
+            Some(b'u') => match escape_unit(esc) {
+                Some(hi @ 0xD800..=0xDBFF) => match esc.get(6..).and_then(escape_unit) {
+                    Some(lo @ 0xDC00..=0xDFFF) => (
+                        12,
+                        char::from_u32(
+                            0x10000 + ((hi as u32 - 0xD800) << 10) + (lo as u32 - 0xDC00),
+                        ),
+                    ),
+                    _ => (6, None),
+                },
+                Some(0xDC00..=0xDFFF) => (6, None),
+                Some(u) => (6, char::from_u32(u as u32)),
+                None => (esc.len(), None),
+            },
+            Some(b'b') => (2, Some('\u{8}')),
+            Some(b'f') => (2, Some('\u{c}')),
+            Some(b'n') => (2, Some('\n')),
+            Some(b'r') => (2, Some('\r')),
+            Some(b't') => (2, Some('\t')),
+            Some(&c) => (2, Some(c as char)),
+            None => (1, None),
+        };
+        match c {
+            Some(c) => {
+                let mut buf = [0u8; 4];
+                write_string_body(out, c.encode_utf8(&mut buf).as_bytes());
+            }
+            // A lone surrogate (or a broken escape) stays as it stood.
+            None => out.extend_from_slice(&esc.as_bytes()[..len.min(esc.len())]),
+        }
+        rest = &esc[len.min(esc.len())..];
+    }
+    out.extend_from_slice(rest.as_bytes());
+}
+
+/// The code unit of a `\uXXXX` escape at the start of `s`.
+fn escape_unit(s: &str) -> Option<u16> {
+    if !s.starts_with("\\u") {
+        return None;
+    }
+    u16::from_str_radix(s.get(2..6)?, 16).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn members_of(text: &str) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        object(text.as_bytes(), Isa::best(), |m| {
+            out.push((m.name().into_owned(), m.value.to_owned()))
+        })
+        .map(|()| out)
+        .unwrap_or_default()
+    }
+
+    #[test]
+    fn lone_surrogates_are_valid_and_read_as_replacement() {
+        assert!(is_object(br#"{"k\ud800":"\udc00x"}"#));
+        assert_eq!(string(r#""a\ud83dz""#).unwrap(), "a\u{FFFD}z");
+        assert_eq!(string(r#""\ud83d\ude00""#).unwrap(), "😀");
+        assert_eq!(string(r#""\udc00\ud800""#).unwrap(), "\u{FFFD}\u{FFFD}");
+        assert_eq!(string(r#""\u0041\/\n""#).unwrap(), "A/\n");
+        assert_eq!(members_of(r#"{"k\ud800":1}"#)[0].0, "k\u{FFFD}");
+    }
+
+    #[test]
+    fn utf8_is_checked_everywhere() {
+        assert!(!is_object(b"{\"skipped\":\"\xff\xfe\"}"));
+        assert!(!is_object(b"{\"a\":[{\"b\":\"\xc0\xaf\"}]}"));
+        assert!(is_object("{\"a\":\"中文\"}".as_bytes()));
+    }
+
+    #[test]
+    fn depth_and_number_range_are_no_limit() {
+        let deep = format!("{{\"a\":{}{}}}", "[".repeat(200_000), "]".repeat(200_000));
+        assert!(is_object(deep.as_bytes()));
+        assert!(is_object(
+            br#"{"x":1e400,"y":-0.0e-999,"z":123456789012345678901234567890}"#
+        ));
+        assert!(!is_object(br#"{"x":01}"#));
+    }
+
+    #[test]
+    fn nested_members_elements_and_last_wins() {
+        let raw = r#"{ "a" : 1 , "b":{"c":[1,2]}, "a":"x" }"#;
+        assert_eq!(get(raw, "a"), Some(r#""x""#));
+        assert_eq!(get(raw, "b").and_then(|b| get(b, "c")), Some("[1,2]"));
+        assert_eq!(
+            elements("[ 1 , {\"a\":[]} ,\"s\"]").collect::<Vec<_>>(),
+            ["1", "{\"a\":[]}", "\"s\""]
+        );
+        assert_eq!(elements("[]").count(), 0);
+        assert_eq!(members("[]").count(), 0);
+        assert!(members("{}").next().is_none());
+        let m = members(r#"{"p\u0061rent":2}"#).next().unwrap();
+        assert!(m.escaped && m.is("parent"));
+    }
+
+    #[test]
+    fn strings_write_as_json() {
+        let mut out = Vec::new();
+        write_string(&mut out, "a\"b\\c\n\u{1}中".as_bytes());
+        assert_eq!(std::str::from_utf8(&out).unwrap(), r#""a\"b\\c\n\u0001中""#);
+        assert_eq!(
+            string(std::str::from_utf8(&out).unwrap()).unwrap(),
+            "a\"b\\c\n\u{1}中"
+        );
+    }
+
+    #[test]
+    fn canonical_copies_are_compact_with_serde_escapes() {
+        let mut out = Vec::new();
+        canonical_into(
+            &mut out,
+            r#"{ "a" : [ 1 , "x y\u00e9\/\u000A\ud83d\ude00\ud800" ] , "b":"\u4e2d" }"#,
+        );
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "{\"a\":[1,\"x yé/\\n😀\\ud800\"],\"b\":\"中\"}"
+        );
+    }
+
+    #[test]
+    fn every_isa_finds_the_same_string_ends() {
+        let pieces: [&[u8]; 10] = [
+            b"a",
+            b"\\\"",
+            b"\\\\",
+            b"\\u0041",
+            b"\\u00",
+            b"\x01",
+            b"\xe4\xb8\xad",
+            b"\xe4",
+            b"\"",
+            b"\xff",
+        ];
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mut s = Vec::new();
+            for k in 0..(x % 12) {
+                let p = pieces[((x >> (4 * k)) % 10) as usize];
+                let reps = if (x >> k).is_multiple_of(5) {
+                    1 + (x >> 20) % 70
+                } else {
+                    1
+                };
+                for _ in 0..reps {
+                    s.extend_from_slice(p);
+                }
+            }
+            s.extend_from_slice(b"\"tail");
+            let want = scan::string_end(Isa::Swar, &s, 0);
+            for isa in Isa::available() {
+                assert_eq!(
+                    scan::string_end(isa, &s, 0),
+                    want,
+                    "{isa:?} on {:?}",
+                    String::from_utf8_lossy(&s)
+                );
+                assert_eq!(plain(isa, &s, 0), plain(Isa::Swar, &s, 0), "{isa:?}");
+            }
+        }
+    }
+}

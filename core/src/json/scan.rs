@@ -1,0 +1,382 @@
+//! The kernels: a JSON string's end (escapes checked, control characters refused, UTF-8
+//! checked on the runs of non-ASCII bytes, which are the only bytes that can be invalid) and
+//! the estimate's plain run; each written once over [`Block`], wrapped per instruction set.
+
+#[cfg(target_arch = "x86_64")]
+use super::block::{Avx2, Sse2};
+use super::block::{Block, Isa, Swar, low_bits, tail};
+
+/// Not JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Bad;
+
+pub(crate) type Res<T> = Result<T, Bad>;
+
+/// The end of the escape whose backslash is at `at`: `\uXXXX` needs four hex digits (a lone
+/// surrogate is valid JSON), the others one of `"\/bfnrt`.
+#[inline]
+fn escape_end(b: &[u8], at: usize) -> Res<usize> {
+    match b.get(at + 1) {
+        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(at + 2),
+        Some(b'u') => match b.get(at + 2..at + 6) {
+            Some(hex) if hex.iter().all(u8::is_ascii_hexdigit) => Ok(at + 6),
+            _ => Err(Bad),
+        },
+        _ => Err(Bad),
+    }
+}
+
+/// Checks the run of non-ASCII bytes at `at` as UTF-8 and returns where it ends. ASCII bytes
+/// stand alone in UTF-8, so a text is valid exactly when each such run is.
+#[cold]
+fn utf8_run(b: &[u8], at: usize) -> Res<usize> {
+    let end = b[at..]
+        .iter()
+        .position(|c| *c < 0x80)
+        .map_or(b.len(), |n| at + n);
+    match std::str::from_utf8(&b[at..end]) {
+        Ok(_) => Ok(end),
+        Err(_) => Err(Bad),
+    }
+}
+
+/// From `i`, just after a string's opening quote: the index after its closing quote, and
+/// whether it holds an escape.
+///
+/// # Safety
+/// The CPU has `B`'s instruction set.
+#[inline(always)]
+unsafe fn string<B: Block>(b: &[u8], mut i: usize) -> Res<(usize, bool)> {
+    let mut escaped = false;
+    'block: loop {
+        // Blocks with nothing to look at are skipped in a tight loop.
+        let (mut hits, mut high, whole) = loop {
+            if i + B::LEN > b.len() {
+                // SAFETY: the caller vouches for the instruction set.
+                let (blk, keep) = unsafe { tail::<B>(b, i) };
+                break (blk.specials() & keep, blk.high() & keep, false);
+            }
+            // SAFETY: `LEN` bytes from `i` are inside `b`.
+            let blk = unsafe { B::load(b.as_ptr().add(i)) };
+            let (h, g) = (blk.specials(), blk.high());
+            if h | g != 0 {
+                break (h, g, true);
+            }
+            i += B::LEN;
+        };
+        // In a block that has something, every hit comes out of the masks in order.
+        loop {
+            let k = if hits != 0 {
+                hits.trailing_zeros()
+            } else {
+                B::LEN as u32
+            };
+            let before = high & low_bits(k);
+            if before != 0 {
+                i = utf8_run(b, i + before.trailing_zeros() as usize)?;
+                continue 'block;
+            }
+            if hits == 0 {
+                if !whole {
+                    return Err(Bad); // the end of the text, inside the string
+                }
+                i += B::LEN;
+                continue 'block;
+            }
+            let at = i + k as usize;
+            match b[at] {
+                b'"' => return Ok((at + 1, escaped)),
+                b'\\' => {
+                    escaped = true;
+                    let next = escape_end(b, at)?;
+                    let step = next - i;
+                    if step >= B::LEN {
+                        i = next;
+                        continue 'block;
+                    }
+                    let done = !low_bits(step as u32);
+                    hits &= done;
+                    high &= done;
+                }
+                _ => return Err(Bad), // a control character
+            }
+        }
+    }
+}
+
+/// From `i`, inside a string: the index of the first `"` or `\` (or the end), and how many
+/// UTF-8 continuation bytes come before it.
+///
+/// # Safety
+/// The CPU has `B`'s instruction set.
+#[inline(always)]
+unsafe fn plain_run<B: Block>(b: &[u8], mut i: usize) -> (usize, usize) {
+    let mut continuation = 0;
+    while i + B::LEN <= b.len() {
+        // SAFETY: `LEN` bytes from `i` are inside `b`.
+        let blk = unsafe { B::load(b.as_ptr().add(i)) };
+        let hits = blk.quote_or_backslash();
+        let cont = blk.continuation();
+        if hits != 0 {
+            let k = hits.trailing_zeros();
+            continuation += (cont & low_bits(k)).count_ones() as usize;
+            return (i + k as usize, continuation);
+        }
+        continuation += cont.count_ones() as usize;
+        i += B::LEN;
+    }
+    if i < b.len() {
+        // SAFETY: the caller vouches for the instruction set.
+        let (blk, keep) = unsafe { tail::<B>(b, i) };
+        let hits = blk.quote_or_backslash() & keep;
+        let cont = blk.continuation() & keep;
+        let k = if hits != 0 {
+            hits.trailing_zeros()
+        } else {
+            (b.len() - i) as u32
+        };
+        continuation += (cont & low_bits(k)).count_ones() as usize;
+        return (i + k as usize, continuation);
+    }
+    (i, continuation)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn string_avx2(b: &[u8], i: usize) -> Res<(usize, bool)> {
+    // SAFETY: this function runs only where the CPU has AVX2.
+    unsafe { string::<Avx2>(b, i) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn plain_run_avx2(b: &[u8], i: usize) -> (usize, usize) {
+    // SAFETY: as above.
+    unsafe { plain_run::<Avx2>(b, i) }
+}
+
+/// [`string`] on `isa`.
+#[inline]
+pub(crate) fn string_end(isa: Isa, b: &[u8], i: usize) -> Res<(usize, bool)> {
+    match isa {
+        // SAFETY: `Isa::Avx2` is only ever chosen where the CPU has AVX2.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { string_avx2(b, i) },
+        // SAFETY: SSE2 is part of the x86_64 baseline.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Sse2 => unsafe { string::<Sse2>(b, i) },
+        // SAFETY: SWAR needs no instruction set (and other ISAs fall back to it).
+        _ => unsafe { string::<Swar>(b, i) },
+    }
+}
+
+/// [`plain_run`] on `isa`.
+#[inline]
+pub(crate) fn plain(isa: Isa, b: &[u8], i: usize) -> (usize, usize) {
+    match isa {
+        // SAFETY: as in `string_end`.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { plain_run_avx2(b, i) },
+        // SAFETY: as in `string_end`.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Sse2 => unsafe { plain_run::<Sse2>(b, i) },
+        // SAFETY: as in `string_end`.
+        _ => unsafe { plain_run::<Swar>(b, i) },
+    }
+}
+
+/// A validating cursor over JSON text: values at any depth, numbers of any size.
+pub(crate) struct Scanner<'a> {
+    pub b: &'a [u8],
+    pub i: usize,
+    pub isa: Isa,
+}
+
+impl<'a> Scanner<'a> {
+    pub fn new(b: &'a [u8], isa: Isa) -> Self {
+        Scanner { b, i: 0, isa }
+    }
+
+    #[inline]
+    pub fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    #[inline]
+    pub fn ws(&mut self) {
+        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
+            self.i += 1;
+        }
+    }
+
+    #[inline]
+    pub fn eat(&mut self, c: u8) -> Res<()> {
+        if self.peek() == Some(c) {
+            self.i += 1;
+            Ok(())
+        } else {
+            Err(Bad)
+        }
+    }
+
+    /// The rest of a string whose opening quote was eaten; true when it holds an escape.
+    #[inline]
+    pub fn string(&mut self) -> Res<bool> {
+        let (end, escaped) = string_end(self.isa, self.b, self.i)?;
+        self.i = end;
+        Ok(escaped)
+    }
+
+    /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`
+    fn number(&mut self) -> Res<()> {
+        if self.peek() == Some(b'-') {
+            self.i += 1;
+        }
+        match self.peek() {
+            Some(b'0') => self.i += 1,
+            Some(b'1'..=b'9') => {
+                self.i += 1;
+                self.digits();
+            }
+            _ => return Err(Bad),
+        }
+        if self.peek() == Some(b'.') {
+            self.i += 1;
+            if self.digits() == 0 {
+                return Err(Bad);
+            }
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.i += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.i += 1;
+            }
+            if self.digits() == 0 {
+                return Err(Bad);
+            }
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn digits(&mut self) -> usize {
+        let start = self.i;
+        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+            self.i += 1;
+        }
+        self.i - start
+    }
+
+    #[inline]
+    fn literal(&mut self, word: &[u8]) -> Res<()> {
+        if self.b.get(self.i..self.i + word.len()) == Some(word) {
+            self.i += word.len();
+            Ok(())
+        } else {
+            Err(Bad)
+        }
+    }
+
+    /// `"key" :` inside a nested object, and the whitespace before its value.
+    fn member_key(&mut self) -> Res<()> {
+        self.eat(b'"')?;
+        self.string()?;
+        self.ws();
+        self.eat(b':')?;
+        self.ws();
+        Ok(())
+    }
+
+    /// One value at the cursor (no whitespace before it), nested to any depth: the depth is
+    /// a stack of bits on the heap, never the call stack.
+    pub fn value(&mut self) -> Res<()> {
+        let mut stack = BitStack::default();
+        loop {
+            match self.peek().ok_or(Bad)? {
+                b'"' => {
+                    self.i += 1;
+                    self.string()?;
+                }
+                b'-' | b'0'..=b'9' => self.number()?,
+                b'n' => self.literal(b"null")?,
+                b't' => self.literal(b"true")?,
+                b'f' => self.literal(b"false")?,
+                open @ (b'[' | b'{') => {
+                    self.i += 1;
+                    self.ws();
+                    let close = if open == b'[' { b']' } else { b'}' };
+                    if self.peek() == Some(close) {
+                        self.i += 1;
+                    } else {
+                        stack.push(open == b'{');
+                        if open == b'{' {
+                            self.member_key()?;
+                        }
+                        continue;
+                    }
+                }
+                _ => return Err(Bad),
+            }
+            // A value is complete: close what it completes, up to the next member.
+            loop {
+                let Some(object) = stack.top() else {
+                    return Ok(());
+                };
+                self.ws();
+                match self.peek() {
+                    Some(b',') => {
+                        self.i += 1;
+                        self.ws();
+                        if object {
+                            self.member_key()?;
+                        }
+                        break;
+                    }
+                    Some(b'}') if object => {
+                        self.i += 1;
+                        stack.pop();
+                    }
+                    Some(b']') if !object => {
+                        self.i += 1;
+                        stack.pop();
+                    }
+                    _ => return Err(Bad),
+                }
+            }
+        }
+    }
+}
+
+/// A stack of bits, in a word until 64 deep.
+#[derive(Default)]
+struct BitStack {
+    word: u64,
+    depth: usize,
+    spill: Vec<u64>,
+}
+
+impl BitStack {
+    #[inline]
+    fn push(&mut self, bit: bool) {
+        if self.depth > 0 && self.depth.is_multiple_of(64) {
+            self.spill.push(self.word);
+            self.word = 0;
+        }
+        self.word = (self.word << 1) | bit as u64;
+        self.depth += 1;
+    }
+
+    #[inline]
+    fn top(&self) -> Option<bool> {
+        (self.depth > 0).then_some(self.word & 1 == 1)
+    }
+
+    #[inline]
+    fn pop(&mut self) {
+        self.depth -= 1;
+        self.word >>= 1;
+        if self.depth > 0 && self.depth.is_multiple_of(64) {
+            self.word = self.spill.pop().unwrap_or(0);
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! A pressure session's members in a checkpoint: version 4 writes them all; versions 3, 2 and 1
+//! restore what they carried (3: no calibration sums; 2: no anchor, so no projection until the
+//! next sample; 1: the breakdown only, envelope and surface).
+
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+
+use super::session::Session;
+use super::surface::{Node, RestoreError, Surface};
+use crate::state::checkpoint::{CheckpointError, Members, field};
+
+/// What a pressure session's members hold as they are read.
+#[derive(Default)]
+pub(crate) struct Fields {
+    any: bool,
+    cursor: Option<u64>,
+    partial: Option<bool>,
+    floor: Option<u64>,
+    system: Option<u64>,
+    tools: Option<u64>,
+    capacity: Option<u64>,
+    pressure: Option<u64>,
+    anchor: Option<u64>,
+    est_growth: u64,
+    provider_growth: u64,
+    replaced: Option<bool>,
+    surface: Option<Result<Surface, RestoreError>>,
+}
+
+/// The surface: `[[seq, tokens], …]` read straight into a [`Surface`].
+struct Nodes;
+
+impl<'de> Visitor<'de> for Nodes {
+    type Value = Result<Surface, RestoreError>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("`surface`, an array of [seq, tokens] pairs of integers ≥ 0")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut s = Surface::default();
+        let mut failed = None;
+        while let Some((seq_no, tokens)) = seq.next_element::<(u64, u64)>()? {
+            if failed.is_none()
+                && let Err(e) = s.push_restored(Node {
+                    seq: seq_no,
+                    tokens,
+                })
+            {
+                failed = Some(e);
+            }
+        }
+        Ok(match failed {
+            Some(e) => Err(e),
+            None => Ok(s),
+        })
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Nodes {
+    type Value = Result<Surface, RestoreError>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl Session {
+    pub(crate) fn write_members(&self, w: &mut Members) {
+        w.opt_uint("cursor", self.cursor);
+        w.bool("partial", self.partial);
+        w.opt_uint("floor", self.surface.floor());
+        w.opt_uint("systemTokens", self.system);
+        w.opt_uint("toolsTokens", self.tools);
+        w.opt_uint("capacity", self.capacity);
+        w.opt_uint("pressureTokens", self.pressure);
+        w.opt_uint("anchorTokens", self.anchor);
+        w.uint("estGrowth", self.est_growth);
+        w.uint("providerGrowth", self.provider_growth);
+        w.bool("replacedSinceSample", self.replaced);
+        let mut nodes = String::with_capacity(self.surface.len() * 12 + 2);
+        nodes.push('[');
+        for (i, n) in self.surface.nodes().enumerate() {
+            if i > 0 {
+                nodes.push(',');
+            }
+            nodes.push_str(&format!("[{},{}]", n.seq, n.tokens));
+        }
+        nodes.push(']');
+        w.raw("surface", &nodes);
+    }
+
+    /// Reads member `name`; `Ok(false)` when it is none of a pressure session's.
+    pub(crate) fn read_member<'de, A: MapAccess<'de>>(
+        b: &mut Fields,
+        name: &str,
+        map: &mut A,
+    ) -> Result<bool, A::Error> {
+        match name {
+            "cursor" => b.cursor = field::opt_uint(map, name)?,
+            "partial" => b.partial = Some(field::boolean(map, name)?),
+            "floor" => b.floor = field::opt_uint(map, name)?,
+            "systemTokens" => b.system = field::opt_uint(map, name)?,
+            "toolsTokens" => b.tools = field::opt_uint(map, name)?,
+            "capacity" => b.capacity = field::opt_uint(map, name)?,
+            "pressureTokens" => b.pressure = field::opt_uint(map, name)?,
+            "anchorTokens" => b.anchor = field::opt_uint(map, name)?,
+            "estGrowth" => b.est_growth = field::uint(map, name)?,
+            "providerGrowth" => b.provider_growth = field::uint(map, name)?,
+            "replacedSinceSample" => b.replaced = Some(field::boolean(map, name)?),
+            "surface" => {
+                b.surface = Some(map.next_value_seed(Nodes).map_err(|_: A::Error| {
+                    de::Error::custom(
+                        "`surface` must be an array of [seq, tokens] pairs of integers ≥ 0",
+                    )
+                })?)
+            }
+            _ => return Ok(false),
+        }
+        b.any = true;
+        Ok(true)
+    }
+
+    /// The session the members make (`None` when there were none: an entry whose frames
+    /// never reached the view).
+    pub(crate) fn from_fields(b: Fields, version: u64) -> Result<Option<Session>, CheckpointError> {
+        if !b.any {
+            return Ok(None);
+        }
+        let mut surface = match b.surface {
+            Some(Ok(s)) => s,
+            Some(Err(RestoreError::Repeated(seq))) => {
+                return Err(CheckpointError::RepeatedNode(seq));
+            }
+            Some(Err(RestoreError::Overflow)) => return Err(CheckpointError::Overflow),
+            None => {
+                return Err(CheckpointError::Invalid(
+                    "`surface` must be an array of [seq, tokens] pairs".into(),
+                ));
+            }
+        };
+        let mut s = Session {
+            system: b.system,
+            tools: b.tools,
+            ..Session::default()
+        };
+        if version >= 2 {
+            surface.set_floor(b.floor);
+            s.cursor = b.cursor;
+            s.partial = b.partial.ok_or_else(|| {
+                CheckpointError::Invalid("`partial` must be true or false".into())
+            })?;
+            s.capacity = b.capacity.filter(|c| *c > 0);
+            s.pressure = b.pressure;
+        }
+        if version >= 3 {
+            s.anchor = b.anchor;
+        }
+        // Before version 4 a replacement since the last sample cannot be ruled out: the first
+        // interval after the restore is not counted.
+        s.replaced = true;
+        if version >= 4 {
+            s.est_growth = b.est_growth;
+            s.provider_growth = b.provider_growth;
+            s.replaced = b.replaced.unwrap_or(false);
+        }
+        // Every node was applied, so stands at or below the cursor: a frame above it can never
+        // repeat a node's seq. Version 1 carried no cursor: its surface's highest seq is one.
+        let highest = surface.nodes().map(|n| n.seq).max();
+        match (version, s.cursor, highest) {
+            (1, _, h) => s.cursor = h,
+            (_, Some(c), Some(h)) if h > c => {
+                return Err(CheckpointError::Invalid(format!(
+                    "a surface node's seq {h} is above the cursor {c}"
+                )));
+            }
+            (_, None, Some(_)) => {
+                return Err(CheckpointError::Invalid(
+                    "a surface without a cursor".into(),
+                ));
+            }
+            _ => {}
+        }
+        s.surface = surface;
+        Ok(Some(s))
+    }
+}

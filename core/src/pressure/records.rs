@@ -1,0 +1,107 @@
+//! The records the pressure view writes: `context/pressure` and `context/error` (SPEC §3, §5).
+
+use std::io::Write;
+
+use super::session::{Figures, Refusal};
+use crate::record::Emit;
+use crate::state::checkpoint::STATE_VERSION;
+
+fn session_json(out: &mut Vec<u8>, key: Option<&[u8]>) {
+    match key {
+        Some(k) => crate::json::write_string(out, String::from_utf8_lossy(k).as_bytes()),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+fn opt(out: &mut Vec<u8>, name: &str, v: Option<u64>) {
+    match v {
+        Some(n) => write!(out, ",\"{name}\":{n}"),
+        None => write!(out, ",\"{name}\":null"),
+    }
+    .expect("writing to a Vec");
+}
+
+/// Thousandths as a JSON number: `1.344`, `0.25`, `4`.
+fn milli(out: &mut Vec<u8>, m: u64) {
+    let (whole, frac) = (m / 1000, m % 1000);
+    if frac == 0 {
+        write!(out, "{whole}")
+    } else {
+        let digits = format!("{frac:03}");
+        write!(out, "{whole}.{}", digits.trim_end_matches('0'))
+    }
+    .expect("writing to a Vec");
+}
+
+/// A `context/pressure` record of session `key`, answering the frame at `at`.
+pub(crate) fn pressure(at: usize, key: &[u8], seq: u64, stamp: Option<&str>, f: &Figures) -> Emit {
+    let mut out = Vec::with_capacity(320);
+    out.extend_from_slice(b"{\"type\":\"context/pressure\",\"session\":");
+    session_json(&mut out, Some(key));
+    write!(out, ",\"seq\":{seq}").expect("writing to a Vec");
+    if let Some(stamp) = stamp {
+        out.extend_from_slice(b",\"timestamp\":");
+        out.extend_from_slice(stamp.as_bytes());
+    }
+    opt(&mut out, "pressureTokens", f.pressure);
+    opt(&mut out, "projectedTokens", f.projected);
+    opt(&mut out, "capacity", f.capacity);
+    out.extend_from_slice(b",\"contextOccupancy\":");
+    match f.occupancy {
+        Some(x) => serde_json::to_writer(&mut out, &x).expect("writing to a Vec"),
+        None => out.extend_from_slice(b"null"),
+    }
+    opt(&mut out, "systemTokens", f.system);
+    opt(&mut out, "toolsTokens", f.tools);
+    opt(&mut out, "messageTokens", f.message);
+    out.extend_from_slice(b",\"estimateScale\":");
+    milli(&mut out, f.scale_milli);
+    if f.partial {
+        out.extend_from_slice(b",\"partial\":true");
+    }
+    write!(out, ",\"stateVersion\":{STATE_VERSION}}}").expect("writing to a Vec");
+    Emit::New {
+        at,
+        key: key.to_vec(),
+        value: out,
+    }
+}
+
+/// A `context/error` record answering the frame at `at`; its `session` is null when the key
+/// itself is refused (over the limit).
+pub(crate) fn error(at: usize, key: &[u8], seq: Option<u64>, refusal: &Refusal) -> Emit {
+    let mut out = Vec::with_capacity(160);
+    out.extend_from_slice(b"{\"type\":\"context/error\",\"session\":");
+    let named = !matches!(refusal, Refusal::LongKey(_));
+    session_json(&mut out, named.then_some(key));
+    opt(&mut out, "seq", seq);
+    out.extend_from_slice(b",\"error\":");
+    crate::json::write_string(&mut out, refusal.to_string().as_bytes());
+    write!(out, ",\"stateVersion\":{STATE_VERSION}}}").expect("writing to a Vec");
+    Emit::New {
+        at,
+        key: key.to_vec(),
+        value: out,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::milli;
+
+    #[test]
+    fn thousandths_print_as_short_numbers() {
+        for (m, s) in [
+            (1000, "1"),
+            (1344, "1.344"),
+            (250, "0.25"),
+            (4000, "4"),
+            (1300, "1.3"),
+            (1001, "1.001"),
+        ] {
+            let mut out = Vec::new();
+            milli(&mut out, m);
+            assert_eq!(String::from_utf8(out).unwrap(), s);
+        }
+    }
+}

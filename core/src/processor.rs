@@ -1,0 +1,525 @@
+//! One module instance: the view its params chose, every session's state in one entry of one
+//! cache (the adapter's and the view's together, evicted together), and the adapter that turns
+//! records into frames first when param `input` names a log format.
+
+use serde::de::MapAccess;
+
+use crate::adapt::state::Track;
+use crate::adapt::{self, Read};
+use crate::config::{Config, Malformed, ParamError, View};
+use crate::frame::Frame;
+use crate::frames::fold::RunState;
+use crate::frames::{self, Out, Page, Role};
+use crate::json;
+use crate::pressure::{self, Fields, Session};
+use crate::record::{BatchError, Emit, MAX_KEY_LEN, RecordIn, session_key};
+use crate::state::checkpoint::{
+    self, CheckpointError, Checkpointed, Document, Members, STATE_VERSION, field,
+};
+use crate::state::lru::{EntryId, Lru};
+
+/// Everything one session holds.
+#[derive(Debug, Default)]
+pub(crate) struct Entry {
+    /// The frames view's memory.
+    pub fold: RunState,
+    /// The pressure view's session, once a frame of it applied.
+    pub pressure: Option<Box<Session>>,
+    /// The adapter's state, with an `input` to adapt.
+    pub track: Option<Box<Track>>,
+    /// Made after the session's state was evicted: it comes back partial.
+    pub returning: bool,
+}
+
+impl Entry {
+    pub fn with_pressure(s: Session) -> Entry {
+        Entry {
+            pressure: Some(Box::new(s)),
+            ..Entry::default()
+        }
+    }
+}
+
+/// One module instance.
+pub struct Processor {
+    view: View,
+    malformed: Malformed,
+    frames: frames::Rules,
+    pressure: pressure::Rules,
+    adapt: Option<adapt::Rules>,
+    sessions: Lru<Entry>,
+    /// Invocations so far: an adapter keeps, per session, what the latest one started from.
+    epoch: u64,
+}
+
+impl Processor {
+    pub fn new(config: &Config) -> Self {
+        Processor {
+            view: config.view,
+            malformed: config.malformed,
+            frames: frames::Rules::new(config),
+            pressure: pressure::Rules::new(config),
+            adapt: (config.input != adapt::Input::AgentFold).then(|| adapt::Rules {
+                input: config.input,
+                ..adapt::Rules::default()
+            }),
+            sessions: Lru::new(config.max_sessions),
+            epoch: 0,
+        }
+    }
+
+    /// A processor from `key=value` params, as `init` receives them.
+    pub fn from_params<'a>(
+        params: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Self, ParamError> {
+        Ok(Processor::new(&Config::from_params(params)?))
+    }
+
+    /// One invocation. On error nothing is emitted and no state changes.
+    ///
+    /// With `input=agent-fold` the records are frames, and untouched ones come back as
+    /// [`Emit::Pass`] (zero-copy). With another `input` each record is adapted and the view runs
+    /// over the frames it became: every record out is then an [`Emit::New`] whose `at` is the
+    /// input record it came from and whose key is that line's session.
+    pub fn process(&mut self, records: &[RecordIn]) -> Result<Vec<Emit>, BatchError> {
+        if self.malformed == Malformed::Fail
+            && let Some(index) = records.iter().position(|r| !json::is_object(r.value))
+        {
+            return Err(BatchError::not_an_object(index));
+        }
+        self.epoch += 1;
+        Ok(match self.adapt.is_some() {
+            false => self.run_frames(records, false),
+            true => self.run_lines(records, false),
+        })
+    }
+
+    /// Replays history into the state, emitting nothing. Offsets are trusted only when they
+    /// rise through the call (an SPU hands look-back records their offsets within their batch).
+    pub fn look_back(&mut self, records: &[RecordIn]) {
+        self.epoch += 1;
+        let rising = records
+            .windows(2)
+            .all(|w| matches!((w[0].offset, w[1].offset), (Some(a), Some(b)) if a < b));
+        if rising {
+            return self.replay(records);
+        }
+        let plain: Vec<RecordIn> = records
+            .iter()
+            .map(|r| RecordIn { offset: None, ..*r })
+            .collect();
+        self.replay(&plain);
+    }
+
+    fn replay(&mut self, records: &[RecordIn]) {
+        match self.adapt.is_some() {
+            false => self.run_frames(records, true),
+            true => self.run_lines(records, true),
+        };
+    }
+
+    /// The entry of `key`, made the most recently used; made when missing (evicting, when full,
+    /// the least recently used, whose open fold part closes on `page`).
+    fn entry(&mut self, key: &[u8], page: &mut Page) -> EntryId {
+        if let Some(id) = self.sessions.peek(key) {
+            self.sessions.touch(id);
+            return id;
+        }
+        let returning = self.sessions.take_tombstone(key);
+        let (id, evicted) = self.sessions.insert(
+            key,
+            Entry {
+                returning,
+                ..Entry::default()
+            },
+        );
+        if let Some((_, e)) = evicted {
+            page.evicted(e.fold);
+        }
+        id
+    }
+
+    /// Records that are frames (`input=agent-fold`).
+    fn run_frames(&mut self, records: &[RecordIn], replay: bool) -> Vec<Emit> {
+        if self.view == View::Pressure {
+            let mut out = Vec::new();
+            for (at, rec) in records.iter().enumerate() {
+                if let Some(v) = Frame::parse(rec.value) {
+                    let key = session_key(rec.key, Some(&v));
+                    let sink = (!replay).then_some(&mut out);
+                    self.pressure
+                        .apply(&mut self.sessions, at, &key, None, &v, sink);
+                }
+            }
+            return out;
+        }
+        let mut page = Page::default();
+        for rec in records {
+            let v = Frame::parse(rec.value);
+            self.fold_step(&mut page, v.as_ref(), rec.key, None, replay);
+        }
+        let outs = self.finish(page);
+        if replay {
+            return Vec::new();
+        }
+        outs.into_iter()
+            .map(|o| match o {
+                Out::Pass(i) => Emit::Pass(i),
+                Out::Fold {
+                    newest,
+                    oldest,
+                    delta,
+                    frames,
+                } => Emit::Replace(
+                    newest,
+                    frames::folded(records[newest].value, records[oldest].value, delta, frames),
+                ),
+            })
+            .collect()
+    }
+
+    /// One frame through the fold: `line` is its line's entry and session, when an adapter made it.
+    fn fold_step(
+        &mut self,
+        page: &mut Page,
+        v: Option<&Frame>,
+        key: Option<&[u8]>,
+        line: Option<(EntryId, &[u8])>,
+        replay: bool,
+    ) {
+        match self.frames.role(v, replay) {
+            Role::Removed => page.skip(),
+            Role::Aside => page.pass(),
+            role => {
+                let (id, long) = match line {
+                    Some((id, k)) => (Some(id), k.len() > MAX_KEY_LEN),
+                    None => {
+                        let k = session_key(key, v);
+                        if k.len() > MAX_KEY_LEN {
+                            (None, true)
+                        } else {
+                            (Some(self.entry(&k, page)), false)
+                        }
+                    }
+                };
+                match id {
+                    // A session key over the limit: served as itself, no state kept.
+                    Some(id) if !long => page.step(role, &mut self.sessions.get_mut(id).fold, id),
+                    _ => page.pass(),
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self, page: Page) -> Vec<Out> {
+        let sessions = &mut self.sessions;
+        page.finish(|id| sessions.get_mut(id).fold.end_page())
+    }
+
+    /// Records that are an agent's log lines: each adapted, its frames through the view.
+    fn run_lines(&mut self, records: &[RecordIn], replay: bool) -> Vec<Emit> {
+        let mut frames: Vec<Vec<u8>> = Vec::with_capacity(records.len());
+        let mut origin: Vec<usize> = Vec::with_capacity(records.len());
+        let mut keys: Vec<Vec<u8>> = Vec::with_capacity(records.len());
+        let mut page = Page::default();
+        let mut out = Vec::new();
+        for (i, rec) in records.iter().enumerate() {
+            let start = frames.len();
+            let rules = self.adapt.as_mut().expect("lines are read with an adapter");
+            let (key, id) = match rules.read(rec.key, rec.value) {
+                Read::NotObject => {
+                    frames.push(rec.value.to_vec());
+                    (rec.key.unwrap_or_default().to_vec(), None)
+                }
+                Read::Object { line, key, names } => {
+                    let floor = rules.floor();
+                    let id = (key.len() <= MAX_KEY_LEN).then(|| self.entry(&key, &mut page));
+                    let rules = self.adapt.as_mut().expect("lines are read with an adapter");
+                    let track = id.map(|id| {
+                        let e = self.sessions.get_mut(id);
+                        let returning = e.returning;
+                        &mut **e
+                            .track
+                            .get_or_insert_with(|| Box::new(Track::new(returning, floor)))
+                    });
+                    rules.adapt(
+                        track,
+                        &line,
+                        rec.key,
+                        key.clone(),
+                        names,
+                        rec.offset,
+                        self.epoch,
+                        &mut frames,
+                    );
+                    (key, id)
+                }
+            };
+            for (j, bytes) in frames.iter().enumerate().skip(start) {
+                origin.push(i);
+                let v = Frame::parse(bytes);
+                if self.view == View::Pressure {
+                    if let Some(v) = &v {
+                        let sink = (!replay).then_some(&mut out);
+                        self.pressure
+                            .apply(&mut self.sessions, j, &key, id, v, sink);
+                    }
+                    continue;
+                }
+                let line = id.map(|id| (id, &key[..]));
+                let long = key.len() > MAX_KEY_LEN;
+                match (line, long) {
+                    (Some(line), _) => {
+                        self.fold_step(&mut page, v.as_ref(), None, Some(line), replay)
+                    }
+                    // Not an object (its record's key as its session), or a key over the limit.
+                    (None, false) => {
+                        self.fold_step(&mut page, v.as_ref(), Some(&key), None, replay)
+                    }
+                    (None, true) => match self.frames.role(v.as_ref(), replay) {
+                        Role::Removed => page.skip(),
+                        _ => page.pass(),
+                    },
+                }
+            }
+            keys.push(key);
+        }
+        if replay {
+            self.finish(page);
+            return Vec::new();
+        }
+        let key_of = |j: usize| keys[origin[j]].clone();
+        if self.view == View::Pressure {
+            return out
+                .into_iter()
+                .map(|e| match e {
+                    Emit::New { at, key, value } => Emit::New {
+                        at: origin[at],
+                        key,
+                        value,
+                    },
+                    other => other,
+                })
+                .collect();
+        }
+        let outs = self.finish(page);
+        let folded: Vec<Option<Vec<u8>>> = outs
+            .iter()
+            .map(|o| match *o {
+                Out::Fold {
+                    newest,
+                    oldest,
+                    delta,
+                    frames: n,
+                } => Some(frames::folded(&frames[newest], &frames[oldest], delta, n)),
+                Out::Pass(_) => None,
+            })
+            .collect();
+        outs.into_iter()
+            .zip(folded)
+            .map(|(o, f)| {
+                let j = match o {
+                    Out::Pass(j) => j,
+                    Out::Fold { newest, .. } => newest,
+                };
+                let value = f.unwrap_or_else(|| std::mem::take(&mut frames[j]));
+                Emit::New {
+                    at: origin[j],
+                    key: key_of(j),
+                    value,
+                }
+            })
+            .collect()
+    }
+
+    /// How many sessions hold state.
+    pub fn sessions(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// The whole state as a checkpoint document (`stateVersion` 4).
+    pub fn checkpoint(&self) -> String {
+        let mut w = Members::default();
+        w.uint("stateVersion", STATE_VERSION);
+        w.opt_str("view", Some(view_name(self.view)));
+        if let Some(a) = &self.adapt {
+            w.opt_str("input", Some(a.input.name()));
+            w.uint("lines", a.lines);
+            w.raw("last", &checkpoint::key_json(a.last.as_deref()));
+        }
+        let mut list = String::new();
+        checkpoint::write_sessions(&mut list, self.sessions.iter_oldest_first(), self.view);
+        w.raw("sessions", &list);
+        w.object()
+    }
+
+    /// Replaces the state with a checkpoint's (versions 4 to 1; a version 3 document keeps its
+    /// adapter's state apart, and is merged by session). On error the state is unchanged.
+    pub fn restore(&mut self, text: &str) -> Result<(), CheckpointError> {
+        let doc = Document::read(text)?;
+        let serves = view_name(self.view);
+        match doc.view.as_deref() {
+            Some(v) if v == serves => {}
+            found => {
+                return Err(match found {
+                    Some(f @ ("frames" | "pressure")) => CheckpointError::View {
+                        found: f.to_owned(),
+                        serves,
+                    },
+                    _ => {
+                        CheckpointError::Invalid("`view` must be \"frames\" or \"pressure\"".into())
+                    }
+                });
+            }
+        }
+        // A version 3 document's adapter state is a document of its own.
+        let v3 = match doc.adapter {
+            Some(raw) => Some(Document::read_with(raw.get(), Some(3))?),
+            None => None,
+        };
+        let found_input = doc
+            .input
+            .clone()
+            .or_else(|| v3.as_ref().and_then(|d| d.input.clone()));
+        match (&self.adapt, &found_input) {
+            (None, Some(_)) => return Err(CheckpointError::UnexpectedAdapterState),
+            (Some(a), None) => {
+                return Err(CheckpointError::NoAdapterState {
+                    reads: a.input.name(),
+                });
+            }
+            (Some(a), Some(f)) if f != a.input.name() => {
+                return Err(CheckpointError::Input {
+                    found: f.clone(),
+                    reads: a.input.name(),
+                });
+            }
+            _ => {}
+        }
+        let mut sessions = Lru::new(self.sessions.cap());
+        let Some(list) = doc.sessions else {
+            return Err(CheckpointError::Invalid(
+                "`sessions` must be an array".into(),
+            ));
+        };
+        checkpoint::read_sessions::<Entry>(list, doc.version, self.view, |k, e| {
+            sessions.insert(&k, e);
+            Ok(())
+        })?;
+        let mut adapt = self.adapt.clone();
+        if let (Some(a), Some(d)) = (&mut adapt, &v3) {
+            if let Some(list) = d.sessions {
+                checkpoint::read_sessions::<Track>(list, 3, (), |k, t| {
+                    match sessions.peek(&k) {
+                        Some(id) => sessions.get_mut(id).track = Some(Box::new(t)),
+                        None => {
+                            let e = Entry {
+                                track: Some(Box::new(t)),
+                                fold: RunState::default(),
+                                ..Entry::default()
+                            };
+                            sessions.insert(&k, e);
+                        }
+                    }
+                    Ok(())
+                })?;
+            }
+            a.last = match d.last {
+                Some(raw) => checkpoint::read_key(raw)?,
+                None => None,
+            };
+            a.lines = d.lines;
+        } else if let Some(a) = &mut adapt {
+            a.last = match doc.last {
+                Some(raw) => checkpoint::read_key(raw)?,
+                None => None,
+            };
+            a.lines = doc.lines;
+        }
+        self.sessions = sessions;
+        self.adapt = adapt;
+        Ok(())
+    }
+}
+
+fn view_name(v: View) -> &'static str {
+    match v {
+        View::Frames => "frames",
+        View::Pressure => "pressure",
+    }
+}
+
+/// What an entry's members hold as they are read.
+#[derive(Default)]
+pub(crate) struct EntryFields {
+    after_other: Option<bool>,
+    pressure: Fields,
+    track: Option<Track>,
+}
+
+impl Checkpointed for Entry {
+    type Builder = EntryFields;
+    type Ctx = View;
+
+    fn write(&self, w: &mut Members, view: View) {
+        match view {
+            View::Frames => w.bool("afterOther", self.fold.after_non_counter),
+            View::Pressure => {
+                if let Some(s) = &self.pressure {
+                    s.write_members(w);
+                }
+            }
+        }
+        if let Some(t) = &self.track {
+            let mut inner = Members::default();
+            t.write(&mut inner, ());
+            w.raw("adapter", &inner.object());
+        }
+    }
+
+    fn read<'de, A: MapAccess<'de>>(
+        b: &mut EntryFields,
+        name: &str,
+        map: &mut A,
+    ) -> Result<bool, A::Error> {
+        match name {
+            "afterOther" => b.after_other = Some(field::boolean(map, name)?),
+            "adapter" => b.track = Some(checkpoint::nested::<A, Track>(map, STATE_VERSION, ())?),
+            _ => return Session::read_member(&mut b.pressure, name, map),
+        }
+        Ok(true)
+    }
+
+    fn finish(b: EntryFields, version: u64, view: View) -> Result<Entry, CheckpointError> {
+        let track = b.track.map(Box::new);
+        match view {
+            View::Frames => match b.after_other {
+                Some(after) => Ok(Entry {
+                    fold: RunState {
+                        after_non_counter: after,
+                        part: None,
+                    },
+                    track,
+                    ..Entry::default()
+                }),
+                None => Err(CheckpointError::Invalid(
+                    "`afterOther` must be true or false".into(),
+                )),
+            },
+            View::Pressure => {
+                let pressure = Session::from_fields(b.pressure, version)?.map(Box::new);
+                if pressure.is_none() && track.is_none() {
+                    return Err(CheckpointError::Invalid(
+                        "a pressure session has no state (`partial` and `surface` are missing)"
+                            .into(),
+                    ));
+                }
+                Ok(Entry {
+                    pressure,
+                    track,
+                    ..Entry::default()
+                })
+            }
+        }
+    }
+}

@@ -1,0 +1,5 @@
+//! Per-session state across invocations: the bounded cache every session lives in, and the
+//! checkpoint codec that writes and restores it.
+
+pub(crate) mod checkpoint;
+pub(crate) mod lru;

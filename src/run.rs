@@ -1,0 +1,337 @@
+//! `agent-fold run`: feeds a JSONL log to the SmartModule in invocations of `--batch` records,
+//! exactly as a consumer with the module attached would see it.
+
+use std::borrow::Cow;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use agent_fold_core::{Adapter, Config, Frame, Input, Malformed, Subagents, View};
+use anyhow::{Context, Result, anyhow, bail};
+
+use crate::module::{Module, Source, default_wasm_path};
+use crate::record::Rec;
+use crate::{checkpoint, logs, plot};
+
+/// `-e KEY=VALUE`: a module param.
+pub fn param(s: &str) -> Result<(String, String), String> {
+    s.split_once('=')
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .ok_or_else(|| format!("takes KEY=VALUE, got {s:?}"))
+}
+
+/// `--input`: a log format, or `auto` to detect it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Auto,
+    Is(Input),
+}
+
+pub fn format(s: &str) -> Result<Format, String> {
+    match s {
+        "auto" => Ok(Format::Auto),
+        _ => Input::parse(s)
+            .map(Format::Is)
+            .ok_or_else(|| format!("{s:?} is none of auto, {}", Input::NAMES.join(", "))),
+    }
+}
+
+/// The params, the module source and the log of one run.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// The SmartModule to run in fluvio-smartengine (default: the project's build, else the
+    /// native library, with a note on stderr)
+    #[arg(long, value_name = "FILE", conflicts_with = "native")]
+    pub wasm: Option<PathBuf>,
+    /// Run the core library instead of the .wasm (same output, no engine)
+    #[arg(long)]
+    pub native: bool,
+    /// A module param (emit, subagents, counter_type, capacity, max_sessions, malformed, input,
+    /// projection); repeatable
+    #[arg(short = 'e', long = "param", value_name = "KEY=VALUE", value_parser = param)]
+    pub params: Vec<(String, String)>,
+    /// Records (log lines) per invocation
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub batch: u64,
+    /// Records replayed through look_back before the input
+    #[arg(long, value_name = "FILE")]
+    pub lookback: Option<PathBuf>,
+    /// The log is an agent's own (claude-code, claude-stream, codex, or auto to detect it): its
+    /// lines are adapted to frames here, --batch lines to an invocation, before the module sees
+    /// them (the same output as the module's own -e input=FORMAT). A claude-code DIR is a session
+    /// directory: the transcript beside it and its subagents/*.jsonl, merged by time
+    #[arg(long = "input", value_name = "FORMAT", value_parser = format)]
+    pub format: Option<Format>,
+    /// Also run an emit=pressure instance and write its records to FILE
+    #[arg(long, value_name = "FILE")]
+    pub pressure_out: Option<PathBuf>,
+    /// Draw the session's pressureTokens, projectedTokens, capacity and compactions over time
+    /// (runs an emit=pressure instance too)
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    /// Resume from a checkpoint (implies --native: a Fluvio module's state cannot leave the engine)
+    #[arg(long, value_name = "FILE", conflicts_with = "wasm")]
+    pub checkpoint_in: Option<PathBuf>,
+    /// Write the state at the end as a checkpoint (implies --native)
+    #[arg(long, value_name = "FILE", conflicts_with = "wasm")]
+    pub checkpoint_out: Option<PathBuf>,
+    /// The log: a JSONL file, a Claude Code session directory, or - for stdin
+    #[arg(value_name = "INPUT")]
+    pub input: Option<PathBuf>,
+}
+
+impl Args {
+    /// The module params as the module reads them (checked here, so that a bad one fails before
+    /// any work, naming the param).
+    pub fn config(&self) -> Result<Config> {
+        Ok(Config::from_params(
+            self.params.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        )?)
+    }
+
+    /// Which module runs: checkpoints are the native library's; a fresh clone without a build
+    /// of the module runs the library, which gives the same output (SPEC §6.8), and says so.
+    pub fn source(&self) -> Source {
+        if self.native || self.checkpoint_in.is_some() || self.checkpoint_out.is_some() {
+            return Source::Native;
+        }
+        match &self.wasm {
+            Some(p) => Source::Wasm(p.clone()),
+            None if std::env::var_os("AGENT_FOLD_WASM").is_some()
+                || default_wasm_path().exists() =>
+            {
+                Source::Wasm(default_wasm_path())
+            }
+            None => {
+                eprintln!(
+                    "agent-fold: no SmartModule build at {} (scripts/build-wasm.sh makes it): \
+                     running the native library, which gives the same output",
+                    default_wasm_path().display()
+                );
+                Source::Native
+            }
+        }
+    }
+
+    fn log(&self) -> Option<&std::path::Path> {
+        self.input.as_deref().filter(|p| p.as_os_str() != "-")
+    }
+}
+
+/// What a frames-view run did, from the SPEC §5 accounting identity.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub records_in: usize,
+    pub records_out: usize,
+    pub subagent_dropped: usize,
+    pub malformed_dropped: usize,
+    pub counters_folded_away: usize,
+}
+
+impl Summary {
+    /// Adds another invocation's counts.
+    pub fn add(&mut self, o: &Summary) {
+        self.records_in += o.records_in;
+        self.records_out += o.records_out;
+        self.subagent_dropped += o.subagent_dropped;
+        self.malformed_dropped += o.malformed_dropped;
+        self.counters_folded_away += o.counters_folded_away;
+    }
+
+    /// One invocation's counts: `input` the frames it was given, `output_len` what came out.
+    pub fn of(input: &[Rec], output_len: usize, config: &Config) -> Summary {
+        let mut s = Summary {
+            records_in: input.len(),
+            records_out: output_len,
+            ..Summary::default()
+        };
+        for r in input {
+            match Frame::parse(&r.value) {
+                None if config.malformed == Malformed::Drop => s.malformed_dropped += 1,
+                Some(v) if v.is_subagent() && config.subagents == Subagents::Drop => {
+                    s.subagent_dropped += 1
+                }
+                _ => {}
+            }
+        }
+        s.counters_folded_away = s
+            .records_in
+            .saturating_sub(s.records_out + s.subagent_dropped + s.malformed_dropped);
+        s
+    }
+}
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(
+            f,
+            "records in: {}, out: {}, counters folded away: {}, sub-agent frames dropped: {}, malformed dropped: {}",
+            self.records_in,
+            self.records_out,
+            self.counters_folded_away,
+            self.subagent_dropped,
+            self.malformed_dropped
+        )
+    }
+}
+
+fn write_lines(w: &mut impl Write, recs: &[Rec]) -> Result<()> {
+    for r in recs {
+        w.write_all(&r.value)?;
+        w.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+/// A progress bar over `len` log lines on stderr, hidden when stderr is not a terminal.
+fn progress_bar(len: usize) -> indicatif::ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let pb = indicatif::ProgressBar::new(len as u64);
+    pb.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {human_pos}/{human_len} lines ({per_sec}, {eta} left)",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    pb
+}
+
+/// `agent-fold run`. Returns the summary of the main instance's run.
+pub fn run(args: &Args) -> Result<Summary> {
+    let config = args.config()?;
+    let source = args.source();
+    let input = logs::read_records(args.log())?;
+    // The log's format: adapted here with --input; with -e input=… the module adapts, and a
+    // shadow adapter here sees the same frames for the summary and the plot's marks.
+    let format = match args.format {
+        Some(Format::Is(f)) => Some(f),
+        Some(Format::Auto) => Some(logs::detect(&input).ok_or_else(|| {
+            anyhow!("--input auto: cannot tell the log's format from its first lines")
+        })?),
+        None => Some(config.input),
+    }
+    .filter(|f| *f != Input::AgentFold);
+    let adapt_here = args.format.is_some();
+    if adapt_here && args.params.iter().any(|(k, _)| k == "input") {
+        bail!("--input adapts the log here, -e input=… in the module: choose one (same output)");
+    }
+    let mut adapter = format.map(|f| Adapter::new(f, config.max_sessions));
+    // Look-back history stands before the input: offsets −n … −1.
+    let history = match &args.lookback {
+        Some(p) => {
+            let lines = logs::read_records(Some(p))?;
+            let base = -(lines.len() as i64);
+            Some(match (&mut adapter, adapt_here) {
+                (Some(a), true) => (logs::adapt_chunk(a, &lines, base), base),
+                (Some(a), false) => {
+                    logs::adapt_chunk(a, &lines, base);
+                    (lines, base)
+                }
+                (None, _) => (lines, base),
+            })
+        }
+        None => None,
+    };
+    let history = history.as_ref().map(|(h, b)| (&h[..], *b));
+    let mut main = Module::new(&source, &args.params, history)?;
+    let pressure_params = || {
+        let mut params: Vec<_> = args
+            .params
+            .iter()
+            .filter(|(k, _)| k != "emit")
+            .cloned()
+            .collect();
+        params.push(("emit".into(), "pressure".into()));
+        params
+    };
+    let mut pressure = match args.pressure_out.is_some() || args.plot.is_some() {
+        true => Some(Module::new(&source, &pressure_params(), history)?),
+        false => None,
+    };
+    if let Some(p) = &args.checkpoint_in {
+        let text = std::fs::read_to_string(p)
+            .with_context(|| format!("reading checkpoint {}", p.display()))?;
+        let doc = checkpoint::Runner::read(&text)?;
+        main.restore(doc.main)?;
+        if let Some(pm) = &mut pressure {
+            pm.restore(doc.pressure.ok_or_else(|| {
+                anyhow!("the checkpoint has no state for the pressure instance")
+            })?)?;
+        }
+        if let Some(a) = &mut adapter {
+            let state = doc.adapter.ok_or_else(|| {
+                anyhow!(
+                    "the checkpoint has no adapter state for input={}",
+                    a.input().name()
+                )
+            })?;
+            a.restore(state).map_err(|e| anyhow!("{e}"))?;
+        }
+    }
+
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut pout = match &args.pressure_out {
+        Some(p) => Some(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?,
+        )),
+        None => None,
+    };
+    let mut summary = Summary::default();
+    let mut marks = plot::Marks::default();
+    let mut pressure_recs = Vec::new();
+    let pb = progress_bar(input.len());
+    let batch = args.batch as usize;
+    for (i, chunk) in input.chunks(batch).enumerate() {
+        let base = (i * batch) as i64;
+        let frames: Cow<[Rec]> = match &mut adapter {
+            Some(a) => Cow::Owned(logs::adapt_chunk(a, chunk, base)),
+            None => Cow::Borrowed(chunk),
+        };
+        let fed: &[Rec] = if adapt_here { &frames } else { chunk };
+        let recs = main.process(fed, base)?;
+        summary.add(&Summary::of(&frames, recs.len(), &config));
+        write_lines(&mut out, &recs)?;
+        if let Some(pm) = &mut pressure {
+            let precs = pm.process(fed, base)?;
+            if let Some(w) = &mut pout {
+                write_lines(w, &precs)?;
+            }
+            if args.plot.is_some() {
+                marks.note(&frames);
+                pressure_recs.extend(precs);
+            }
+        }
+        pb.inc(chunk.len() as u64);
+    }
+    pb.finish_and_clear();
+    out.flush()?;
+    if let Some(w) = &mut pout {
+        w.flush()?;
+    }
+    if let Some(path) = &args.plot {
+        plot::render(path, &plot::panels(&pressure_recs, &marks))?;
+    }
+    if let Some(p) = &args.checkpoint_out {
+        let main_doc = main.checkpoint()?;
+        let pressure_doc = pressure.as_ref().map(Module::checkpoint).transpose()?;
+        let adapter_doc = adapter.as_ref().map(Adapter::checkpoint);
+        let doc = checkpoint::Runner {
+            main: &main_doc,
+            pressure: pressure_doc.as_deref(),
+            adapter: adapter_doc.as_deref(),
+        };
+        std::fs::write(p, doc.write())?;
+    }
+    Ok(summary)
+}
+
+/// The command line: `agent-fold run …`.
+pub fn main(args: &Args) -> Result<i32> {
+    let summary = run(args)?;
+    if args.config()?.view == View::Frames {
+        eprintln!("{summary}");
+    }
+    Ok(0)
+}

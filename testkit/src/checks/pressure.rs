@@ -1,0 +1,183 @@
+//! The pressure view: records, figures and the checkpoint agree (SPEC §3, §6.6).
+
+use std::collections::HashMap;
+
+use agent_fold_core::{Emit, Frame, MAX_KEY_LEN, RecordIn, STATE_VERSION, session_key};
+use serde_json::{Map, Value};
+
+use super::show;
+use crate::reference;
+
+/// One session of a pressure checkpoint, as the figures need it.
+#[derive(Debug, Clone)]
+pub(super) struct CpSession {
+    pub partial: bool,
+    pub pressure: Option<u64>,
+    pub anchor: Option<u64>,
+    pub total: u128,
+    pub est_growth: u64,
+    pub provider_growth: u64,
+}
+
+pub(super) fn cp_key(obj: &Map<String, Value>) -> Vec<u8> {
+    match (obj.get("session"), obj.get("sessionBytes")) {
+        (Some(Value::String(s)), _) => s.as_bytes().to_vec(),
+        (_, Some(Value::Array(b))) => b.iter().map(|b| b.as_u64().unwrap_or(0) as u8).collect(),
+        _ => panic!("a written checkpoint session has no key: {obj:?}"),
+    }
+}
+
+/// The sessions of a pressure checkpoint this build wrote that reached the view.
+pub(super) fn pressure_sessions(checkpoint: &str) -> HashMap<Vec<u8>, CpSession> {
+    let doc: Value = serde_json::from_str(checkpoint).expect("a written checkpoint is JSON");
+    assert_eq!(
+        doc["stateVersion"], STATE_VERSION,
+        "checkpoints are written as stateVersion {STATE_VERSION}"
+    );
+    let mut map = HashMap::new();
+    for s in doc["sessions"].as_array().expect("sessions") {
+        let obj = s.as_object().expect("a session object");
+        let Some(surface) = obj.get("surface") else {
+            continue;
+        };
+        let total = surface
+            .as_array()
+            .expect("a surface")
+            .iter()
+            .map(|n| n[1].as_u64().expect("node tokens") as u128)
+            .sum();
+        map.insert(
+            cp_key(obj),
+            CpSession {
+                partial: obj["partial"].as_bool().expect("partial"),
+                pressure: obj["pressureTokens"].as_u64(),
+                anchor: obj["anchorTokens"].as_u64(),
+                total,
+                est_growth: obj["estGrowth"].as_u64().expect("estGrowth"),
+                provider_growth: obj["providerGrowth"].as_u64().expect("providerGrowth"),
+            },
+        );
+    }
+    map
+}
+
+/// A `context/pressure` record's figures against its session's checkpoint (SPEC §6.6):
+/// `messageTokens` = Σ surface node tokens (null when partial), `projectedTokens` =
+/// max(0, pressure + scale(messageTokens − anchor)), null without a sample or anchor, with the
+/// scale and `estimateScale` from the session's calibration sums (SPEC §3).
+pub(super) fn check_figures(record: &Value, s: &CpSession, fixed: bool) {
+    let total = u64::try_from(s.total).unwrap_or(u64::MAX);
+    let message = if s.partial { Value::Null } else { total.into() };
+    assert_eq!(
+        record["messageTokens"], message,
+        "messageTokens ≠ Σ surface nodes {total} (partial: {}): {record}",
+        s.partial
+    );
+    let ratio = reference::ratio(s.provider_growth, s.est_growth, fixed);
+    let projected = match (s.pressure, s.anchor) {
+        (Some(p), Some(a)) => {
+            let v = p as i128 + reference::scale(total as i128 - a as i128, ratio);
+            Value::from(v.clamp(0, u64::MAX as i128) as u64)
+        }
+        _ => Value::Null,
+    };
+    assert_eq!(
+        record["projectedTokens"], projected,
+        "projectedTokens: {record}"
+    );
+    assert_eq!(
+        record["pressureTokens"],
+        s.pressure.map_or(Value::Null, Value::from),
+        "pressureTokens: {record}"
+    );
+    let milli = reference::scale(1000, ratio);
+    let scale = record["estimateScale"]
+        .as_f64()
+        .expect("estimateScale is a number");
+    assert!(
+        (scale * 1000.0 - milli as f64).abs() < 1e-6,
+        "estimateScale {scale} ≠ {milli}‰: {record}"
+    );
+    assert_eq!(
+        record.get("partial").is_some(),
+        s.partial,
+        "partial flag: {record}"
+    );
+}
+
+/// Checks one pressure-view invocation: only derived records, in input order, keyed by the
+/// session of the frame they answer, well-formed; the last `context/pressure` record of each
+/// session that still holds state agrees with the checkpoint written after the invocation.
+/// Returns the parsed records.
+pub fn check_pressure_invocation(
+    records: &[RecordIn],
+    out: &[Emit],
+    checkpoint: &str,
+    fixed: bool,
+) -> Vec<Value> {
+    let sessions = pressure_sessions(checkpoint);
+    let mut last_at = 0;
+    let mut latest: HashMap<Vec<u8>, Value> = HashMap::new();
+    let mut parsed = Vec::with_capacity(out.len());
+    for e in out {
+        let Emit::New { at, key, value } = e else {
+            panic!("the pressure view passed an input record through: {e:?}")
+        };
+        assert!(
+            *at < records.len() && *at >= last_at,
+            "record order: at {at}"
+        );
+        last_at = *at;
+        let Some(v) = Frame::parse(records[*at].value) else {
+            panic!("a derived record answers a malformed record")
+        };
+        assert!(
+            !v.is_subagent(),
+            "a derived record answers a sub-agent frame"
+        );
+        assert_eq!(
+            key.as_slice(),
+            &*session_key(records[*at].key, Some(&v)),
+            "a derived record's key is its session"
+        );
+        let rec: Value = serde_json::from_slice(value)
+            .unwrap_or_else(|e| panic!("derived record is not JSON ({e}): {}", show(value)));
+        assert_eq!(rec["stateVersion"], STATE_VERSION, "{rec}");
+        let named = if key.len() > MAX_KEY_LEN {
+            Value::Null
+        } else {
+            Value::from(String::from_utf8_lossy(key))
+        };
+        assert_eq!(rec["session"], named, "{rec}");
+        match rec["type"].as_str() {
+            Some("context/pressure") => {
+                assert!(
+                    key.len() <= MAX_KEY_LEN,
+                    "a session key over the limit keeps no state: {}",
+                    show(value)
+                );
+                assert_eq!(
+                    rec["seq"].as_u64(),
+                    v.seq(),
+                    "a record carries its frame's seq"
+                );
+                assert_eq!(rec.get("timestamp").is_some(), v.stamp().is_some(), "{rec}");
+                latest.insert(key.clone(), rec.clone());
+            }
+            Some("context/error") => {
+                assert!(
+                    rec["error"].as_str().is_some_and(|s| !s.is_empty()),
+                    "{rec}"
+                );
+            }
+            _ => panic!("unknown derived record: {rec}"),
+        }
+        parsed.push(rec);
+    }
+    for (key, rec) in &latest {
+        if let Some(s) = sessions.get(key) {
+            check_figures(rec, s, fixed);
+        }
+    }
+    parsed
+}

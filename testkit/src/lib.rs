@@ -1,0 +1,12 @@
+//! agent-fold's test kit: generated agent logs ([`GenLog`], [`GenSession`]), the properties of
+//! SPEC §5 and §6 as functions that panic on a violation ([`checks`]), and naive references the
+//! core's fast paths are checked against ([`reference`]).
+//!
+//! One generator serves the property tests (shaped from seeded bytes) and the fuzz targets
+//! (shaped by libFuzzer), so `cargo test` explores the same space the fuzzers do.
+
+pub mod checks;
+mod logs;
+pub mod reference;
+
+pub use logs::{Delta, GenFrame, GenLog, GenRecord, GenSession, SeqPick, SurfaceOp, seeded_bytes};
