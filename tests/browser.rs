@@ -608,7 +608,7 @@ fn demo_page_renders() {
         labels[3]
     );
 
-    b.viewport(1000, 760, 2.0).unwrap();
+    b.viewport(1000, 1000, 2.0).unwrap();
     b.goto(&format!("http://127.0.0.1:{}/demo.html", server()))
         .unwrap();
     let open = js(
