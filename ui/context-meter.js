@@ -6,8 +6,9 @@
  *   <context-meter session="s-42" lang="zh-CN"></context-meter>
  *   meter.update({type: "context/pressure", session: "s-42", contextOccupancy: 0.04, ...});
  *
- * Attributes: session (records of other sessions are ignored), lang (else the nearest ancestor
- * lang, else navigator.language), open (panel shown; reflected). Read-only reflection: warning.
+ * Attributes: session (records of other sessions are ignored; unset, the meter keeps to the
+ * first record's session), lang (else the nearest ancestor lang, else navigator.language), open
+ * (panel shown; reflected). Set by the meter, for page CSS: warning.
  * Properties: update(record) -> boolean applied, reset(), open, state, error, ignored.
  * Event: "toggle" (not bubbling) whenever the panel opens or closes; read meter.open.
  * Parts: ring, panel, bar. */
