@@ -1,0 +1,348 @@
+//! A small Chrome DevTools Protocol client: one headless Chromium, one page, commands answered
+//! in order. Events are read and dropped; only the reply with our command's id matters.
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use serde_json::{Value, json};
+use tungstenite::{Message, WebSocket};
+
+/// The flags Chromium is known to run with here (.library/env/machines/rust.md): without the
+/// background-networking ones it dials Google's hosts through a closed network at every start.
+const FLAGS: &[&str] = &[
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--remote-debugging-port=0",
+    "--window-size=1024,768",
+];
+
+/// How long one command (or a launch) may take before the test fails instead of hanging.
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The browser to drive: $AGENT_FOLD_CHROMIUM, else /usr/bin/chromium, else `chromium` on PATH.
+/// `Err` carries the reason to print when there is none. A set but wrong variable is a
+/// misconfiguration, not a missing browser, so it panics rather than skipping.
+pub fn find_chromium() -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os("AGENT_FOLD_CHROMIUM") {
+        let path = PathBuf::from(path);
+        assert!(
+            path.is_file(),
+            "AGENT_FOLD_CHROMIUM={} is not a file",
+            path.display()
+        );
+        return Ok(path);
+    }
+    let usr = Path::new("/usr/bin/chromium");
+    if usr.is_file() {
+        return Ok(usr.to_path_buf());
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join("chromium"))
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            "no Chromium: set AGENT_FOLD_CHROMIUM, or install Debian's chromium (/usr/bin/chromium)"
+                .to_string()
+        })
+}
+
+/// A running headless Chromium with one page target attached (flattened session).
+pub struct Browser {
+    child: Child,
+    ws: WebSocket<TcpStream>,
+    session: String,
+    next_id: u64,
+    profile: PathBuf,
+}
+
+impl Browser {
+    pub fn launch(exe: &Path) -> Result<Browser> {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let profile = std::env::temp_dir().join(format!(
+            "agent-fold-chromium-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&profile);
+        std::fs::create_dir_all(&profile)?;
+        let mut child = Command::new(exe)
+            .args(FLAGS)
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .arg("about:blank")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("starting {}", exe.display()))?;
+
+        // Chromium prints its endpoint on stderr; the pipe is drained to the end so that its
+        // later chatter never fills the pipe and stalls it. The tail explains a failed launch.
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let tail = Arc::new(Mutex::new(Vec::<String>::new()));
+        let (tx, rx) = mpsc::channel();
+        let keep = Arc::clone(&tail);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(url) = line.strip_prefix("DevTools listening on ") {
+                    let _ = tx.send(url.trim().to_string());
+                }
+                let mut tail = keep.lock().unwrap();
+                tail.push(line);
+                if tail.len() > 20 {
+                    tail.remove(0);
+                }
+            }
+        });
+        let url = match rx.recv_timeout(TIMEOUT) {
+            Ok(url) => url,
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                let _ = std::fs::remove_dir_all(&profile);
+                bail!(
+                    "Chromium printed no DevTools endpoint; its stderr ended:\n{}",
+                    tail.lock().unwrap().join("\n")
+                );
+            }
+        };
+
+        let host = url
+            .strip_prefix("ws://")
+            .and_then(|rest| rest.split('/').next())
+            .ok_or_else(|| anyhow!("unexpected DevTools endpoint {url}"))?;
+        let stream = TcpStream::connect(host)?;
+        stream.set_read_timeout(Some(TIMEOUT))?;
+        let (ws, _) = tungstenite::client(url.as_str(), stream)
+            .map_err(|e| anyhow!("WebSocket handshake with {url}: {e}"))?;
+        // A short read timeout lets a command give up at its deadline; tungstenite keeps a
+        // partly read frame across WouldBlock.
+        ws.get_ref()
+            .set_read_timeout(Some(Duration::from_millis(200)))?;
+        let mut browser = Browser {
+            child,
+            ws,
+            session: String::new(),
+            next_id: 0,
+            profile,
+        };
+        let target = browser.browser_call("Target.createTarget", json!({"url": "about:blank"}))?;
+        let target_id = target["targetId"].clone();
+        let attached = browser.browser_call(
+            "Target.attachToTarget",
+            json!({"targetId": target_id, "flatten": true}),
+        )?;
+        browser.session = attached["sessionId"]
+            .as_str()
+            .ok_or_else(|| anyhow!("no sessionId in {attached}"))?
+            .to_string();
+        Ok(browser)
+    }
+
+    fn send(&mut self, method: &str, params: Value, session: bool) -> Result<Value> {
+        self.next_id += 1;
+        let id = self.next_id;
+        let mut msg = json!({"id": id, "method": method, "params": params});
+        if session {
+            msg["sessionId"] = json!(self.session);
+        }
+        self.ws.send(Message::text(msg.to_string()))?;
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            if Instant::now() > deadline {
+                bail!("{method}: no reply within {TIMEOUT:?}");
+            }
+            let text = match self.ws.read() {
+                Ok(Message::Text(text)) => text,
+                Ok(_) => continue,
+                Err(tungstenite::Error::Io(e))
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    continue;
+                }
+                Err(e) => bail!("{method}: {e}"),
+            };
+            let reply: Value = serde_json::from_str(text.as_str())?;
+            if reply["id"] != json!(id) {
+                continue; // an event, or a reply to nothing we wait for
+            }
+            if let Some(err) = reply.get("error") {
+                bail!("{method}: {err}");
+            }
+            return Ok(reply["result"].clone());
+        }
+    }
+
+    /// A command to the browser itself (Target.*, Browser.*).
+    pub fn browser_call(&mut self, method: &str, params: Value) -> Result<Value> {
+        self.send(method, params, false)
+    }
+
+    /// A command to the page (Page.*, Runtime.*, Input.*, ...).
+    pub fn call(&mut self, method: &str, params: Value) -> Result<Value> {
+        self.send(method, params, true)
+    }
+
+    /// Navigates and waits for the load event to have run.
+    pub fn goto(&mut self, url: &str) -> Result<()> {
+        let nav = self.call("Page.navigate", json!({"url": url}))?;
+        if let Some(err) = nav.get("errorText") {
+            bail!("navigating to {url}: {err}");
+        }
+        self.wait_for(&format!(
+            "location.href === {} && document.readyState === 'complete'",
+            json!(url)
+        ))
+    }
+
+    /// Evaluates `expr` in the page (promises awaited) and returns its JSON value; a thrown
+    /// exception is an error carrying its description.
+    pub fn eval(&mut self, expr: &str) -> Result<Value> {
+        let r = self.call(
+            "Runtime.evaluate",
+            json!({"expression": expr, "returnByValue": true, "awaitPromise": true}),
+        )?;
+        if let Some(ex) = r.get("exceptionDetails") {
+            let what = ex["exception"]["description"]
+                .as_str()
+                .or(ex["text"].as_str())
+                .unwrap_or("exception");
+            bail!("evaluating {expr}: {what}");
+        }
+        Ok(r["result"].get("value").cloned().unwrap_or(Value::Null))
+    }
+
+    /// Polls `expr` until it is true.
+    pub fn wait_for(&mut self, expr: &str) -> Result<()> {
+        let deadline = Instant::now() + TIMEOUT;
+        while self.eval(expr)? != json!(true) {
+            if Instant::now() > deadline {
+                bail!("still false after {TIMEOUT:?}: {expr}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+
+    /// A real left click (move, press, release) at viewport coordinates.
+    pub fn click(&mut self, x: f64, y: f64) -> Result<()> {
+        self.call(
+            "Input.dispatchMouseEvent",
+            json!({"type": "mouseMoved", "x": x, "y": y}),
+        )?;
+        for kind in ["mousePressed", "mouseReleased"] {
+            self.call(
+                "Input.dispatchMouseEvent",
+                json!({"type": kind, "x": x, "y": y, "button": "left", "buttons": 1, "clickCount": 1}),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// A real key press (down, up) of one of the keys the tests use.
+    pub fn press(&mut self, key: &str) -> Result<()> {
+        let (code, vk, text) = match key {
+            "Enter" => ("Enter", 13, "\r"),
+            " " => ("Space", 32, " "),
+            "Escape" => ("Escape", 27, ""),
+            "Tab" => ("Tab", 9, ""),
+            other => bail!("no key table entry for {other:?}"),
+        };
+        // A key that types text goes down as keyDown (which also makes keypress); others raw.
+        let down = if text.is_empty() {
+            json!({"type": "rawKeyDown", "key": key, "code": code, "windowsVirtualKeyCode": vk})
+        } else {
+            json!({"type": "keyDown", "key": key, "code": code, "windowsVirtualKeyCode": vk, "text": text})
+        };
+        self.call("Input.dispatchKeyEvent", down)?;
+        self.call(
+            "Input.dispatchKeyEvent",
+            json!({"type": "keyUp", "key": key, "code": code, "windowsVirtualKeyCode": vk}),
+        )?;
+        Ok(())
+    }
+
+    /// The viewport's size and pixel ratio (a 14px ring is easier to see at 2x).
+    pub fn viewport(&mut self, width: u32, height: u32, scale: f64) -> Result<()> {
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": width, "height": height, "deviceScaleFactor": scale, "mobile": false}),
+        )?;
+        Ok(())
+    }
+
+    /// A PNG of the viewport.
+    pub fn screenshot(&mut self) -> Result<Vec<u8>> {
+        let shot = self.call("Page.captureScreenshot", json!({"format": "png"}))?;
+        let data = shot["data"]
+            .as_str()
+            .ok_or_else(|| anyhow!("no screenshot data"))?;
+        base64(data)
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        // Ask politely so Chromium takes its helper processes down, then make sure.
+        let _ = self.ws.send(Message::text(
+            json!({"id": 0, "method": "Browser.close"}).to_string(),
+        ));
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.profile);
+    }
+}
+
+/// Standard base64 (with padding), as CDP sends binary data.
+fn base64(text: &str) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len() / 4 * 3);
+    let (mut acc, mut bits) = (0u32, 0);
+    for b in text.bytes().filter(|&b| b != b'=') {
+        let v = match b {
+            b'A'..=b'Z' => b - b'A',
+            b'a'..=b'z' => b - b'a' + 26,
+            b'0'..=b'9' => b - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => bail!("not base64: byte {b}"),
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn base64_decodes() {
+        assert_eq!(super::base64("aGk=").unwrap(), b"hi");
+        assert_eq!(super::base64("iVBORw0KGgo=").unwrap(), b"\x89PNG\r\n\x1a\n");
+    }
+}
