@@ -1,5 +1,7 @@
 //! The runner's checkpoint: the documents of its instances side by side,
-//! `{"main": …, "pressure": …, "adapter": …}`, each the core's own codec, read in place.
+//! `{"main": …, "pressure": …, "adapter": …, "offset": N}`, each the core's own codec, read in
+//! place; `offset` is where the log goes on (its next line's), so that a resumed run's lines
+//! are new lines to an adapter, not re-deliveries.
 
 use anyhow::{Context, Result};
 use serde_json::value::RawValue;
@@ -9,6 +11,7 @@ pub struct Runner<'a> {
     pub main: &'a str,
     pub pressure: Option<&'a str>,
     pub adapter: Option<&'a str>,
+    pub offset: i64,
 }
 
 impl<'a> Runner<'a> {
@@ -22,12 +25,15 @@ impl<'a> Runner<'a> {
             pressure: Option<&'a RawValue>,
             #[serde(borrow, default)]
             adapter: Option<&'a RawValue>,
+            #[serde(default)]
+            offset: i64,
         }
         let doc: Doc = serde_json::from_str(text).context("reading the checkpoint")?;
         Ok(Runner {
             main: doc.main.get(),
             pressure: doc.pressure.map(RawValue::get),
             adapter: doc.adapter.map(RawValue::get),
+            offset: doc.offset,
         })
     }
 
@@ -41,7 +47,7 @@ impl<'a> Runner<'a> {
             out.push_str(",\"adapter\":");
             out.push_str(a);
         }
-        out.push('}');
+        out.push_str(&format!(",\"offset\":{}}}", self.offset));
         out
     }
 }
@@ -52,13 +58,14 @@ mod tests {
 
     #[test]
     fn parts_round_trip_as_text() {
-        let text = r#"{"main":{"stateVersion":4,"view":"frames","sessions":[]},"adapter":{"input":"codex"}}"#;
+        let text = r#"{"main":{"stateVersion":4,"view":"frames","sessions":[]},"adapter":{"input":"codex"},"offset":7}"#;
         let r = Runner::read(text).unwrap();
         assert_eq!(
             r.main,
             r#"{"stateVersion":4,"view":"frames","sessions":[]}"#
         );
         assert!(r.pressure.is_none());
+        assert_eq!(r.offset, 7);
         assert_eq!(r.write(), text);
         assert!(Runner::read("{}").is_err());
     }

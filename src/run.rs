@@ -249,10 +249,13 @@ pub fn run(args: &Args) -> Result<Summary> {
         true => Some(Module::new(&source, &pressure_params(), history)?),
         false => None,
     };
+    // Where the log goes on: 0, or where a checkpoint left it.
+    let mut start = 0;
     if let Some(p) = &args.checkpoint_in {
         let text = std::fs::read_to_string(p)
             .with_context(|| format!("reading checkpoint {}", p.display()))?;
         let doc = checkpoint::Runner::read(&text)?;
+        start = doc.offset;
         main.restore(doc.main)?;
         if let Some(pm) = &mut pressure {
             pm.restore(doc.pressure.ok_or_else(|| {
@@ -284,7 +287,7 @@ pub fn run(args: &Args) -> Result<Summary> {
     let pb = progress_bar(input.len());
     let batch = args.batch as usize;
     for (i, chunk) in input.chunks(batch).enumerate() {
-        let base = (i * batch) as i64;
+        let base = start + (i * batch) as i64;
         let frames: Cow<[Rec]> = match &mut adapter {
             Some(a) => Cow::Owned(logs::adapt_chunk(a, chunk, base)),
             None => Cow::Borrowed(chunk),
@@ -321,6 +324,7 @@ pub fn run(args: &Args) -> Result<Summary> {
             main: &main_doc,
             pressure: pressure_doc.as_deref(),
             adapter: adapter_doc.as_deref(),
+            offset: start + input.len() as i64,
         };
         std::fs::write(p, doc.write())?;
     }

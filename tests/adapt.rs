@@ -993,7 +993,7 @@ fn accuracy_of_the_real_logs() {
     // The seed's fixed method is what it was before calibration: +78% at the compaction, a
     // median error of 144 tokens over the session.
     assert_eq!(fixed, 80_373);
-    assert_eq!(s.projection[1].median_abs, 144.0);
+    assert_eq!(s.projection[1].median_abs, 143.5, "printed as 144");
     // Calibrated (issue 11): within ±25% of the provider's first reading after the compaction,
     // and closer over the session than the fixed method.
     let off = (calibrated as f64 - r.reading as f64) / r.reading as f64;

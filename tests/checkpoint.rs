@@ -520,3 +520,53 @@ fn the_runner_resumes_from_its_checkpoint_file() {
         assert_eq!(doc["pressure"]["view"], "pressure");
     }
 }
+
+#[test]
+fn the_runner_resumes_an_adapted_log_where_it_left_off() {
+    // With `--input`, lines are new to the adapter only above its sessions' last offsets: the
+    // checkpoint says where the log goes on, so the second half is not taken for re-deliveries.
+    let t = Tmp::new("runner-ckpt-adapt");
+    let input = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/adapt/claude-code/5e551011-0000-4000-8000-000000000001.jsonl");
+    let text = std::fs::read_to_string(&input).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let common = [
+        p("run"),
+        p("--input"),
+        p("claude-code"),
+        p("--batch"),
+        p("3"),
+    ];
+    let full_p = t.path("full.pressure");
+    let mut args: Vec<&Path> = common.to_vec();
+    args.extend([p("--native"), p("--pressure-out"), &full_p, &input]);
+    let full = agent_fold(&args);
+    let full_pressure = std::fs::read(&full_p).unwrap();
+    for cut in [3, 9, lines.len() - 3] {
+        let (a, b) = (t.path("a.jsonl"), t.path("b.jsonl"));
+        let join = |ls: &[&str]| ls.iter().map(|l| format!("{l}\n")).collect::<String>();
+        std::fs::write(&a, join(&lines[..cut])).unwrap();
+        std::fs::write(&b, join(&lines[cut..])).unwrap();
+        let (pa, pb, ck) = (t.path("a.pressure"), t.path("b.pressure"), t.path("a.ckpt"));
+        let mut args: Vec<&Path> = common.to_vec();
+        args.extend([p("--pressure-out"), &pa, p("--checkpoint-out"), &ck, &a]);
+        let mut out = agent_fold(&args);
+        let doc: Value = serde_json::from_slice(&std::fs::read(&ck).unwrap()).unwrap();
+        assert_eq!(doc["offset"], cut, "where the log goes on");
+        let mut args: Vec<&Path> = common.to_vec();
+        args.extend([p("--pressure-out"), &pb, p("--checkpoint-in"), &ck, &b]);
+        out.extend(agent_fold(&args));
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            String::from_utf8_lossy(&full),
+            "frames, cut at {cut}"
+        );
+        let mut pressure = std::fs::read(&pa).unwrap();
+        pressure.extend(std::fs::read(&pb).unwrap());
+        assert_eq!(
+            String::from_utf8_lossy(&pressure),
+            String::from_utf8_lossy(&full_pressure),
+            "pressure, cut at {cut}"
+        );
+    }
+}

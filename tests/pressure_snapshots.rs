@@ -262,7 +262,7 @@ fn a_corrupt_span_is_refused_and_changes_nothing() {
     assert_eq!(
         String::from_utf8(first_error.unwrap().remove(0)).unwrap(),
         format!(
-            r#"{{"type":"context/error","session":"c","seq":3,"error":"replacement span 1..9 {CORRUPT}","stateVersion":3}}"#
+            r#"{{"type":"context/error","session":"c","seq":3,"error":"replacement span 1..9 {CORRUPT}","stateVersion":4}}"#
         )
     );
 }

@@ -51,7 +51,7 @@ impl<'de> Visitor<'de> for Nodes {
         }
         Ok(match failed {
             Some(e) => Err(e),
-            None => Ok(s),
+            None => s.restored().map(|()| s),
         })
     }
 }

@@ -4,11 +4,13 @@
 //! surface without touching it, [`Surface::commit`] applies a checked plan. A replacement span
 //! that is not in the surface is log corruption, never a skippable event.
 //!
-//! Nodes live in a slab, linked in surface order, found by seq through an index; each carries
-//! an order key that rises along the list, so "A's node is not after B's" is one comparison.
-//! A frame's edit costs O(1) plus the nodes it removes, whatever the surface's length.
+//! Layout, about 28 bytes a node: nodes in arrays by id (the order they came), found by seq
+//! through ids sorted by seq (binary search); the surface order is a deque of ids in which a
+//! removed stretch becomes one dead run that jumps to the entry after it, so that a frame's edit
+//! costs its lookups plus the nodes it removes, whatever the surface's length. Removed nodes are
+//! swept out once they outnumber the live ones.
 
-use std::collections::HashMap;
+use std::collections::VecDeque;
 use std::fmt;
 
 /// One message on the surface: the frame's `seq` and its estimated tokens.
@@ -29,7 +31,7 @@ pub struct Replaces {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Plan {
     Append,
-    /// Replace the nodes from `first` through `last` (slab slots, in surface order).
+    /// Replace the nodes from id `first` through id `last`, in surface order.
     Splice {
         first: u32,
         last: u32,
@@ -56,30 +58,26 @@ impl fmt::Display for Corrupt {
     }
 }
 
-const NIL: u32 = u32::MAX;
-/// The first node's order key: room to grow both ways.
-const MID: u64 = 1 << 62;
-
-#[derive(Debug, Clone)]
-struct Slot {
-    seq: u64,
-    tokens: u64,
-    order: u64,
-    prev: u32,
-    next: u32,
-}
+/// In `order`: a dead run's first entry; the low bits are the position after the run.
+const DEAD: u32 = 1 << 31;
+/// In `pos`: the node was removed.
+const GONE: u32 = u32::MAX;
+/// The position of the front entry when the deque is rebuilt: room to put nodes in front.
+const ORIGIN: u32 = 1 << 30;
 
 #[derive(Debug, Clone)]
 pub struct Surface {
-    slots: Vec<Slot>,
-    /// seq → slot.
-    index: HashMap<u64, u32>,
-    head: u32,
-    tail: u32,
-    /// Free slots, linked through `next`.
-    free: u32,
-    len: usize,
-    /// Σ tokens over the nodes.
+    /// Per node id: its seq, tokens and position in `order` (`GONE` once removed).
+    seq: Vec<u64>,
+    tokens: Vec<u64>,
+    pos: Vec<u32>,
+    /// Node ids sorted by seq.
+    by_seq: Vec<u32>,
+    /// Surface order: live ids, and dead runs. Entry `i` stands at position `origin + i`.
+    order: VecDeque<u32>,
+    origin: u32,
+    live: usize,
+    /// Σ tokens over the live nodes.
     total: u64,
     /// The seq of the first node this session ever saw: a partial session knows nothing below.
     floor: Option<u64>,
@@ -88,12 +86,13 @@ pub struct Surface {
 impl Default for Surface {
     fn default() -> Surface {
         Surface {
-            slots: Vec::new(),
-            index: HashMap::new(),
-            head: NIL,
-            tail: NIL,
-            free: NIL,
-            len: 0,
+            seq: Vec::new(),
+            tokens: Vec::new(),
+            pos: Vec::new(),
+            by_seq: Vec::new(),
+            order: VecDeque::new(),
+            origin: ORIGIN,
+            live: 0,
             total: 0,
             floor: None,
         }
@@ -104,7 +103,7 @@ impl PartialEq for Surface {
     fn eq(&self, other: &Surface) -> bool {
         self.total == other.total
             && self.floor == other.floor
-            && self.len == other.len
+            && self.live == other.live
             && self.nodes().eq(other.nodes())
     }
 }
@@ -119,17 +118,30 @@ pub(crate) enum RestoreError {
 }
 
 impl Surface {
-    /// Appends a node read from a checkpoint, in surface order.
+    /// Appends a node read from a checkpoint, in surface order; [`Surface::restored`] ends it.
     pub(crate) fn push_restored(&mut self, node: Node) -> Result<(), RestoreError> {
-        if self.index.contains_key(&node.seq) {
-            return Err(RestoreError::Repeated(node.seq));
-        }
-        self.total
+        self.total = self
+            .total
             .checked_add(node.tokens)
             .ok_or(RestoreError::Overflow)?;
-        let order = self.order_after_tail();
-        self.link_after(self.tail, node, order);
+        let id = self.add(node);
+        self.place_back(id);
+        self.by_seq.push(id);
         Ok(())
+    }
+
+    /// Ends a restore: indexes the nodes by seq, refusing a seq that stands twice.
+    pub(crate) fn restored(&mut self) -> Result<(), RestoreError> {
+        let seq = &self.seq;
+        self.by_seq.sort_unstable_by_key(|&id| seq[id as usize]);
+        match self
+            .by_seq
+            .windows(2)
+            .find(|w| seq[w[0] as usize] == seq[w[1] as usize])
+        {
+            Some(w) => Err(RestoreError::Repeated(seq[w[0] as usize])),
+            None => Ok(()),
+        }
     }
 
     /// A surface of `nodes` in this order, with `floor`; `None` when a seq stands twice or the
@@ -142,6 +154,7 @@ impl Surface {
         for n in nodes {
             s.push_restored(n).ok()?;
         }
+        s.restored().ok()?;
         s.floor = floor;
         Some(s)
     }
@@ -153,26 +166,31 @@ impl Surface {
 
     /// The nodes, in surface order.
     pub fn nodes(&self) -> impl Iterator<Item = Node> + '_ {
-        let mut at = if self.len == 0 { NIL } else { self.head };
+        let mut p = self.origin;
+        let end = self.origin + self.order.len() as u32;
         std::iter::from_fn(move || {
-            if at == NIL {
-                return None;
+            while p < end {
+                let e = self.order[(p - self.origin) as usize];
+                if e & DEAD != 0 {
+                    p = e & !DEAD;
+                    continue;
+                }
+                p += 1;
+                return Some(Node {
+                    seq: self.seq[e as usize],
+                    tokens: self.tokens[e as usize],
+                });
             }
-            let s = &self.slots[at as usize];
-            at = s.next;
-            Some(Node {
-                seq: s.seq,
-                tokens: s.tokens,
-            })
+            None
         })
     }
 
     pub fn len(&self) -> usize {
-        self.len
+        self.live
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.live == 0
     }
 
     /// `messageTokens`: Σ over the nodes.
@@ -184,6 +202,16 @@ impl Surface {
         self.floor
     }
 
+    /// The live node of `seq`.
+    fn find(&self, seq: u64) -> Option<u32> {
+        let i = self
+            .by_seq
+            .binary_search_by_key(&seq, |&id| self.seq[id as usize])
+            .ok()?;
+        let id = self.by_seq[i];
+        (self.pos[id as usize] != GONE).then_some(id)
+    }
+
     /// Checks an edit: `None` appends, `Some(span)` replaces. `partial` allows a span that
     /// starts below the first node this session saw.
     pub fn plan(&self, span: Option<Replaces>, partial: bool) -> Result<Plan, Corrupt> {
@@ -191,11 +219,8 @@ impl Surface {
             return Ok(Plan::Append);
         };
         let unseen = |seq: u64| self.floor.is_none_or(|f| seq < f);
-        let at = |seq: u64| self.index.get(&seq).copied();
-        match (at(span.from_seq), at(span.to_seq)) {
-            (Some(first), Some(last))
-                if self.slots[first as usize].order <= self.slots[last as usize].order =>
-            {
+        match (self.find(span.from_seq), self.find(span.to_seq)) {
+            (Some(first), Some(last)) if self.pos[first as usize] <= self.pos[last as usize] => {
                 Ok(Plan::Splice { first, last })
             }
             (None, to) if partial && unseen(span.from_seq) => match to {
@@ -216,112 +241,119 @@ impl Surface {
         }
         // The nodes always add up within a u64 (`total` is exact): what a span removes is part
         // of `total`, and a new node keeps only the tokens that still fit.
-        match plan {
-            Plan::Append => {
-                let node = self.fit(node);
-                let order = self.order_after_tail();
-                self.link_after(self.tail, node, order);
+        let start = match plan {
+            Plan::Append => None,
+            Plan::Splice { first, last } => Some(self.remove_through(first, last)),
+            Plan::FrontCut { last: Some(last) } => {
+                let head = self.order[0];
+                Some(self.remove_through(head, last))
             }
-            Plan::Splice { first, last } => {
-                let order = self.slots[first as usize].order;
-                let before = self.slots[first as usize].prev;
-                self.remove_through(first, last);
-                let node = self.fit(node);
-                self.link_after(before, node, order);
-            }
-            Plan::FrontCut { last } => {
-                let order = match last {
-                    Some(last) => {
-                        let order = self.slots[self.head as usize].order;
-                        self.remove_through(self.head, last);
-                        order
-                    }
-                    None if self.head != NIL => self.slots[self.head as usize].order - 1,
-                    None => MID,
-                };
-                let node = self.fit(node);
-                self.link_after(NIL, node, order);
-            }
-        }
-    }
-
-    fn fit(&self, node: Node) -> Node {
-        Node {
+            Plan::FrontCut { last: None } => None,
+        };
+        let node = Node {
             tokens: node.tokens.min(u64::MAX - self.total),
             ..node
+        };
+        self.total += node.tokens;
+        let id = self.add(node);
+        self.index(id);
+        match (plan, start) {
+            (_, Some(p)) => self.place_at(id, p),
+            (Plan::FrontCut { .. }, None) => self.place_front(id),
+            _ => self.place_back(id),
+        }
+        if self.seq.len() > 2 * self.live + 64 || self.origin == 0 {
+            self.sweep();
         }
     }
 
-    fn order_after_tail(&self) -> u64 {
-        if self.tail == NIL {
-            MID
-        } else {
-            self.slots[self.tail as usize].order + 1
+    /// A new node's id.
+    fn add(&mut self, node: Node) -> u32 {
+        self.seq.push(node.seq);
+        self.tokens.push(node.tokens);
+        self.pos.push(GONE);
+        self.live += 1;
+        (self.seq.len() - 1) as u32
+    }
+
+    /// Indexes a new node by seq: above every seq it is appended; otherwise (only a
+    /// checkpoint's odd seqs can put it there) it is inserted in place.
+    fn index(&mut self, id: u32) {
+        let seq = self.seq[id as usize];
+        match self.by_seq.last() {
+            Some(&l) if self.seq[l as usize] >= seq => {
+                let at = self.by_seq.partition_point(|&i| self.seq[i as usize] < seq);
+                self.by_seq.insert(at, id);
+            }
+            _ => self.by_seq.push(id),
         }
     }
 
-    /// Removes the nodes from `first` through `last`, in list order.
-    fn remove_through(&mut self, first: u32, last: u32) {
-        let before = self.slots[first as usize].prev;
-        let after = self.slots[last as usize].next;
-        let mut at = first;
+    fn place_back(&mut self, id: u32) {
+        self.pos[id as usize] = self.origin + self.order.len() as u32;
+        self.order.push_back(id);
+    }
+
+    fn place_front(&mut self, id: u32) {
+        self.origin -= 1;
+        self.pos[id as usize] = self.origin;
+        self.order.push_front(id);
+    }
+
+    fn place_at(&mut self, id: u32, p: u32) {
+        self.pos[id as usize] = p;
+        self.order[(p - self.origin) as usize] = id;
+    }
+
+    /// Removes the live nodes from `first` through `last` in surface order (dead runs between
+    /// are jumped, not walked) and leaves the stretch after `first`'s position one dead run.
+    /// Returns `first`'s position, where the new node goes.
+    fn remove_through(&mut self, first: u32, last: u32) -> u32 {
+        let start = self.pos[first as usize];
+        let end = self.pos[last as usize];
+        let mut p = start;
         loop {
-            let s = &self.slots[at as usize];
-            let next = s.next;
-            self.total -= s.tokens;
-            self.index.remove(&s.seq);
-            self.slots[at as usize].next = self.free;
-            self.free = at;
-            self.len -= 1;
-            if at == last {
+            let e = self.order[(p - self.origin) as usize];
+            if e & DEAD != 0 {
+                p = e & !DEAD;
+                continue;
+            }
+            let id = e as usize;
+            self.total -= self.tokens[id];
+            self.pos[id] = GONE;
+            self.live -= 1;
+            if p == end {
                 break;
             }
-            at = next;
+            p += 1;
         }
-        match before {
-            NIL => self.head = after,
-            b => self.slots[b as usize].next = after,
+        if end > start {
+            let after = end + 1;
+            let next = match self.order.get((after - self.origin) as usize) {
+                Some(&e) if e & DEAD != 0 => e & !DEAD,
+                _ => after,
+            };
+            self.order[(start + 1 - self.origin) as usize] = DEAD | next;
         }
-        match after {
-            NIL => self.tail = before,
-            a => self.slots[a as usize].prev = before,
-        }
+        start
     }
 
-    /// Links `node` after slot `prev` (at the front when `NIL`).
-    fn link_after(&mut self, prev: u32, node: Node, order: u64) {
-        let next = if prev == NIL {
-            self.head
-        } else {
-            self.slots[prev as usize].next
-        };
-        let slot = Slot {
-            seq: node.seq,
-            tokens: node.tokens,
-            order,
-            prev,
-            next,
-        };
-        let id = if self.free != NIL {
-            let id = self.free;
-            self.free = self.slots[id as usize].next;
-            self.slots[id as usize] = slot;
-            id
-        } else {
-            self.slots.push(slot);
-            (self.slots.len() - 1) as u32
-        };
-        match prev {
-            NIL => self.head = id,
-            p => self.slots[p as usize].next = id,
+    /// Drops removed nodes and dead runs, renumbering what is left (amortised: it runs once
+    /// removed nodes outnumber live ones).
+    fn sweep(&mut self) {
+        let nodes: Vec<Node> = self.nodes().collect();
+        let (total, floor) = (self.total, self.floor);
+        *self = Surface::default();
+        for n in nodes {
+            let id = self.add(n);
+            self.place_back(id);
         }
-        match next {
-            NIL => self.tail = id,
-            n => self.slots[n as usize].prev = id,
-        }
-        self.index.insert(node.seq, id);
-        self.total += node.tokens;
-        self.len += 1;
+        // Ids are now the surface order; seqs are unique, so sorting by them rebuilds the index.
+        let mut ids: Vec<u32> = (0..self.seq.len() as u32).collect();
+        ids.sort_unstable_by_key(|&id| self.seq[id as usize]);
+        self.by_seq = ids;
+        self.total = total;
+        self.floor = floor;
     }
 }
 
@@ -413,12 +445,10 @@ mod tests {
         for (seq, tokens) in [(5, 1), (2, 2), (9, 3)] {
             s.push_restored(Node { seq, tokens }).unwrap();
         }
+        s.restored().unwrap();
         assert_eq!((seqs(&s), s.total()), (vec![5, 2, 9], 6));
         assert!(s.plan(span(5, 9), false).is_ok() && s.plan(span(9, 5), false).is_err());
-        assert_eq!(
-            s.push_restored(Node { seq: 2, tokens: 0 }),
-            Err(RestoreError::Repeated(2))
-        );
+        assert!(s.plan(span(2, 9), false).is_ok());
         assert_eq!(
             s.push_restored(Node {
                 seq: 3,
@@ -426,6 +456,47 @@ mod tests {
             }),
             Err(RestoreError::Overflow)
         );
+        let mut r = Surface::default();
+        for seq in [4, 2, 4] {
+            r.push_restored(Node { seq, tokens: 1 }).unwrap();
+        }
+        assert_eq!(r.restored(), Err(RestoreError::Repeated(4)));
+    }
+
+    #[test]
+    fn dead_runs_are_jumped_and_swept() {
+        // Replace an early stretch again and again: each edit walks what it removes and one
+        // jump over what earlier edits removed, and the sweep keeps the arrays near the nodes.
+        let mut s = surface(&(0..1000).map(|q| (q, 1)).collect::<Vec<_>>());
+        let mut model: Vec<u64> = (0..1000).collect();
+        let mut next = 1000;
+        for k in 0..450 {
+            let (a, b) = (model[0], model[2]);
+            let p = s.plan(span(a, b), false).unwrap();
+            s.commit(
+                p,
+                Node {
+                    seq: next,
+                    tokens: 1,
+                },
+            );
+            model.splice(0..3, [next]);
+            next += 1;
+            if k % 7 == 0 {
+                s.commit(
+                    Plan::Append,
+                    Node {
+                        seq: next,
+                        tokens: 1,
+                    },
+                );
+                model.push(next);
+                next += 1;
+            }
+            assert_eq!(seqs(&s), model);
+            assert_eq!(s.total(), model.len() as u64);
+            assert!(s.seq.len() <= 2 * s.live + 65, "swept");
+        }
     }
 
     #[test]
