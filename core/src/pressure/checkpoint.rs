@@ -4,7 +4,8 @@
 
 use std::fmt;
 
-use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
 
 use super::session::Session;
 use super::surface::{Node, RestoreError, Surface};
@@ -28,8 +29,8 @@ pub(crate) struct Fields {
     surface: Option<Result<Surface, RestoreError>>,
 }
 
-/// The surface: `[[seq, tokens], …]` read straight into a [`Surface`].
-struct Nodes;
+/// The surface: `[[seq, tokens], …]` read straight into a [`Surface`] sized for it.
+struct Nodes(Surface);
 
 impl<'de> Visitor<'de> for Nodes {
     type Value = Result<Surface, RestoreError>;
@@ -37,7 +38,7 @@ impl<'de> Visitor<'de> for Nodes {
         f.write_str("`surface`, an array of [seq, tokens] pairs of integers ≥ 0")
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut s = Surface::default();
+        let mut s = self.0;
         let mut failed = None;
         while let Some((seq_no, tokens)) = seq.next_element::<(u64, u64)>()? {
             if failed.is_none()
@@ -53,13 +54,6 @@ impl<'de> Visitor<'de> for Nodes {
             Some(e) => Err(e),
             None => s.restored().map(|()| s),
         })
-    }
-}
-
-impl<'de> DeserializeSeed<'de> for Nodes {
-    type Value = Result<Surface, RestoreError>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_seq(self)
     }
 }
 
@@ -107,11 +101,23 @@ impl Session {
             "providerGrowth" => b.provider_growth = field::uint(map, name)?,
             "replacedSinceSample" => b.replaced = Some(field::boolean(map, name)?),
             "surface" => {
-                b.surface = Some(map.next_value_seed(Nodes).map_err(|_: A::Error| {
+                // Borrowed first, to size the surface exactly (a node is a `[`, and at least six
+                // bytes): no doubling growth over a million nodes.
+                let bad = || {
                     de::Error::custom(
                         "`surface` must be an array of [seq, tokens] pairs of integers ≥ 0",
                     )
-                })?)
+                };
+                let raw: &'de RawValue = map.next_value().map_err(|_: A::Error| bad())?;
+                let text = raw.get();
+                let nodes = text
+                    .bytes()
+                    .filter(|&c| c == b'[')
+                    .count()
+                    .saturating_sub(1);
+                let seed = Nodes(Surface::with_capacity(nodes.min(text.len() / 6)));
+                let mut de = serde_json::Deserializer::from_str(text);
+                b.surface = Some(de.deserialize_seq(seed).map_err(|_| bad())?)
             }
             _ => return Ok(false),
         }

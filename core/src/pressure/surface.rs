@@ -118,6 +118,18 @@ pub(crate) enum RestoreError {
 }
 
 impl Surface {
+    /// An empty surface with room for `n` nodes.
+    pub(crate) fn with_capacity(n: usize) -> Surface {
+        Surface {
+            seq: Vec::with_capacity(n),
+            tokens: Vec::with_capacity(n),
+            pos: Vec::with_capacity(n),
+            by_seq: Vec::with_capacity(n),
+            order: VecDeque::with_capacity(n),
+            ..Surface::default()
+        }
+    }
+
     /// Appends a node read from a checkpoint, in surface order; [`Surface::restored`] ends it.
     pub(crate) fn push_restored(&mut self, node: Node) -> Result<(), RestoreError> {
         self.total = self

@@ -1,0 +1,69 @@
+//! D7 (issue 10): restoring a checkpoint holds the state it builds and little else. A counting
+//! allocator measures the peak of live heap while `Processor::restore` reads a checkpoint of one
+//! session with a million surface nodes; it must stay under three times the checkpoint's text
+//! (which the caller holds too: under four times in all).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+use agent_fold_core::Processor;
+
+struct Peak;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+fn grew(n: usize) {
+    let now = LIVE.fetch_add(n, Relaxed) + n;
+    PEAK.fetch_max(now, Relaxed);
+}
+
+unsafe impl GlobalAlloc for Peak {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        grew(l.size());
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        LIVE.fetch_sub(l.size(), Relaxed);
+        unsafe { System.dealloc(p, l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        grew(n);
+        let q = unsafe { System.realloc(p, l, n) };
+        LIVE.fetch_sub(l.size(), Relaxed);
+        q
+    }
+}
+
+#[global_allocator]
+static ALLOC: Peak = Peak;
+
+#[test]
+fn a_million_node_checkpoint_restores_in_under_three_times_its_size() {
+    let n = 1_000_000;
+    let nodes: Vec<String> = (0..n).map(|i| format!("[{i},1]")).collect();
+    let text = format!(
+        r#"{{"stateVersion":3,"view":"pressure","sessions":[{{"stateVersion":3,"session":"s-42","cursor":{},"partial":false,"floor":0,"systemTokens":1,"toolsTokens":1,"capacity":200000,"pressureTokens":5,"anchorTokens":5,"surface":[{}]}}]}}"#,
+        n + 1,
+        nodes.join(",")
+    );
+    drop(nodes);
+    let mut p = Processor::from_params([("emit", "pressure")]).unwrap();
+    let base = LIVE.load(Relaxed);
+    PEAK.store(base, Relaxed);
+    p.restore(&text).unwrap();
+    let peak = PEAK.load(Relaxed) - base;
+    let held = LIVE.load(Relaxed) - base;
+    println!(
+        "checkpoint {} bytes: restore peaked at {peak} bytes ({:.2}×), holds {held} ({:.1} bytes a node)",
+        text.len(),
+        peak as f64 / text.len() as f64,
+        held as f64 / n as f64
+    );
+    assert!(
+        peak < 3 * text.len(),
+        "peak {peak} for a text of {}",
+        text.len()
+    );
+    assert_eq!(p.sessions(), 1);
+}
