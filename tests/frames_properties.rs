@@ -1,5 +1,5 @@
 //! SPEC §6 invariants 1–5 of the frames view, and the §5 accounting identity, over generated
-//! logs (`testgen::GenLog`, the generator the fuzz targets use) of many seeds, natively.
+//! logs (`agent_fold_testkit::GenLog`, the generator the fuzz targets use) of many seeds, natively.
 
 mod common;
 

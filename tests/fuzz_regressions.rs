@@ -10,7 +10,8 @@
 use std::path::{Path, PathBuf};
 
 use agent_fold_testkit::checks::{
-    check_checkpoint_restore, check_fold_bytes, check_fold_invariants, check_surface_ranges,
+    check_checkpoint_restore, check_fold_bytes, check_fold_invariants, check_hostile,
+    check_surface_ranges,
 };
 use agent_fold_testkit::seeded_bytes;
 
@@ -77,6 +78,16 @@ fn checkpoint_restore_seeds() {
 }
 
 #[test]
+fn hostile_seeds() {
+    replay_seeds("hostile", check_hostile);
+}
+
+#[test]
+fn hostile_random() {
+    replay_random(check_hostile, 400);
+}
+
+#[test]
 fn fold_invariants_random() {
     replay_random(check_fold_invariants, 2000);
 }
@@ -124,7 +135,7 @@ fn fold_bytes_layout() {
 /// to just under 2^64 took one more message; `Surface::commit` saturated its total, so the
 /// nodes the module then wrote to its checkpoint added up past 2^64 and `restore` refused the
 /// module's own checkpoint (and the saturated total would have stopped being Σ of the nodes
-/// once a span was replaced). Fix in `core/src/surface.rs`: `commit` keeps the nodes adding
+/// once a span was replaced). Fix in `core/src/pressure/surface.rs`: `commit` keeps the nodes adding
 /// up within a u64 exactly, clipping only the new node's tokens.
 #[test]
 fn checkpoint_restore_surface_near_2_pow_64_takes_a_message() {
@@ -141,7 +152,7 @@ fn checkpoint_restore_surface_near_2_pow_64_takes_a_message() {
 /// (`user/message | c1 | sub-agent counter | c3` folds c1 and c3 around it, as SPEC §2 says:
 /// kept sub-agent frames neither extend nor break a run), and the nesting check looked for
 /// the fold's members only after the last frame out, the kept one. Fix in
-/// `core/src/testgen/checks.rs` (`page_folds`): members are counted from the last *main*
+/// `testkit/src/checks/fold_invariants.rs` (`page_folds`): members are counted from the last *main*
 /// frame out.
 #[test]
 fn fold_invariants_kept_subagent_inside_a_fold() {

@@ -400,7 +400,7 @@ fn d6_an_evicted_session_replayed_from_seq_0_comes_back_partial() {
 fn d8_records_that_are_not_utf8_are_malformed() {
     let lines = data("invalid_utf8_skipped_field.jsonl");
     assert!(std::str::from_utf8(&lines[1].value).is_err());
-    let err = run_both(&[("malformed", "fail")], None, &[lines.clone()]);
+    let err = run_both(&[("malformed", "fail")], None, std::slice::from_ref(&lines));
     let Err((native, wasm)) = &err[0] else {
         panic!("malformed=fail let it through: {err:?}")
     };
@@ -459,4 +459,51 @@ fn d10_a_huge_transcript_line_costs_its_bytes_not_a_tree() {
             .starts_with(br#"{"type":"tool/result","id":"u""#)
     );
     assert!(out[1].value.len() > 60_000_000);
+}
+
+#[test]
+fn hostile_logs_meet_the_properties() {
+    // The `hostile` fuzz target's property over seeded logs, natively.
+    let mut records = 0;
+    for seed in 0..300 {
+        let log = agent_fold_testkit::HostileLog::from_seed(seed, 600);
+        records += log.records().len();
+        agent_fold_testkit::checks::check_hostile_log(&log);
+    }
+    assert!(
+        records > 300 * 20,
+        "the generator made real logs ({records} records)"
+    );
+}
+
+#[test]
+fn hostile_logs_run_alike_in_the_engine_and_natively() {
+    // A sample of the generator's logs through both, at invocations of 1, 7 and all.
+    for seed in 0..24 {
+        let log = agent_fold_testkit::HostileLog::from_seed(1000 + seed, 800);
+        let config = agent_fold_testkit::checks::hostile_config(&log);
+        let mut params: Vec<(&str, String)> = vec![
+            (
+                "emit",
+                if config.view == agent_fold_core::View::Pressure {
+                    "pressure"
+                } else {
+                    "frames"
+                }
+                .into(),
+            ),
+            ("input", config.input.name().into()),
+            ("max_sessions", config.max_sessions.to_string()),
+        ];
+        if config.malformed == agent_fold_core::Malformed::Drop {
+            params.push(("malformed", "drop".into()));
+        }
+        let params: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let records: Vec<Rec> = log
+            .records()
+            .into_iter()
+            .map(|(key, value)| Rec { key, value })
+            .collect();
+        everywhere(&params, &records);
+    }
 }

@@ -6,7 +6,9 @@
 //! (shaped by libFuzzer), so `cargo test` explores the same space the fuzzers do.
 
 pub mod checks;
+mod hostile;
 mod logs;
 pub mod reference;
 
+pub use hostile::{HostileLog, HostileOp, Odd};
 pub use logs::{Delta, GenFrame, GenLog, GenRecord, GenSession, SeqPick, SurfaceOp, seeded_bytes};

@@ -156,7 +156,6 @@ impl Rules {
         epoch: u64,
         out: &mut Vec<Vec<u8>>,
     ) -> usize {
-        self.lines = self.lines.saturating_add(1);
         let mut scratch = Track::default();
         let long = key.len() > MAX_KEY_LEN;
         if !long {
@@ -167,7 +166,14 @@ impl Rules {
             _ => scratch.for_line(None, epoch),
         };
         let st = match placed {
-            Placed::New(st) | Placed::Again(st) => st,
+            Placed::New(st) => {
+                // Only a session's new lines count: a line delivered again changes nothing.
+                if !long {
+                    self.lines = self.lines.saturating_add(1);
+                }
+                st
+            }
+            Placed::Again(st) => st,
             Placed::Skip => return 0,
         };
         if let Some(s) = &names
