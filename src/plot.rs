@@ -308,7 +308,7 @@ fn draw_panel<DB: DrawingBackend>(
         let drawn = chart.draw_series(LineSeries::new(seg, PROJECTED.stroke_width(2)))?;
         if i == 0 {
             drawn
-                .label("projectedTokens (reading + what joined since)")
+                .label("projectedTokens (reading + calibrated estimate of what joined since)")
                 .legend(|(x, y)| {
                     PathElement::new(vec![(x, y), (x + 20, y)], PROJECTED.stroke_width(2))
                 });

@@ -570,3 +570,41 @@ fn the_runner_resumes_an_adapted_log_where_it_left_off() {
         );
     }
 }
+
+#[test]
+fn calibration_sums_resume_from_a_checkpoint_at_every_position() {
+    // A session that calibrates (1,000 estimated tokens of clean growth by the fourth reading)
+    // with a compaction between two readings: every cut restores the sums and the flag that
+    // the interval since the last reading saw a replacement.
+    let mut lines = Vec::new();
+    let (mut seq, mut pressure) = (0u64, 3000u64);
+    for k in 0..12u64 {
+        lines.push(format!(
+            r#"{{"type":"user/message","session_id":"k","seq":{seq},"message":{}}}"#,
+            text(300 + 40 * k as usize)
+        ));
+        seq += 1;
+        if k == 5 {
+            lines.push(format!(
+                r#"{{"type":"user/message","session_id":"k","seq":{seq},"message":{},"replaces":{{"from_seq":0,"to_seq":{}}}}}"#,
+                text(50),
+                seq - 1
+            ));
+            seq += 1;
+        }
+        pressure += 410 + 55 * k;
+        lines.push(format!(r#"{{"type":"assistant/message","session_id":"k","seq":{seq},"usage":{{"input_tokens":{pressure}}}}}"#));
+        seq += 1;
+    }
+    let recs = frames(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+    resume_anywhere(P, &recs);
+    let mut p = processor(P);
+    process(&mut p, &recs);
+    let s = session_checkpoint(&p, "k").unwrap();
+    assert!(
+        s["estGrowth"].as_u64().unwrap() >= 1000,
+        "it calibrated: {s}"
+    );
+    let out = pressure_of(&native_process(&mut processor(P), &recs, 0).unwrap());
+    assert_ne!(out.last().unwrap()["estimateScale"], 1);
+}

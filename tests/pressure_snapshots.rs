@@ -6,7 +6,8 @@
 //! Reading aid for the figures: `estimate(v) = ceil(chars / 4)` over `v`'s JSON text as it
 //! stands; `text(n)` in this file is a JSON string of exactly `4n` chars (quotes included), so
 //! it prices at `n`. In the briefs below: `P` pressureTokens, `J` projectedTokens, `C` capacity,
-//! `O` contextOccupancy, `S` systemTokens, `T` toolsTokens, `M` messageTokens, `-` null.
+//! `O` contextOccupancy, `S` systemTokens, `T` toolsTokens, `M` messageTokens, `X` estimateScale
+//! (shown when not 1), `-` null.
 
 mod common;
 
@@ -36,7 +37,7 @@ fn brief(v: &Value) -> String {
     let at = format!("{}@{}", v["session"].as_str().unwrap(), n(&v["seq"]));
     match v["type"].as_str() {
         Some("context/pressure") => format!(
-            "{at} P{} J{} C{} O{} S{} T{} M{}{}",
+            "{at} P{} J{} C{} O{} S{} T{} M{}{}{}",
             n(&v["pressureTokens"]),
             n(&v["projectedTokens"]),
             n(&v["capacity"]),
@@ -44,6 +45,11 @@ fn brief(v: &Value) -> String {
             n(&v["systemTokens"]),
             n(&v["toolsTokens"]),
             n(&v["messageTokens"]),
+            if v["estimateScale"] == 1 {
+                String::new()
+            } else {
+                format!(" X{}", v["estimateScale"])
+            },
             if v["partial"] == true { " partial" } else { "" },
         ),
         Some("context/error") => format!("{at} error: {}", v["error"].as_str().unwrap()),
@@ -842,5 +848,152 @@ fn frames_that_change_nothing_leave_recency_alone() {
         b[b.len() - 1],
         "a@1 P- J- C1000 O- S- T- M- partial",
         "{b:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Calibration (SPEC §3): each session learns what an estimated token is worth from its own
+// clean sample intervals, once they add up to 1,000 estimated tokens.
+
+/// A session's frames: `("u", n)` a user message of `n` tokens, `("a", p)` a reading of `p`,
+/// `("r", n, from, to)` a replacement of `n` tokens.
+fn session(id: &str, steps: &[(&str, u64, u64, u64)]) -> Vec<Rec> {
+    let lines: Vec<String> = steps
+        .iter()
+        .enumerate()
+        .map(|(seq, &(kind, x, from, to))| match kind {
+            "u" => format!(r#"{{"type":"user/message","session_id":"{id}","seq":{seq},"message":{}}}"#, text(x as usize)),
+            "a" => format!(r#"{{"type":"assistant/message","session_id":"{id}","seq":{seq},"usage":{{"input_tokens":{x}}}}}"#),
+            _ => format!(
+                r#"{{"type":"user/message","session_id":"{id}","seq":{seq},"message":{},"replaces":{{"from_seq":{from},"to_seq":{to}}}}}"#,
+                text(x as usize)
+            ),
+        })
+        .collect();
+    frames(&lines.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+#[test]
+fn calibration_kicks_in_after_a_thousand_estimated_tokens() {
+    // The provider grows 800 for every 600 the estimate sees: 4/3, once 1,200 are seen.
+    let recs = session(
+        "k",
+        &[
+            ("u", 600, 0, 0),
+            ("a", 1000, 0, 0),
+            ("u", 600, 0, 0),
+            ("a", 1800, 0, 0),
+            ("u", 600, 0, 0),
+            ("a", 2600, 0, 0),
+            ("u", 600, 0, 0),
+            ("u", 300, 0, 0),
+        ],
+    );
+    case(
+        "calibration_kicks_in",
+        P,
+        &recs,
+        &[
+            "k@0 P- J- C100000 O- S0 T0 M600",
+            "k@1 P1000 J1000 C100000 O0.01 S0 T0 M600",
+            "k@2 P1000 J1600 C100000 O0.016 S0 T0 M1200",
+            // 600 estimated, 800 read: counted, not yet enough.
+            "k@3 P1800 J1800 C100000 O0.018 S0 T0 M1200",
+            "k@4 P1800 J2400 C100000 O0.024 S0 T0 M1800",
+            // 1,200 estimated, 1,600 read: the scale is 4/3.
+            "k@5 P2600 J2600 C100000 O0.026 S0 T0 M1800 X1.333",
+            "k@6 P2600 J3400 C100000 O0.034 S0 T0 M2400 X1.333",
+            "k@7 P2600 J3800 C100000 O0.038 S0 T0 M2700 X1.333",
+        ],
+    );
+    // The fixed method is the seed's: the same readings, the estimate as it is.
+    let fixed = [
+        ("emit", "pressure"),
+        ("capacity", "100000"),
+        ("projection", "fixed"),
+    ];
+    let v = values(&run_everywhere(&fixed, &recs));
+    assert_eq!(
+        (&v[6]["projectedTokens"], &v[6]["estimateScale"]),
+        (&Value::from(3200), &Value::from(1))
+    );
+}
+
+#[test]
+fn calibration_is_clamped_to_a_quarter_and_four() {
+    let steps = |big: u64| {
+        [
+            ("u", 600, 0, 0),
+            ("a", 1000, 0, 0),
+            ("u", 600, 0, 0),
+            ("a", 1000 + big, 0, 0),
+            ("u", 600, 0, 0),
+            ("a", 1000 + 2 * big, 0, 0),
+            ("u", 600, 0, 0),
+        ]
+    };
+    let mut recs = session("hi", &steps(6000));
+    recs.extend(session("lo", &steps(60)));
+    case(
+        "calibration_clamped",
+        P,
+        &recs,
+        &[
+            "hi@0 P- J- C100000 O- S0 T0 M600",
+            "hi@1 P1000 J1000 C100000 O0.01 S0 T0 M600",
+            "hi@2 P1000 J1600 C100000 O0.016 S0 T0 M1200",
+            "hi@3 P7000 J7000 C100000 O0.07 S0 T0 M1200",
+            "hi@4 P7000 J7600 C100000 O0.076 S0 T0 M1800",
+            // 12,000 read for 1,200 estimated: 10, clamped to 4.
+            "hi@5 P13000 J13000 C100000 O0.13 S0 T0 M1800 X4",
+            "hi@6 P13000 J15400 C100000 O0.154 S0 T0 M2400 X4",
+            "lo@0 P- J- C100000 O- S0 T0 M600",
+            "lo@1 P1000 J1000 C100000 O0.01 S0 T0 M600",
+            "lo@2 P1000 J1600 C100000 O0.016 S0 T0 M1200",
+            "lo@3 P1060 J1060 C100000 O0.0106 S0 T0 M1200",
+            "lo@4 P1060 J1660 C100000 O0.0166 S0 T0 M1800",
+            // 120 read for 1,200 estimated: 1/10, clamped to 1/4.
+            "lo@5 P1120 J1120 C100000 O0.0112 S0 T0 M1800 X0.25",
+            "lo@6 P1120 J1270 C100000 O0.0127 S0 T0 M2400 X0.25",
+        ],
+    );
+}
+
+#[test]
+fn calibration_skips_an_interval_with_a_compaction() {
+    // Between the readings at seq 1 and 4 a replacement grew the surface by 1,100 (node 0 of
+    // 100 became 1,200): counted, that interval alone would calibrate at 2,000/1,700. It is not
+    // counted: the next two clean intervals make the scale, 4/3.
+    let recs = session(
+        "c",
+        &[
+            ("u", 100, 0, 0),
+            ("a", 1000, 0, 0),
+            ("u", 600, 0, 0),
+            ("r", 1200, 0, 0),
+            ("a", 3000, 0, 0),
+            ("u", 600, 0, 0),
+            ("a", 3800, 0, 0),
+            ("u", 600, 0, 0),
+            ("a", 4600, 0, 0),
+            ("u", 300, 0, 0),
+        ],
+    );
+    case(
+        "calibration_compaction_between_samples",
+        P,
+        &recs,
+        &[
+            "c@0 P- J- C100000 O- S0 T0 M100",
+            "c@1 P1000 J1000 C100000 O0.01 S0 T0 M100",
+            "c@2 P1000 J1600 C100000 O0.016 S0 T0 M700",
+            "c@3 P1000 J2700 C100000 O0.027 S0 T0 M1800",
+            "c@4 P3000 J3000 C100000 O0.03 S0 T0 M1800",
+            "c@5 P3000 J3600 C100000 O0.036 S0 T0 M2400",
+            "c@6 P3800 J3800 C100000 O0.038 S0 T0 M2400",
+            "c@7 P3800 J4400 C100000 O0.044 S0 T0 M3000",
+            "c@8 P4600 J4600 C100000 O0.046 S0 T0 M3000 X1.333",
+            "c@9 P4600 J5000 C100000 O0.05 S0 T0 M3300 X1.333",
+        ],
     );
 }
