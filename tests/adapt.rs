@@ -649,6 +649,13 @@ fn checkpoints_carry_the_adapter() {
 // ---------------------------------------------------------------------------------------------
 // The runner.
 
+/// `agent-fold` with the arguments `args` names (separated by spaces), then `path`.
+fn run_on(args: &str, path: &Path) -> Output {
+    let mut all: Vec<&str> = args.split(' ').collect();
+    all.push(path.to_str().unwrap());
+    agent_fold(&all)
+}
+
 fn agent_fold(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_agent-fold"))
         .args(args)
@@ -757,38 +764,13 @@ fn runner_input_equals_the_module_param() {
 #[test]
 fn input_auto_detects_and_two_inputs_are_refused() {
     let path = data("claude-stream.jsonl");
-    let auto = ok(agent_fold(&[
-        "run",
-        "--native",
-        "--input",
-        "auto",
-        path.to_str().unwrap(),
-    ]));
-    let named = ok(agent_fold(&[
-        "run",
-        "--native",
-        "--input",
-        "claude-stream",
-        path.to_str().unwrap(),
-    ]));
+    let auto = ok(run_on("run --native --input auto", &path));
+    let named = ok(run_on("run --native --input claude-stream", &path));
     assert_eq!(auto.stdout, named.stdout);
-    let both = agent_fold(&[
-        "run",
-        "--input",
-        "codex",
-        "-e",
-        "input=codex",
-        path.to_str().unwrap(),
-    ]);
+    let both = run_on("run --input codex -e input=codex", &path);
     assert!(!both.status.success());
     assert!(String::from_utf8_lossy(&both.stderr).contains("choose one"));
-    let bad = agent_fold(&[
-        "run",
-        "--native",
-        "-e",
-        "input=json",
-        path.to_str().unwrap(),
-    ]);
+    let bad = run_on("run --native -e input=json", &path);
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("`input`"));
 }

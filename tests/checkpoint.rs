@@ -452,13 +452,7 @@ fn the_runner_resumes_from_its_checkpoint_file() {
     let input = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/agent-session.jsonl");
     let text = std::fs::read_to_string(&input).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    let common = [
-        p("run"),
-        p("-e"),
-        p("capacity=100000"),
-        p("--batch"),
-        p("4"),
-    ];
+    let common = ["run", "-e", "capacity=100000", "--batch", "4"].map(p);
 
     // One run, in the engine and natively (with its checkpoint).
     let full_p = t.path("full.pressure");
@@ -481,41 +475,14 @@ fn the_runner_resumes_from_its_checkpoint_file() {
     // Two halves, cut at every invocation boundary (a multiple of --batch) and at the end.
     let cuts: Vec<usize> = (0..lines.len()).step_by(4).chain([lines.len()]).collect();
     for cut in cuts {
-        let (a, b) = (t.path("a.jsonl"), t.path("b.jsonl"));
-        let join = |ls: &[&str]| ls.iter().map(|l| format!("{l}\n")).collect::<String>();
-        std::fs::write(&a, join(&lines[..cut])).unwrap();
-        std::fs::write(&b, join(&lines[cut..])).unwrap();
-        let (pa, pb, ck, ck2) = (
-            t.path("a.pressure"),
-            t.path("b.pressure"),
-            t.path("a.ckpt"),
-            t.path("b.ckpt"),
-        );
-        let mut args: Vec<&Path> = common.to_vec();
-        args.extend([p("--pressure-out"), &pa, p("--checkpoint-out"), &ck, &a]);
-        let mut out = agent_fold(&args);
-        let mut args: Vec<&Path> = common.to_vec();
-        args.extend([p("--pressure-out"), &pb, p("--checkpoint-in"), &ck]);
-        args.extend([p("--checkpoint-out"), &ck2, &b]);
-        out.extend(agent_fold(&args));
+        let halves = in_halves(&t, &common, &lines, cut);
+        halves.assert_joined(&full, &full_pressure, cut);
         assert_eq!(
-            String::from_utf8_lossy(&out),
-            String::from_utf8_lossy(&full),
-            "stdout, cut at {cut}"
-        );
-        let mut pressure = std::fs::read(&pa).unwrap();
-        pressure.extend(std::fs::read(&pb).unwrap());
-        assert_eq!(
-            String::from_utf8_lossy(&pressure),
-            String::from_utf8_lossy(&full_pressure),
-            "--pressure-out, cut at {cut}"
-        );
-        assert_eq!(
-            std::fs::read_to_string(&ck2).unwrap(),
+            std::fs::read_to_string(&halves.last_checkpoint).unwrap(),
             std::fs::read_to_string(&full_ck).unwrap(),
             "the final checkpoint, cut at {cut}"
         );
-        let doc: Value = serde_json::from_slice(&std::fs::read(&ck).unwrap()).unwrap();
+        let doc = &halves.first_checkpoint;
         assert_eq!(doc["main"]["view"], "frames");
         assert_eq!(doc["pressure"]["view"], "pressure");
     }
@@ -530,44 +497,68 @@ fn the_runner_resumes_an_adapted_log_where_it_left_off() {
         .join("tests/data/adapt/claude-code/5e551011-0000-4000-8000-000000000001.jsonl");
     let text = std::fs::read_to_string(&input).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    let common = [
-        p("run"),
-        p("--input"),
-        p("claude-code"),
-        p("--batch"),
-        p("3"),
-    ];
+    let common = ["run", "--input", "claude-code", "--batch", "3"].map(p);
     let full_p = t.path("full.pressure");
     let mut args: Vec<&Path> = common.to_vec();
     args.extend([p("--native"), p("--pressure-out"), &full_p, &input]);
     let full = agent_fold(&args);
     let full_pressure = std::fs::read(&full_p).unwrap();
     for cut in [3, 9, lines.len() - 3] {
-        let (a, b) = (t.path("a.jsonl"), t.path("b.jsonl"));
-        let join = |ls: &[&str]| ls.iter().map(|l| format!("{l}\n")).collect::<String>();
-        std::fs::write(&a, join(&lines[..cut])).unwrap();
-        std::fs::write(&b, join(&lines[cut..])).unwrap();
-        let (pa, pb, ck) = (t.path("a.pressure"), t.path("b.pressure"), t.path("a.ckpt"));
-        let mut args: Vec<&Path> = common.to_vec();
-        args.extend([p("--pressure-out"), &pa, p("--checkpoint-out"), &ck, &a]);
-        let mut out = agent_fold(&args);
-        let doc: Value = serde_json::from_slice(&std::fs::read(&ck).unwrap()).unwrap();
-        assert_eq!(doc["offset"], cut, "where the log goes on");
-        let mut args: Vec<&Path> = common.to_vec();
-        args.extend([p("--pressure-out"), &pb, p("--checkpoint-in"), &ck, &b]);
-        out.extend(agent_fold(&args));
+        let halves = in_halves(&t, &common, &lines, cut);
         assert_eq!(
-            String::from_utf8_lossy(&out),
-            String::from_utf8_lossy(&full),
-            "frames, cut at {cut}"
+            halves.first_checkpoint["offset"], cut,
+            "where the log goes on"
         );
-        let mut pressure = std::fs::read(&pa).unwrap();
-        pressure.extend(std::fs::read(&pb).unwrap());
+        halves.assert_joined(&full, &full_pressure, cut);
+    }
+}
+
+/// What two runner invocations make of a log cut in two, the second resuming from the first's
+/// checkpoint.
+struct Halves {
+    stdout: Vec<u8>,
+    pressure: Vec<u8>,
+    first_checkpoint: Value,
+    last_checkpoint: std::path::PathBuf,
+}
+
+impl Halves {
+    /// The halves' outputs joined are the whole run's.
+    fn assert_joined(&self, stdout: &[u8], pressure: &[u8], cut: usize) {
         assert_eq!(
-            String::from_utf8_lossy(&pressure),
-            String::from_utf8_lossy(&full_pressure),
-            "pressure, cut at {cut}"
+            String::from_utf8_lossy(&self.stdout),
+            String::from_utf8_lossy(stdout),
+            "stdout, cut at {cut}"
         );
+        assert_eq!(
+            String::from_utf8_lossy(&self.pressure),
+            String::from_utf8_lossy(pressure),
+            "--pressure-out, cut at {cut}"
+        );
+    }
+}
+
+fn in_halves(t: &Tmp, common: &[&Path], lines: &[&str], cut: usize) -> Halves {
+    let (a, b) = (t.path("a.jsonl"), t.path("b.jsonl"));
+    let join = |ls: &[&str]| ls.iter().map(|l| format!("{l}\n")).collect::<String>();
+    std::fs::write(&a, join(&lines[..cut])).unwrap();
+    std::fs::write(&b, join(&lines[cut..])).unwrap();
+    let (pa, pb) = (t.path("a.pressure"), t.path("b.pressure"));
+    let (ck, ck2) = (t.path("a.ckpt"), t.path("b.ckpt"));
+    let mut args: Vec<&Path> = common.to_vec();
+    args.extend([p("--pressure-out"), &pa, p("--checkpoint-out"), &ck, &a]);
+    let mut stdout = agent_fold(&args);
+    let mut args: Vec<&Path> = common.to_vec();
+    args.extend([p("--pressure-out"), &pb, p("--checkpoint-in"), &ck]);
+    args.extend([p("--checkpoint-out"), &ck2, &b]);
+    stdout.extend(agent_fold(&args));
+    let mut pressure = std::fs::read(&pa).unwrap();
+    pressure.extend(std::fs::read(&pb).unwrap());
+    Halves {
+        stdout,
+        pressure,
+        first_checkpoint: serde_json::from_slice(&std::fs::read(&ck).unwrap()).unwrap(),
+        last_checkpoint: ck2,
     }
 }
 

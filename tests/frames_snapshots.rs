@@ -37,6 +37,13 @@ fn case(params: Params, history: Option<&[Rec]>, pages: &[Vec<Rec>]) -> (Vec<Bot
     (answers, text)
 }
 
+/// One page through the module: its briefs as SPEC says them, then its snapshot.
+fn one_page(name: &str, desc: &str, params: Params, page: Vec<Rec>, expect: &[&str]) {
+    let (answers, text) = case(params, None, &[page]);
+    assert_eq!(briefs(ok(&answers[0])), expect, "{name}");
+    snap!(name, desc, text);
+}
+
 fn ok(answer: &Both) -> &[Rec] {
     answer.as_ref().expect("the invocation succeeds")
 }
@@ -66,21 +73,24 @@ fn keyed(key: &str, values: &[String]) -> Vec<Rec> {
     values.iter().map(|v| rec(Some(key), v)).collect()
 }
 
+/// SPEC §2's worked example: `user/message s1 | c(5,t1) | c(7,t2) | c(3,t3) | tool/result |
+/// c(4,t5) | c(2,—) | c(1,t7)`.
+fn worked_example() -> Vec<String> {
+    vec![
+        user("s1"),
+        c("c1", "5", Some("t1")),
+        c("c2", "7", Some("t2")),
+        c("c3", "3", Some("t3")),
+        tool("r4"),
+        c("c5", "4", Some("t5")),
+        c("c6", "2", None),
+        c("c7", "1", Some("t7")),
+    ]
+}
+
 #[test]
 fn spec_worked_example() {
-    let page = keyed(
-        "s",
-        &[
-            user("s1"),
-            c("c1", "5", Some("t1")),
-            c("c2", "7", Some("t2")),
-            c("c3", "3", Some("t3")),
-            tool("r4"),
-            c("c5", "4", Some("t5")),
-            c("c6", "2", None),
-            c("c7", "1", Some("t7")),
-        ],
-    );
+    let page = keyed("s", &worked_example());
     let (answers, text) = case(&[], None, std::slice::from_ref(&page));
     let out = ok(&answers[0]);
     // SPEC §2: user/message s1 | c(15, id of 3rd, t3, folded_from t1, folded_frames 3) |
@@ -108,17 +118,7 @@ fn spec_worked_example() {
 
 #[test]
 fn spec_page_opening_mid_run() {
-    let page = keyed(
-        "s",
-        &[
-            c("c2", "7", Some("t2")),
-            c("c3", "3", Some("t3")),
-            tool("r4"),
-            c("c5", "4", Some("t5")),
-            c("c6", "2", None),
-            c("c7", "1", Some("t7")),
-        ],
-    );
+    let page = keyed("s", &worked_example()[2..]);
     let (answers, text) = case(&[], None, std::slice::from_ref(&page));
     // The run's start is not in the page: c(7,t2) and c(3,t3) are served as themselves, and
     // nothing after them folds either (a part of one, then an unstamped counter).
@@ -287,28 +287,25 @@ fn subagent_page() -> Vec<Rec> {
 
 #[test]
 fn subagents_drop() {
-    let page = subagent_page();
-    let (answers, text) = case(&[("subagents", "drop")], None, std::slice::from_ref(&page));
-    assert_eq!(
-        briefs(ok(&answers[0])),
-        ["u0", "c3 Δ6 from t1 ×3", "r1", "c6 Δ15 from t4 ×3"]
-    );
-    snap!(
+    one_page(
         "frames__subagents_drop",
         "SPEC §2 subagents=drop: sub-agent frames (x*) are removed before the fold, so c1 c2 c3 and c4 c5 c6 are runs; a null or numeric parent_tool_use_id is main",
-        text
+        &[("subagents", "drop")],
+        subagent_page(),
+        &["u0", "c3 Δ6 from t1 ×3", "r1", "c6 Δ15 from t4 ×3"],
     );
 }
 
 #[test]
 fn subagents_keep() {
-    let page = subagent_page();
-    let (answers, text) = case(&[("subagents", "keep")], None, std::slice::from_ref(&page));
     // In place, never folded, and neither extend nor break a main run: x1 (a sub-agent
     // counter) and x2 stand inside the run c1 c2 c3, which still folds into c3.
-    assert_eq!(
-        briefs(ok(&answers[0])),
-        [
+    one_page(
+        "frames__subagents_keep",
+        "SPEC §2 subagents=keep: sub-agent frames pass unchanged in place; the sub-agent counter x1 in the middle of the main run c1 c2 c3 neither breaks nor joins it",
+        &[("subagents", "keep")],
+        subagent_page(),
+        &[
             "u0",
             "x1 Δ10",
             "x2",
@@ -316,13 +313,8 @@ fn subagents_keep() {
             "r1",
             "x3 Δ10",
             "c6 Δ15 from t4 ×3",
-            "x4 Δ10"
-        ]
-    );
-    snap!(
-        "frames__subagents_keep",
-        "SPEC §2 subagents=keep: sub-agent frames pass unchanged in place; the sub-agent counter x1 in the middle of the main run c1 c2 c3 neither breaks nor joins it",
-        text
+            "x4 Δ10",
+        ],
     );
 }
 
@@ -409,38 +401,33 @@ fn malformed_page() -> Vec<Rec> {
 
 #[test]
 fn malformed_pass() {
-    let page = malformed_page();
-    let (answers, text) = case(&[("malformed", "pass")], None, std::slice::from_ref(&page));
     // Emitted unchanged and a main non-counter of its session: the keyed `not json` breaks
     // s's run; the unkeyed `[1,2]` belongs to session "" and does not.
-    assert_eq!(
-        briefs(ok(&answers[0])),
-        [
+    one_page(
+        "frames__malformed_pass",
+        "SPEC §2 malformed=pass: records that are no JSON object pass unchanged as main non-counters of their session (key, else \"\")",
+        &[("malformed", "pass")],
+        malformed_page(),
+        &[
             "u0",
             "[1,2]",
             "c2 Δ3 from t1 ×2",
             "not json",
             "c4 Δ7 from t3 ×2",
-            "r1"
-        ]
-    );
-    snap!(
-        "frames__malformed_pass",
-        "SPEC §2 malformed=pass: records that are no JSON object pass unchanged as main non-counters of their session (key, else \"\")",
-        text
+            "r1",
+        ],
     );
 }
 
 #[test]
 fn malformed_drop() {
-    let page = malformed_page();
-    let (answers, text) = case(&[("malformed", "drop")], None, std::slice::from_ref(&page));
     // Dropped before the fold: c1..c4 are one run.
-    assert_eq!(briefs(ok(&answers[0])), ["u0", "c4 Δ10 from t1 ×4", "r1"]);
-    snap!(
+    one_page(
         "frames__malformed_drop",
         "SPEC §2 malformed=drop: the two malformed records are removed before the fold, so c1..c4 fold into c4 (Δ10, ×4)",
-        text
+        &[("malformed", "drop")],
+        malformed_page(),
+        &["u0", "c4 Δ10 from t1 ×4", "r1"],
     );
 }
 

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use agent_fold::jsonl;
 use agent_fold::module::{Instance, native_process};
 use agent_fold_core::{MAX_KEY_LEN, Processor};
+use agent_fold_testkit::{Drawn, HostileLog};
 use common::*;
 use serde_json::Value;
 
@@ -126,6 +127,28 @@ fn d1_long_session_keys_keep_no_state_and_never_trap() {
 }
 
 /// A Claude Code transcript with one line serde_json's `Value` refuses, and its control.
+/// Claude Code lines through the adapter: every frame canonical, every pressure record one;
+/// how many frames, and the pressure records.
+fn adapted_claude(what: &str, lines: &[Rec]) -> (usize, Vec<Value>) {
+    let frames = everywhere(&[("input", "claude-code"), ("subagents", "keep")], lines);
+    for f in &frames {
+        let v = json(f);
+        assert!(
+            v["seq"].is_u64() && v["type"].as_str().is_some_and(|t| t.contains('/')),
+            "{what}: a raw line passed: {v}"
+        );
+    }
+    let pressure = pressure_of(&everywhere(
+        &[("input", "claude-code"), ("emit", "pressure")],
+        lines,
+    ));
+    assert!(
+        pressure.iter().all(|v| v["type"] == "context/pressure"),
+        "{what}: {pressure:?}"
+    );
+    (frames.len(), pressure)
+}
+
 fn claude_lines(odd: &str) -> Vec<Rec> {
     let mut lines = data("claude_code_lone_surrogate.jsonl");
     let text = String::from_utf8(lines[2].value.clone()).unwrap();
@@ -154,23 +177,8 @@ fn d2_lines_serde_json_refuses_are_adapted() {
     let control_tokens = pressure_of(&control).last().unwrap()["messageTokens"].clone();
     for odd in ["surrogate", "deep", "huge"] {
         let lines = claude_lines(odd);
-        let frames = everywhere(&[("input", "claude-code"), ("subagents", "keep")], &lines);
-        assert_eq!(frames.len(), lines.len(), "{odd}");
-        for f in &frames {
-            let v = json(f);
-            assert!(
-                v["seq"].is_u64() && v["type"].as_str().unwrap().contains('/'),
-                "{odd}: a raw line passed: {v}"
-            );
-        }
-        let pressure = pressure_of(&everywhere(
-            &[("input", "claude-code"), ("emit", "pressure")],
-            &lines,
-        ));
-        assert!(
-            pressure.iter().all(|v| v["type"] == "context/pressure"),
-            "{odd}: {pressure:?}"
-        );
+        let (frames, pressure) = adapted_claude(odd, &lines);
+        assert_eq!(frames, lines.len(), "{odd}");
         assert_eq!(
             pressure.last().unwrap()["messageTokens"],
             control_tokens,
@@ -192,34 +200,21 @@ fn d2_lines_serde_json_refuses_are_adapted() {
     // The reproducers cut from a real transcript, where they are.
     for name in ["claude_code_deep200.jsonl", "claude_code_1e400.jsonl"] {
         let Some(path) = shared(name) else { continue };
-        let lines = jsonl::records(&std::fs::read(path).unwrap());
-        let frames = everywhere(&[("input", "claude-code"), ("subagents", "keep")], &lines);
-        assert!(
-            frames
-                .iter()
-                .all(|f| json(f)["type"].as_str().is_some_and(|t| t.contains('/'))),
-            "{name}"
-        );
-        let pressure = pressure_of(&everywhere(
-            &[("input", "claude-code"), ("emit", "pressure")],
-            &lines,
-        ));
-        assert!(
-            pressure.iter().all(|v| v["type"] == "context/pressure"),
-            "{name}"
-        );
+        adapted_claude(name, &jsonl::records(&std::fs::read(path).unwrap()));
     }
 }
 
 #[test]
 fn d3_the_adapter_and_the_view_evict_a_session_together() {
     let lines = data("adapter_lru_desync.jsonl");
-    let params = [
-        ("input", "claude-code"),
-        ("emit", "pressure"),
-        ("max_sessions", "2"),
-    ];
-    let out = pressure_of(&everywhere(&params, &lines));
+    let room = |n| {
+        [
+            ("input", "claude-code"),
+            ("emit", "pressure"),
+            ("max_sessions", n),
+        ]
+    };
+    let out = pressure_of(&everywhere(&room("2"), &lines));
     let b: Vec<&Value> = out.iter().filter(|v| v["session"] == "B").collect();
     // B's last three lines come after C evicted B: they answer, partial, and B's reading shows.
     let after: Vec<&&Value> = b.iter().filter(|v| v["partial"] == true).collect();
@@ -252,12 +247,7 @@ fn d3_the_adapter_and_the_view_evict_a_session_together() {
         "B renumbered: {seqs:?}"
     );
     // A control with room for every session: B's figures are complete.
-    let roomy = [
-        ("input", "claude-code"),
-        ("emit", "pressure"),
-        ("max_sessions", "3"),
-    ];
-    let out = pressure_of(&everywhere(&roomy, &lines));
+    let out = pressure_of(&everywhere(&room("3"), &lines));
     assert!(
         out.iter()
             .filter(|v| v["session"] == "B")
@@ -466,7 +456,7 @@ fn hostile_logs_meet_the_properties() {
     // The `hostile` fuzz target's property over seeded logs, natively.
     let mut records = 0;
     for seed in 0..300 {
-        let log = agent_fold_testkit::HostileLog::from_seed(seed, 600);
+        let log = HostileLog::from_seed(seed, 600);
         records += log.records().len();
         agent_fold_testkit::checks::check_hostile_log(&log);
     }
@@ -480,7 +470,7 @@ fn hostile_logs_meet_the_properties() {
 fn hostile_logs_run_alike_in_the_engine_and_natively() {
     // A sample of the generator's logs through both, at invocations of 1, 7 and all.
     for seed in 0..24 {
-        let log = agent_fold_testkit::HostileLog::from_seed(1000 + seed, 800);
+        let log = HostileLog::from_seed(1000 + seed, 800);
         let config = agent_fold_testkit::checks::hostile_config(&log);
         let mut params: Vec<(&str, String)> = vec![
             (

@@ -29,6 +29,11 @@ fn generated(seed: u64) -> (GenSession, Vec<Rec>) {
     (g, recs)
 }
 
+/// The generated logs of the seeds in `seeds`.
+fn logs(seeds: std::ops::Range<u64>) -> impl Iterator<Item = (u64, Vec<Rec>)> {
+    seeds.map(|seed| (seed, generated(seed).1))
+}
+
 fn one(p: &mut Processor, r: &Rec) -> Vec<Rec> {
     native_process(p, std::slice::from_ref(r), 0).unwrap()
 }
@@ -43,26 +48,9 @@ fn seq_of(r: &Rec) -> Option<u64> {
 // ---------------------------------------------------------------------------------------------
 // The reference model: SPEC §3, read literally.
 
-/// `ceil(chars / 4)`: Unicode scalars of the JSON text as it stands, whitespace outside
-/// strings excluded.
+/// SPEC §3's estimate, read literally (the test kit's naive reference, not the core's scan).
 fn model_estimate(raw: &str) -> u64 {
-    let (mut chars, mut in_str, mut esc) = (0u64, false, false);
-    for c in raw.chars() {
-        if in_str {
-            chars += 1;
-            if esc {
-                esc = false;
-            } else if c == '\\' {
-                esc = true;
-            } else if c == '"' {
-                in_str = false;
-            }
-        } else if !matches!(c, ' ' | '\t' | '\n' | '\r') {
-            chars += 1;
-            in_str = c == '"';
-        }
-    }
-    chars.div_ceil(4)
+    agent_fold_testkit::reference::estimate(raw)
 }
 
 #[derive(Clone, Default)]
@@ -85,31 +73,14 @@ struct MSession {
     replaced: bool,
 }
 
-/// `d × n / den`, rounded to the nearest integer, halves away from zero.
-fn model_scale(d: i128, n: u128, den: u128) -> i128 {
-    let m = d.unsigned_abs() * n;
-    let q = m / den + u128::from(2 * (m % den) >= den);
-    if d < 0 { -(q as i128) } else { q as i128 }
-}
-
 impl MSession {
-    /// N/D: provider over estimated growth, clamped to [1/4, 4]; 1 under 1,000 estimated
-    /// tokens of growth or with `projection=fixed`.
-    fn ratio(&self, fixed: bool) -> (u128, u128) {
-        let (n, d) = (self.provider_growth as u128, self.est_growth as u128);
-        if fixed || d < 1000 {
-            (1, 1)
-        } else if n > 4 * d {
-            (4, 1)
-        } else if 4 * n < d {
-            (1, 4)
-        } else {
-            (n, d)
-        }
-    }
-
     fn total(&self) -> u64 {
         self.nodes.iter().fold(0u64, |s, n| s.saturating_add(n.1))
+    }
+
+    /// N/D as SPEC §3 defines it (the test kit's reference, written from the text).
+    fn ratio(&self, fixed: bool) -> (u128, u128) {
+        agent_fold_testkit::reference::ratio(self.provider_growth, self.est_growth, fixed)
     }
 
     fn figures(&self, default_capacity: Option<u64>, fixed: bool) -> Value {
@@ -117,12 +88,13 @@ impl MSession {
         let (n, d) = self.ratio(fixed);
         let projected = match (self.pressure, self.anchor) {
             (Some(p), Some(a)) => Some(
-                (p as i128 + model_scale(total as i128 - a as i128, n, d))
-                    .clamp(0, u64::MAX as i128) as u64,
+                (p as i128
+                    + agent_fold_testkit::reference::scale(total as i128 - a as i128, (n, d)))
+                .clamp(0, u64::MAX as i128) as u64,
             ),
             _ => None,
         };
-        let milli = model_scale(1000, n, d);
+        let milli = agent_fold_testkit::reference::scale(1000, (n, d));
         let scale = if milli % 1000 == 0 {
             json!(milli / 1000)
         } else {
@@ -363,8 +335,7 @@ fn assert_model_agrees(params: &[(&str, &str)], capacity: Option<u64>, recs: &[R
 
 #[test]
 fn the_records_match_a_reference_model_of_the_spec() {
-    for seed in 0..SEEDS {
-        let (_, recs) = generated(seed);
+    for (seed, recs) in logs(0..SEEDS) {
         assert_model_agrees(P, Some(100_000), &recs, &format!("seed {seed}"));
     }
     let example = jsonl::records(
@@ -447,8 +418,7 @@ fn calibrating(seed: u64) -> Vec<Rec> {
 #[test]
 fn message_tokens_are_the_surface_sum_and_projections_never_negative() {
     let mut checked = 0;
-    for seed in 0..SEEDS {
-        let (_, recs) = generated(seed);
+    for (seed, recs) in logs(0..SEEDS) {
         let mut p = processor(P);
         let mut last: Option<Value> = None;
         for (i, r) in recs.iter().enumerate() {
@@ -514,8 +484,7 @@ fn other(i: usize) -> Rec {
 #[test]
 fn a_refused_frame_leaves_the_state_as_it_was() {
     let mut errors = 0;
-    for seed in 0..SEEDS {
-        let (_, recs) = generated(seed);
+    for (seed, recs) in logs(0..SEEDS) {
         let mut p = processor(P);
         for (i, r) in recs.iter().enumerate() {
             one(&mut p, &other(i));
@@ -551,8 +520,7 @@ fn a_refused_frame_leaves_the_state_as_it_was() {
 #[test]
 fn redelivering_an_earlier_frame_changes_nothing() {
     let mut redelivered = 0;
-    for seed in 0..SEEDS {
-        let (_, recs) = generated(seed);
+    for (seed, recs) in logs(0..SEEDS) {
         let mut p = processor(P);
         let mut first: Vec<Vec<String>> = Vec::new();
         for (i, r) in recs.iter().enumerate() {
@@ -606,8 +574,7 @@ fn any_batch_split_gives_the_same_records() {
 /// `look_back` over a prefix rebuilds the state that processing it would have built.
 #[test]
 fn look_back_rebuilds_the_state() {
-    for seed in 0..SEEDS / 3 {
-        let (_, recs) = generated(seed);
+    for (seed, recs) in logs(0..SEEDS / 3) {
         let mut per_frame: Vec<Vec<String>> = Vec::new();
         let mut p = processor(P);
         for r in &recs {
@@ -668,8 +635,7 @@ fn native_and_the_wasm_in_the_engine_agree() {
 #[test]
 fn the_generator_reaches_every_case() {
     let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
-    for seed in 0..SEEDS {
-        let (_, recs) = generated(seed);
+    for (_, recs) in logs(0..SEEDS) {
         let mut p = processor(P);
         for r in &recs {
             for o in one(&mut p, r) {

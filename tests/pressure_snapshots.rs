@@ -18,6 +18,12 @@ use common::pressure::*;
 use serde_json::Value;
 
 const P: &[(&str, &str)] = &[("emit", "pressure"), ("capacity", "100000")];
+/// Room for two sessions: the third evicts the least recently used.
+const TWO_SESSIONS: &[(&str, &str)] = &[
+    ("emit", "pressure"),
+    ("capacity", "1000"),
+    ("max_sessions", "2"),
+];
 
 fn snap(name: &str, text: &str) {
     insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false}, {
@@ -404,45 +410,28 @@ fn a_session_joined_mid_stream_is_partial() {
         format!(r#"{{"type":"{kind}","session_id":"p","seq":{seq}{rest}}}"#)
     };
     let msg = |t: usize| format!(r#","message":{}"#, text(t));
+    let read = |t, n| format!(r#"{},"usage":{{"input_tokens":{n}}}"#, msg(t));
+    let rep = |t, from, to| {
+        format!(
+            r#"{},"replaces":{{"from_seq":{from},"to_seq":{to}}}"#,
+            msg(t)
+        )
+    };
     let lines = [
         line(10, "user/message", &msg(5)),
-        line(
-            11,
-            "assistant/message",
-            &format!(r#"{},"usage":{{"input_tokens":600}}"#, msg(4)),
-        ),
+        line(11, "assistant/message", &read(4, 600)),
         line(
             12,
             "request/header",
             r#","system":"You are terse.","tools":[{"name":"Read"}]"#,
         ),
         line(13, "tool/result", &msg(7)),
-        line(
-            14,
-            "user/message",
-            &format!(r#"{},"replaces":{{"from_seq":3,"to_seq":11}}"#, msg(2)),
-        ),
+        line(14, "user/message", &rep(2, 3, 11)),
         line(15, "user/message", &msg(1)),
-        line(
-            16,
-            "assistant/message",
-            &format!(r#"{},"usage":{{"input_tokens":700}}"#, msg(3)),
-        ),
-        line(
-            17,
-            "user/message",
-            &format!(r#"{},"replaces":{{"from_seq":0,"to_seq":5}}"#, msg(4)),
-        ),
-        line(
-            18,
-            "user/message",
-            &format!(r#"{},"replaces":{{"from_seq":12,"to_seq":13}}"#, msg(1)),
-        ),
-        line(
-            18,
-            "user/message",
-            &format!(r#"{},"replaces":{{"from_seq":3,"to_seq":12}}"#, msg(1)),
-        ),
+        line(16, "assistant/message", &read(3, 700)),
+        line(17, "user/message", &rep(4, 0, 5)),
+        line(18, "user/message", &rep(1, 12, 13)),
+        line(18, "user/message", &rep(1, 3, 12)),
         line(18, "assistant/message", r#","usage":{"input_tokens":800}"#),
     ];
     let recs: Vec<Rec> = lines.iter().map(|l| frame(l)).collect();
@@ -705,11 +694,6 @@ fn huge_usage_saturates_without_a_trap() {
 
 #[test]
 fn an_evicted_session_comes_back_partial() {
-    let params = [
-        ("emit", "pressure"),
-        ("capacity", "1000"),
-        ("max_sessions", "2"),
-    ];
     let recs = frames(&[
         r#"{"type":"user/message","session_id":"a","seq":0,"message":"Hello."}"#,
         r#"{"type":"user/message","session_id":"b","seq":0,"message":"Hello."}"#,
@@ -724,7 +708,7 @@ fn an_evicted_session_comes_back_partial() {
     // (back at seq 2, partial) evicts c; b's seq 0 is then a re-delivery; c comes back partial.
     case(
         "eviction",
-        &params,
+        TWO_SESSIONS,
         &recs,
         &[
             "a@0 P- J- C1000 O- S0 T0 M2",
@@ -736,7 +720,7 @@ fn an_evicted_session_comes_back_partial() {
             "c@1 P- J- C1000 O- S- T- M- partial",
         ],
     );
-    let mut p = processor(&params);
+    let mut p = processor(TWO_SESSIONS);
     native_on(&mut p, &recs, 1);
     assert_eq!(p.sessions(), 2);
 }
@@ -810,11 +794,6 @@ fn deep_nesting_huge_records_and_huge_seqs_are_no_trap() {
 /// so it neither reorders the checkpoint nor saves the session from eviction.
 #[test]
 fn frames_that_change_nothing_leave_recency_alone() {
-    let params = [
-        ("emit", "pressure"),
-        ("capacity", "1000"),
-        ("max_sessions", "2"),
-    ];
     let start = frames(&[
         r#"{"type":"user/message","session_id":"a","seq":0,"message":"Hello."}"#,
         r#"{"type":"user/message","session_id":"b","seq":0,"message":"Hello."}"#,
@@ -827,7 +806,7 @@ fn frames_that_change_nothing_leave_recency_alone() {
         r#"{"type":"tool/use","session_id":"a"}"#,
         r#"{"type":"user/message","session_id":"a","seq":1,"message":"x","extras":{"parent_tool_use_id":"toolu_1"}}"#,
     ];
-    let mut p = processor(&params);
+    let mut p = processor(TWO_SESSIONS);
     native_on(&mut p, &start, 0);
     let before = p.checkpoint();
     for n in nothing {
@@ -842,7 +821,7 @@ fn frames_that_change_nothing_leave_recency_alone() {
     let mut all = start.clone();
     all.extend(nothing.iter().map(|n| frame(n)));
     all.extend(rest);
-    let by = run_everywhere(&params, &all);
+    let by = run_everywhere(TWO_SESSIONS, &all);
     let b = briefs(&by);
     assert_eq!(
         b[b.len() - 1],
@@ -857,17 +836,28 @@ fn frames_that_change_nothing_leave_recency_alone() {
 
 /// A session's frames: `("u", n)` a user message of `n` tokens, `("a", p)` a reading of `p`,
 /// `("r", n, from, to)` a replacement of `n` tokens.
-fn session(id: &str, steps: &[(&str, u64, u64, u64)]) -> Vec<Rec> {
+/// A session from steps separated by spaces: `u600` a user message of 600 estimated tokens,
+/// `a1000` an assistant reading of 1,000, `r1200:0-0` a message of 1,200 replacing seq 0..=0.
+fn session(id: &str, steps: &str) -> Vec<Rec> {
     let lines: Vec<String> = steps
-        .iter()
+        .split(' ')
         .enumerate()
-        .map(|(seq, &(kind, x, from, to))| match kind {
-            "u" => format!(r#"{{"type":"user/message","session_id":"{id}","seq":{seq},"message":{}}}"#, text(x as usize)),
-            "a" => format!(r#"{{"type":"assistant/message","session_id":"{id}","seq":{seq},"usage":{{"input_tokens":{x}}}}}"#),
-            _ => format!(
-                r#"{{"type":"user/message","session_id":"{id}","seq":{seq},"message":{},"replaces":{{"from_seq":{from},"to_seq":{to}}}}}"#,
-                text(x as usize)
-            ),
+        .map(|(seq, step)| {
+            let (kind, rest) = step.split_at(1);
+            let (x, range) = rest.split_once(':').unwrap_or((rest, ""));
+            let x: usize = x.parse().unwrap();
+            let head = format!(r#""session_id":"{id}","seq":{seq}"#);
+            match (kind, range.split_once('-')) {
+                ("u", _) => format!(r#"{{"type":"user/message",{head},"message":{}}}"#, text(x)),
+                ("a", _) => format!(
+                    r#"{{"type":"assistant/message",{head},"usage":{{"input_tokens":{x}}}}}"#
+                ),
+                (_, Some((from, to))) => format!(
+                    r#"{{"type":"user/message",{head},"message":{},"replaces":{{"from_seq":{from},"to_seq":{to}}}}}"#,
+                    text(x)
+                ),
+                _ => panic!("step {step}"),
+            }
         })
         .collect();
     frames(&lines.iter().map(String::as_str).collect::<Vec<_>>())
@@ -876,19 +866,7 @@ fn session(id: &str, steps: &[(&str, u64, u64, u64)]) -> Vec<Rec> {
 #[test]
 fn calibration_kicks_in_after_a_thousand_estimated_tokens() {
     // The provider grows 800 for every 600 the estimate sees: 4/3, once 1,200 are seen.
-    let recs = session(
-        "k",
-        &[
-            ("u", 600, 0, 0),
-            ("a", 1000, 0, 0),
-            ("u", 600, 0, 0),
-            ("a", 1800, 0, 0),
-            ("u", 600, 0, 0),
-            ("a", 2600, 0, 0),
-            ("u", 600, 0, 0),
-            ("u", 300, 0, 0),
-        ],
-    );
+    let recs = session("k", "u600 a1000 u600 a1800 u600 a2600 u600 u300");
     case(
         "calibration_kicks_in",
         P,
@@ -922,15 +900,11 @@ fn calibration_kicks_in_after_a_thousand_estimated_tokens() {
 #[test]
 fn calibration_is_clamped_to_a_quarter_and_four() {
     let steps = |big: u64| {
-        [
-            ("u", 600, 0, 0),
-            ("a", 1000, 0, 0),
-            ("u", 600, 0, 0),
-            ("a", 1000 + big, 0, 0),
-            ("u", 600, 0, 0),
-            ("a", 1000 + 2 * big, 0, 0),
-            ("u", 600, 0, 0),
-        ]
+        format!(
+            "u600 a1000 u600 a{} u600 a{} u600",
+            1000 + big,
+            1000 + 2 * big
+        )
     };
     let mut recs = session("hi", &steps(6000));
     recs.extend(session("lo", &steps(60)));
@@ -966,18 +940,7 @@ fn calibration_skips_an_interval_with_a_compaction() {
     // counted: the next two clean intervals make the scale, 4/3.
     let recs = session(
         "c",
-        &[
-            ("u", 100, 0, 0),
-            ("a", 1000, 0, 0),
-            ("u", 600, 0, 0),
-            ("r", 1200, 0, 0),
-            ("a", 3000, 0, 0),
-            ("u", 600, 0, 0),
-            ("a", 3800, 0, 0),
-            ("u", 600, 0, 0),
-            ("a", 4600, 0, 0),
-            ("u", 300, 0, 0),
-        ],
+        "u100 a1000 u600 r1200:0-0 a3000 u600 a3800 u600 a4600 u300",
     );
     case(
         "calibration_compaction_between_samples",

@@ -14,6 +14,16 @@ pub enum View {
     Pressure,
 }
 
+impl View {
+    /// The view's name, as param `emit` and a checkpoint's `view` spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            View::Frames => "frames",
+            View::Pressure => "pressure",
+        }
+    }
+}
+
 /// What the frames view does with a sub-agent's frames.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Subagents {
@@ -213,11 +223,10 @@ impl Config {
         };
         match key {
             "emit" => {
-                self.view = match value {
-                    "frames" => View::Frames,
-                    "pressure" => View::Pressure,
-                    _ => return Err(bad()),
-                }
+                self.view = [View::Frames, View::Pressure]
+                    .into_iter()
+                    .find(|v| v.name() == value)
+                    .ok_or_else(bad)?;
             }
             "subagents" => {
                 self.subagents = match value {

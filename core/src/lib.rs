@@ -24,6 +24,7 @@
 
 mod adapt;
 mod config;
+mod entry;
 mod estimate;
 mod frame;
 mod frames;

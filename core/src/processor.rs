@@ -2,43 +2,18 @@
 //! cache (the adapter's and the view's together, evicted together), and the adapter that turns
 //! records into frames first when param `input` names a log format.
 
-use serde::de::MapAccess;
-
 use crate::adapt::state::Track;
 use crate::adapt::{self, Read};
 use crate::config::{Config, Malformed, ParamError, View};
+use crate::entry::Entry;
 use crate::frame::Frame;
 use crate::frames::fold::RunState;
 use crate::frames::{self, Out, Page, Role};
 use crate::json;
-use crate::pressure::{self, Fields, Session};
+use crate::pressure;
 use crate::record::{BatchError, Emit, MAX_KEY_LEN, RecordIn, session_key};
-use crate::state::checkpoint::{
-    self, CheckpointError, Checkpointed, Document, Members, STATE_VERSION, field,
-};
+use crate::state::checkpoint::{self, CheckpointError, Document, Members, STATE_VERSION};
 use crate::state::lru::{EntryId, Lru};
-
-/// Everything one session holds.
-#[derive(Debug, Default)]
-pub(crate) struct Entry {
-    /// The frames view's memory.
-    pub fold: RunState,
-    /// The pressure view's session, once a frame of it applied.
-    pub pressure: Option<Box<Session>>,
-    /// The adapter's state, with an `input` to adapt.
-    pub track: Option<Box<Track>>,
-    /// Made after the session's state was evicted: it comes back partial.
-    pub returning: bool,
-}
-
-impl Entry {
-    pub fn with_pressure(s: Session) -> Entry {
-        Entry {
-            pressure: Some(Box::new(s)),
-            ..Entry::default()
-        }
-    }
-}
 
 /// One module instance.
 pub struct Processor {
@@ -341,7 +316,7 @@ impl Processor {
     pub fn checkpoint(&self) -> String {
         let mut w = Members::default();
         w.uint("stateVersion", STATE_VERSION);
-        w.opt_str("view", Some(view_name(self.view)));
+        w.opt_str("view", Some(self.view.name()));
         if let Some(a) = &self.adapt {
             w.opt_str("input", Some(a.input.name()));
             w.uint("lines", a.lines);
@@ -357,7 +332,7 @@ impl Processor {
     /// adapter's state apart, and is merged by session). On error the state is unchanged.
     pub fn restore(&mut self, text: &str) -> Result<(), CheckpointError> {
         let doc = Document::read(text)?;
-        let serves = view_name(self.view);
+        let serves = self.view.name();
         match doc.view.as_deref() {
             Some(v) if v == serves => {}
             found => {
@@ -439,87 +414,5 @@ impl Processor {
         self.sessions = sessions;
         self.adapt = adapt;
         Ok(())
-    }
-}
-
-fn view_name(v: View) -> &'static str {
-    match v {
-        View::Frames => "frames",
-        View::Pressure => "pressure",
-    }
-}
-
-/// What an entry's members hold as they are read.
-#[derive(Default)]
-pub(crate) struct EntryFields {
-    after_other: Option<bool>,
-    pressure: Fields,
-    track: Option<Track>,
-}
-
-impl Checkpointed for Entry {
-    type Builder = EntryFields;
-    type Ctx = View;
-
-    fn write(&self, w: &mut Members, view: View) {
-        match view {
-            View::Frames => w.bool("afterOther", self.fold.after_non_counter),
-            View::Pressure => {
-                if let Some(s) = &self.pressure {
-                    s.write_members(w);
-                }
-            }
-        }
-        if let Some(t) = &self.track {
-            let mut inner = Members::default();
-            t.write(&mut inner, ());
-            w.raw("adapter", &inner.object());
-        }
-    }
-
-    fn read<'de, A: MapAccess<'de>>(
-        b: &mut EntryFields,
-        name: &str,
-        map: &mut A,
-    ) -> Result<bool, A::Error> {
-        match name {
-            "afterOther" => b.after_other = Some(field::boolean(map, name)?),
-            "adapter" => b.track = Some(checkpoint::nested::<A, Track>(map, STATE_VERSION, ())?),
-            _ => return Session::read_member(&mut b.pressure, name, map),
-        }
-        Ok(true)
-    }
-
-    fn finish(b: EntryFields, version: u64, view: View) -> Result<Entry, CheckpointError> {
-        let track = b.track.map(Box::new);
-        match view {
-            View::Frames => match b.after_other {
-                Some(after) => Ok(Entry {
-                    fold: RunState {
-                        after_non_counter: after,
-                        part: None,
-                    },
-                    track,
-                    ..Entry::default()
-                }),
-                None => Err(CheckpointError::Invalid(
-                    "`afterOther` must be true or false".into(),
-                )),
-            },
-            View::Pressure => {
-                let pressure = Session::from_fields(b.pressure, version)?.map(Box::new);
-                if pressure.is_none() && track.is_none() {
-                    return Err(CheckpointError::Invalid(
-                        "a pressure session has no state (`partial` and `surface` are missing)"
-                            .into(),
-                    ));
-                }
-                Ok(Entry {
-                    pressure,
-                    track,
-                    ..Entry::default()
-                })
-            }
-        }
     }
 }

@@ -48,8 +48,9 @@ unsafe fn input(ptr: *mut u8, len: usize) -> Vec<u8> {
     unsafe { Vec::from_raw_parts(ptr, len, len) }
 }
 
-/// The invocation's base offset and records.
-fn records(bytes: Vec<u8>, version: i16) -> Option<(i64, Vec<Record>)> {
+/// The invocation's base offset and records, from the input at `ptr` (see [`input`]).
+unsafe fn records(ptr: *mut u8, len: usize, version: i16) -> Option<(i64, Vec<Record>)> {
+    let bytes = unsafe { input(ptr, len) };
     let mut input = SmartModuleInput::default();
     input.decode(&mut Cursor::new(bytes), version).ok()?;
     let base_offset = input.base_offset();
@@ -82,8 +83,7 @@ pub unsafe extern "C" fn init(ptr: *mut u8, len: usize, version: i16) -> i32 {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn array_map(ptr: *mut u8, len: usize, version: i16) -> i32 {
-    let bytes = unsafe { input(ptr, len) };
-    let Some((base_offset, records)) = records(bytes, version) else {
+    let Some((base_offset, records)) = (unsafe { records(ptr, len, version) }) else {
         return SmartModuleTransformErrorStatus::DecodingBaseInput as i32;
     };
     let mut output = SmartModuleOutput::default();
@@ -108,8 +108,7 @@ pub unsafe extern "C" fn array_map(ptr: *mut u8, len: usize, version: i16) -> i3
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn look_back(ptr: *mut u8, len: usize, version: i16) -> i32 {
-    let bytes = unsafe { input(ptr, len) };
-    let Some((base_offset, records)) = records(bytes, version) else {
+    let Some((base_offset, records)) = (unsafe { records(ptr, len, version) }) else {
         return SmartModuleLookbackErrorStatus::DecodingBaseInput as i32;
     };
     crate::look_back(&records, base_offset);

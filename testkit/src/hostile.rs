@@ -2,9 +2,10 @@
 //! key, bytes that are not UTF-8, session keys past the limit, deep nesting in skipped fields,
 //! many compactions, eviction with replays, agents' own lines — drawn by `arbitrary`.
 
-use arbitrary::{Arbitrary, Result, Unstructured};
+use arbitrary::{Arbitrary, Unstructured};
 
 use crate::GenRecord;
+use crate::logs::{Drawn, draw_all, three_cuts};
 
 /// Where a frame carries an odd member beside the fields it names.
 #[derive(Arbitrary, Debug, Clone, Copy)]
@@ -52,27 +53,17 @@ pub struct HostileLog {
     pub ops: Vec<HostileOp>,
 }
 
-impl HostileLog {
-    pub fn from_bytes(data: &[u8]) -> Result<HostileLog> {
-        HostileLog::arbitrary_take_rest(Unstructured::new(data))
-    }
-
-    /// A log shaped from `len` pseudo-random bytes of `seed`, steps drawn until they run out.
-    pub fn from_seed(seed: u64, len: usize) -> HostileLog {
-        let bytes = crate::seeded_bytes(seed, len);
-        let mut u = Unstructured::new(&bytes);
-        let params = u.arbitrary().unwrap_or(0);
-        let cuts = (0..3).map(|_| u.arbitrary().unwrap_or(1)).collect();
-        let mut ops = Vec::new();
-        while !u.is_empty() {
-            match HostileOp::arbitrary(&mut u) {
-                Ok(op) => ops.push(op),
-                Err(_) => break,
-            }
+impl Drawn for HostileLog {
+    fn draw(_seed: u64, u: &mut Unstructured) -> HostileLog {
+        HostileLog {
+            params: u.arbitrary().unwrap_or(0),
+            cuts: three_cuts(u),
+            ops: draw_all(u),
         }
-        HostileLog { params, cuts, ops }
     }
+}
 
+impl HostileLog {
     pub fn claude(&self) -> bool {
         self.params & 2 != 0
     }

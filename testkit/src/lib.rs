@@ -11,4 +11,6 @@ mod logs;
 pub mod reference;
 
 pub use hostile::{HostileLog, HostileOp, Odd};
-pub use logs::{Delta, GenFrame, GenLog, GenRecord, GenSession, SeqPick, SurfaceOp, seeded_bytes};
+pub use logs::{
+    Delta, Drawn, GenFrame, GenLog, GenRecord, GenSession, SeqPick, SurfaceOp, seeded_bytes,
+};

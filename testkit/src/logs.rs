@@ -138,34 +138,17 @@ impl GenFrame {
     }
 }
 
-impl GenLog {
-    pub fn from_bytes(data: &[u8]) -> Result<GenLog> {
-        GenLog::arbitrary_take_rest(Unstructured::new(data))
-    }
-
-    /// A log shaped from `len` pseudo-random bytes of `seed`.
-    /// A log shaped from `len` pseudo-random bytes of `seed`, frames drawn until the bytes run
-    /// out. (Derived `arbitrary` sizes a list by coin flips, which on random bytes gives logs of
-    /// a frame or two: fine for libFuzzer, which learns the flips, useless for a seeded test.)
-    pub fn from_seed(seed: u64, len: usize) -> GenLog {
-        let bytes = seeded_bytes(seed, len);
-        let mut u = Unstructured::new(&bytes);
-        let keyed = u.arbitrary().unwrap_or(true);
-        let cuts = (0..3).map(|_| u.arbitrary().unwrap_or(1)).collect();
-        let mut frames = Vec::new();
-        while !u.is_empty() {
-            match GenFrame::arbitrary(&mut u) {
-                Ok(f) => frames.push(f),
-                Err(_) => break,
-            }
-        }
+impl Drawn for GenLog {
+    fn draw(_seed: u64, u: &mut Unstructured) -> GenLog {
         GenLog {
-            frames,
-            cuts,
-            keyed,
+            keyed: u.arbitrary().unwrap_or(true),
+            cuts: three_cuts(u),
+            frames: draw_all(u),
         }
     }
+}
 
+impl GenLog {
     /// The log as records. Malformed records are keyed by their session when `keyed`.
     pub fn records(&self) -> Vec<GenRecord> {
         self.frames
@@ -246,6 +229,18 @@ pub enum SeqPick {
     Huge,
 }
 
+impl SeqPick {
+    /// The seq it picks among `nodes` (the seqs of the message-bearing frames so far).
+    pub fn pick(self, nodes: &[u64]) -> u64 {
+        match self {
+            SeqPick::Node(i) if !nodes.is_empty() => nodes[i as usize % nodes.len()],
+            SeqPick::Node(i) => i as u64,
+            SeqPick::Raw(r) => r,
+            SeqPick::Huge => u64::MAX,
+        }
+    }
+}
+
 /// A generated session: it may start mid-stream (partial).
 #[derive(Arbitrary, Debug, Clone)]
 pub struct GenSession {
@@ -254,36 +249,22 @@ pub struct GenSession {
     pub cuts: Vec<u8>,
 }
 
-impl GenSession {
-    pub fn from_bytes(data: &[u8]) -> Result<GenSession> {
-        GenSession::arbitrary_take_rest(Unstructured::new(data))
-    }
-
-    /// A session shaped from `len` pseudo-random bytes of `seed`, ops drawn until the bytes
-    /// run out; one seed in four joins mid-stream (partial), the rest start at seq 0.
-    pub fn from_seed(seed: u64, len: usize) -> GenSession {
-        let bytes = seeded_bytes(seed, len);
-        let mut u = Unstructured::new(&bytes);
-        let start_seq = if seed % 4 == 3 {
-            u.arbitrary().unwrap_or(1)
-        } else {
-            0
-        };
-        let cuts = (0..3).map(|_| u.arbitrary().unwrap_or(1)).collect();
-        let mut ops = Vec::new();
-        while !u.is_empty() {
-            match SurfaceOp::arbitrary(&mut u) {
-                Ok(op) => ops.push(op),
-                Err(_) => break,
-            }
-        }
+impl Drawn for GenSession {
+    /// One seed in four joins mid-stream (partial), the rest start at seq 0.
+    fn draw(seed: u64, u: &mut Unstructured) -> GenSession {
         GenSession {
-            start_seq,
-            ops,
-            cuts,
+            start_seq: if seed % 4 == 3 {
+                u.arbitrary().unwrap_or(1)
+            } else {
+                0
+            },
+            cuts: three_cuts(u),
+            ops: draw_all(u),
         }
     }
+}
 
+impl GenSession {
     /// The session's frames as records of session `s`, in log order.
     pub fn records(&self) -> Vec<GenRecord> {
         let mut seq = self.start_seq as u64;
@@ -335,14 +316,9 @@ impl GenSession {
                     to,
                     with_message,
                 } => {
-                    let pick = |p: &SeqPick| match p {
-                        SeqPick::Node(i) if !nodes.is_empty() => nodes[*i as usize % nodes.len()],
-                        SeqPick::Node(i) => *i as u64,
-                        SeqPick::Raw(r) => *r,
-                        SeqPick::Huge => u64::MAX,
-                    };
                     v["type"] = "user/message".into();
-                    v["replaces"] = json!({"from_seq": pick(from), "to_seq": pick(to)});
+                    v["replaces"] =
+                        json!({"from_seq": from.pick(&nodes), "to_seq": to.pick(&nodes)});
                     if *with_message {
                         v["message"] = json!({"content": "summary"});
                     }
@@ -396,6 +372,42 @@ impl GenSession {
         }
         .batches(n)
     }
+}
+
+/// A generated input, made by libFuzzer's bytes or by a seed.
+pub trait Drawn: Sized + for<'a> Arbitrary<'a> {
+    /// Drawn from a seed's bytes: its header, its three cuts, then steps until the bytes run
+    /// out.
+    fn draw(seed: u64, u: &mut Unstructured) -> Self;
+
+    fn from_bytes(data: &[u8]) -> Result<Self> {
+        Self::arbitrary_take_rest(Unstructured::new(data))
+    }
+
+    /// Shaped from `len` pseudo-random bytes of `seed`.
+    fn from_seed(seed: u64, len: usize) -> Self {
+        let bytes = seeded_bytes(seed, len);
+        Self::draw(seed, &mut Unstructured::new(&bytes))
+    }
+}
+
+/// Three invocation cuts.
+pub(crate) fn three_cuts(u: &mut Unstructured) -> Vec<u8> {
+    (0..3).map(|_| u.arbitrary().unwrap_or(1)).collect()
+}
+
+/// Values drawn until the bytes run out. (Derived `arbitrary` sizes a list by coin flips,
+/// which on random bytes gives a list of one or two: fine for libFuzzer, which learns the
+/// flips, useless for a seeded test.)
+pub(crate) fn draw_all<'a, T: Arbitrary<'a>>(u: &mut Unstructured<'a>) -> Vec<T> {
+    let mut out = Vec::new();
+    while !u.is_empty() {
+        match T::arbitrary(u) {
+            Ok(v) => out.push(v),
+            Err(_) => break,
+        }
+    }
+    out
 }
 
 /// splitmix64 bytes: a seeded, portable stream for property tests.

@@ -399,35 +399,23 @@ pub fn frame(bytes: &[u8]) -> Option<RefFrame> {
     Some(f)
 }
 
-/// SPEC §3's estimate, one byte at a time: `ceil(chars / 4)`, chars = the scalar values of the
-/// JSON text (UTF-8 continuation bytes belong to the scalar already counted), whitespace
-/// outside strings excluded.
-pub fn estimate(json: &[u8]) -> u64 {
-    let mut chars: u64 = 0;
-    let mut in_string = false;
-    let mut escaped = false;
-    for &b in json {
-        if b & 0xC0 == 0x80 {
-            continue;
-        }
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
-            }
+/// SPEC §3's estimate, read literally: `ceil(chars / 4)`, chars = the Unicode scalar values of
+/// the JSON text as it stands, whitespace outside strings excluded.
+pub fn estimate(json: &str) -> u64 {
+    let (mut chars, mut in_str, mut esc) = (0u64, false, false);
+    for c in json.chars() {
+        if in_str {
             chars += 1;
-        } else {
-            match b {
-                b' ' | b'\t' | b'\n' | b'\r' => {}
-                b'"' => {
-                    in_string = true;
-                    chars += 1;
-                }
-                _ => chars += 1,
+            if esc {
+                esc = false;
+            } else if c == '\\' {
+                esc = true;
+            } else if c == '"' {
+                in_str = false;
             }
+        } else if !matches!(c, ' ' | '\t' | '\n' | '\r') {
+            chars += 1;
+            in_str = c == '"';
         }
     }
     chars.div_ceil(4)

@@ -1,7 +1,7 @@
 //! The frames view's checks: the SPEC §5 accounting identity, order, briefs for hand-written
 //! assertions, and generated logs.
 
-use agent_fold_testkit::{Delta, GenFrame, GenLog};
+use agent_fold_testkit::{Delta, Drawn, GenFrame, GenLog};
 use serde_json::Value;
 
 use super::{Params, Rec, param, render};

@@ -284,7 +284,7 @@ pub fn fork(params: &[(&str, &str)], p: &Processor) -> Processor {
 /// A generated session of `ops` steps, drawn from consecutive sub-seeds. Even seeds start at
 /// seq 0 (complete); odd ones where the draw says (one in four of those joins mid-stream).
 pub fn gen_session(seed: u64, ops: usize) -> agent_fold_testkit::GenSession {
-    use agent_fold_testkit::GenSession;
+    use agent_fold_testkit::{Drawn, GenSession};
     let mut g = GenSession::from_seed(seed << 24, ops * 6 + 16);
     if seed.is_multiple_of(2) {
         g.start_seq = 0;

@@ -374,14 +374,7 @@ mod tests {
         for input in [Input::ClaudeCode, Input::ClaudeStream, Input::Codex] {
             let mut a = Adapter::new(input, 10);
             let mut out = Vec::new();
-            for bad in [
-                &b"not json"[..],
-                b"[1,2]",
-                b"\"s\"",
-                b"{",
-                b"\xff",
-                b"{\"a\":\"\xff\"}",
-            ] {
+            for bad in crate::json::NOT_OBJECTS {
                 out.clear();
                 assert_eq!(a.push(None, bad, None, &mut out), 1);
                 assert_eq!(out, [bad.to_vec()]);

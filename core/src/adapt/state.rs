@@ -129,14 +129,14 @@ impl Checkpointed for Track {
         map: &mut A,
     ) -> Result<bool, A::Error> {
         match name {
-            "nextSeq" => b.next_seq = Some(field::uint(map, name)?),
-            "sessionId" => b.state.session_id = field::opt_string(map, name)?,
-            "mainMessage" => b.state.main_message = field::opt_string(map, name)?,
-            "subMessage" => b.state.sub_message = field::opt_string(map, name)?,
-            "surface" => b.state.surface = field::opt_pair(map, name)?,
-            "window" => b.state.window = field::opt_uint(map, name)?,
-            "total" => b.state.total = field::opt_uint(map, name)?,
-            "lastOffset" => b.last_offset = field::opt_int(map, name)?,
+            "nextSeq" => b.next_seq = Some(field::read(map, name)?),
+            "sessionId" => b.state.session_id = field::read(map, name)?,
+            "mainMessage" => b.state.main_message = field::read(map, name)?,
+            "subMessage" => b.state.sub_message = field::read(map, name)?,
+            "surface" => b.state.surface = field::read(map, name)?,
+            "window" => b.state.window = field::read(map, name)?,
+            "total" => b.state.total = field::read(map, name)?,
+            "lastOffset" => b.last_offset = field::read(map, name)?,
             _ => return Ok(false),
         }
         Ok(true)

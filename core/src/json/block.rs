@@ -103,129 +103,93 @@ impl Block for Swar {
     }
 }
 
+/// A block in an x86_64 vector register, its classes from one compare each: written once, for
+/// SSE2 (16 bytes, part of the x86_64 baseline) and AVX2 (32 bytes, used behind a runtime check).
+#[cfg(target_arch = "x86_64")]
+macro_rules! x86_block {
+    ($name:ident, $reg:ident, $len:literal, $load:ident, $set1:ident, $eq:ident, $min:ident,
+     $or:ident, $and:ident, $mask:ident) => {
+        #[derive(Clone, Copy)]
+        pub(crate) struct $name($reg);
+
+        impl Block for $name {
+            const LEN: usize = $len;
+
+            #[inline(always)]
+            unsafe fn load(p: *const u8) -> $name {
+                // SAFETY: the caller vouches for LEN readable bytes and the instruction set.
+                $name(unsafe { $load(p as *const $reg) })
+            }
+
+            #[inline(always)]
+            fn specials(self) -> u64 {
+                // SAFETY: a block exists only where the CPU has its instruction set.
+                unsafe {
+                    let v = self.0;
+                    let quote_or_backslash =
+                        $or($eq(v, $set1(b'"' as i8)), $eq(v, $set1(b'\\' as i8)));
+                    // v ≤ 0x1f, unsigned.
+                    let control = $eq($min(v, $set1(0x1f)), v);
+                    $mask($or(quote_or_backslash, control)) as u32 as u64
+                }
+            }
+
+            #[inline(always)]
+            fn quote_or_backslash(self) -> u64 {
+                // SAFETY: as above.
+                unsafe {
+                    let v = self.0;
+                    $mask($or($eq(v, $set1(b'"' as i8)), $eq(v, $set1(b'\\' as i8)))) as u32 as u64
+                }
+            }
+
+            #[inline(always)]
+            fn high(self) -> u64 {
+                // SAFETY: as above.
+                unsafe { $mask(self.0) as u32 as u64 }
+            }
+
+            #[inline(always)]
+            fn continuation(self) -> u64 {
+                // SAFETY: as above.
+                unsafe {
+                    $mask($eq($and(self.0, $set1(0xC0u8 as i8)), $set1(0x80u8 as i8))) as u32 as u64
+                }
+            }
+        }
+    };
+}
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
 
     use super::Block;
 
-    /// Sixteen bytes in an SSE2 register (part of the x86_64 baseline).
-    #[derive(Clone, Copy)]
-    pub(crate) struct Sse2(__m128i);
-
-    impl Block for Sse2 {
-        const LEN: usize = 16;
-
-        #[inline(always)]
-        unsafe fn load(p: *const u8) -> Sse2 {
-            // SAFETY: the caller vouches for 16 readable bytes; SSE2 is baseline.
-            Sse2(unsafe { _mm_loadu_si128(p as *const __m128i) })
-        }
-
-        #[inline(always)]
-        fn specials(self) -> u64 {
-            // SAFETY: SSE2 is part of the x86_64 baseline.
-            unsafe {
-                let v = self.0;
-                let s = _mm_or_si128(
-                    _mm_or_si128(
-                        _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8)),
-                        _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8)),
-                    ),
-                    // v ≤ 0x1f, unsigned.
-                    _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v),
-                );
-                _mm_movemask_epi8(s) as u32 as u64
-            }
-        }
-
-        #[inline(always)]
-        fn quote_or_backslash(self) -> u64 {
-            // SAFETY: SSE2 is part of the x86_64 baseline.
-            unsafe {
-                let v = self.0;
-                let s = _mm_or_si128(
-                    _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8)),
-                    _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8)),
-                );
-                _mm_movemask_epi8(s) as u32 as u64
-            }
-        }
-
-        #[inline(always)]
-        fn high(self) -> u64 {
-            // SAFETY: SSE2 is part of the x86_64 baseline.
-            unsafe { _mm_movemask_epi8(self.0) as u32 as u64 }
-        }
-
-        #[inline(always)]
-        fn continuation(self) -> u64 {
-            // SAFETY: SSE2 is part of the x86_64 baseline.
-            unsafe {
-                let top = _mm_and_si128(self.0, _mm_set1_epi8(0xC0u8 as i8));
-                _mm_movemask_epi8(_mm_cmpeq_epi8(top, _mm_set1_epi8(0x80u8 as i8))) as u32 as u64
-            }
-        }
-    }
-
-    /// Thirty-two bytes in an AVX2 register; only used behind a runtime check.
-    #[derive(Clone, Copy)]
-    pub(crate) struct Avx2(__m256i);
-
-    impl Block for Avx2 {
-        const LEN: usize = 32;
-
-        #[inline(always)]
-        unsafe fn load(p: *const u8) -> Avx2 {
-            // SAFETY: the caller vouches for 32 readable bytes and AVX2.
-            Avx2(unsafe { _mm256_loadu_si256(p as *const __m256i) })
-        }
-
-        #[inline(always)]
-        fn specials(self) -> u64 {
-            // SAFETY: an `Avx2` block exists only where the CPU has AVX2.
-            unsafe {
-                let v = self.0;
-                let s = _mm256_or_si256(
-                    _mm256_or_si256(
-                        _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'"' as i8)),
-                        _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8)),
-                    ),
-                    _mm256_cmpeq_epi8(_mm256_min_epu8(v, _mm256_set1_epi8(0x1f)), v),
-                );
-                _mm256_movemask_epi8(s) as u32 as u64
-            }
-        }
-
-        #[inline(always)]
-        fn quote_or_backslash(self) -> u64 {
-            // SAFETY: as above.
-            unsafe {
-                let v = self.0;
-                let s = _mm256_or_si256(
-                    _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'"' as i8)),
-                    _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8)),
-                );
-                _mm256_movemask_epi8(s) as u32 as u64
-            }
-        }
-
-        #[inline(always)]
-        fn high(self) -> u64 {
-            // SAFETY: as above.
-            unsafe { _mm256_movemask_epi8(self.0) as u32 as u64 }
-        }
-
-        #[inline(always)]
-        fn continuation(self) -> u64 {
-            // SAFETY: as above.
-            unsafe {
-                let top = _mm256_and_si256(self.0, _mm256_set1_epi8(0xC0u8 as i8));
-                _mm256_movemask_epi8(_mm256_cmpeq_epi8(top, _mm256_set1_epi8(0x80u8 as i8))) as u32
-                    as u64
-            }
-        }
-    }
+    x86_block!(
+        Sse2,
+        __m128i,
+        16,
+        _mm_loadu_si128,
+        _mm_set1_epi8,
+        _mm_cmpeq_epi8,
+        _mm_min_epu8,
+        _mm_or_si128,
+        _mm_and_si128,
+        _mm_movemask_epi8
+    );
+    x86_block!(
+        Avx2,
+        __m256i,
+        32,
+        _mm256_loadu_si256,
+        _mm256_set1_epi8,
+        _mm256_cmpeq_epi8,
+        _mm256_min_epu8,
+        _mm256_or_si256,
+        _mm256_and_si256,
+        _mm256_movemask_epi8
+    );
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -155,34 +155,33 @@ unsafe fn plain_run_avx2(b: &[u8], i: usize) -> (usize, usize) {
     unsafe { plain_run::<Avx2>(b, i) }
 }
 
+/// Runs a kernel on `isa`'s blocks: AVX2 through its `target_feature` wrapper, SSE2 directly
+/// (part of the x86_64 baseline), SWAR everywhere else.
+macro_rules! per_isa {
+    ($isa:expr, $kernel:ident, $avx2:ident, $($arg:expr),*) => {
+        match $isa {
+            // SAFETY: `Isa::Avx2` is only ever chosen where the CPU has AVX2.
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => unsafe { $avx2($($arg),*) },
+            // SAFETY: SSE2 is part of the x86_64 baseline.
+            #[cfg(target_arch = "x86_64")]
+            Isa::Sse2 => unsafe { $kernel::<Sse2>($($arg),*) },
+            // SAFETY: SWAR needs no instruction set.
+            _ => unsafe { $kernel::<Swar>($($arg),*) },
+        }
+    };
+}
+
 /// [`string`] on `isa`.
 #[inline]
 pub(crate) fn string_end(isa: Isa, b: &[u8], i: usize) -> Res<(usize, bool)> {
-    match isa {
-        // SAFETY: `Isa::Avx2` is only ever chosen where the CPU has AVX2.
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => unsafe { string_avx2(b, i) },
-        // SAFETY: SSE2 is part of the x86_64 baseline.
-        #[cfg(target_arch = "x86_64")]
-        Isa::Sse2 => unsafe { string::<Sse2>(b, i) },
-        // SAFETY: SWAR needs no instruction set (and other ISAs fall back to it).
-        _ => unsafe { string::<Swar>(b, i) },
-    }
+    per_isa!(isa, string, string_avx2, b, i)
 }
 
 /// [`plain_run`] on `isa`.
 #[inline]
 pub(crate) fn plain(isa: Isa, b: &[u8], i: usize) -> (usize, usize) {
-    match isa {
-        // SAFETY: as in `string_end`.
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => unsafe { plain_run_avx2(b, i) },
-        // SAFETY: as in `string_end`.
-        #[cfg(target_arch = "x86_64")]
-        Isa::Sse2 => unsafe { plain_run::<Sse2>(b, i) },
-        // SAFETY: as in `string_end`.
-        _ => unsafe { plain_run::<Swar>(b, i) },
-    }
+    per_isa!(isa, plain_run, plain_run_avx2, b, i)
 }
 
 /// A validating cursor over JSON text: values at any depth, numbers of any size.

@@ -89,17 +89,17 @@ impl Session {
         map: &mut A,
     ) -> Result<bool, A::Error> {
         match name {
-            "cursor" => b.cursor = field::opt_uint(map, name)?,
-            "partial" => b.partial = Some(field::boolean(map, name)?),
-            "floor" => b.floor = field::opt_uint(map, name)?,
-            "systemTokens" => b.system = field::opt_uint(map, name)?,
-            "toolsTokens" => b.tools = field::opt_uint(map, name)?,
-            "capacity" => b.capacity = field::opt_uint(map, name)?,
-            "pressureTokens" => b.pressure = field::opt_uint(map, name)?,
-            "anchorTokens" => b.anchor = field::opt_uint(map, name)?,
-            "estGrowth" => b.est_growth = field::uint(map, name)?,
-            "providerGrowth" => b.provider_growth = field::uint(map, name)?,
-            "replacedSinceSample" => b.replaced = Some(field::boolean(map, name)?),
+            "cursor" => b.cursor = field::read(map, name)?,
+            "partial" => b.partial = Some(field::read(map, name)?),
+            "floor" => b.floor = field::read(map, name)?,
+            "systemTokens" => b.system = field::read(map, name)?,
+            "toolsTokens" => b.tools = field::read(map, name)?,
+            "capacity" => b.capacity = field::read(map, name)?,
+            "pressureTokens" => b.pressure = field::read(map, name)?,
+            "anchorTokens" => b.anchor = field::read(map, name)?,
+            "estGrowth" => b.est_growth = field::read(map, name)?,
+            "providerGrowth" => b.provider_growth = field::read(map, name)?,
+            "replacedSinceSample" => b.replaced = Some(field::read(map, name)?),
             "surface" => {
                 // Borrowed first, to size the surface exactly (a node is a `[`, and at least six
                 // bytes): no doubling growth over a million nodes.

@@ -14,8 +14,8 @@ pub use surface::{Corrupt, Node, Plan, Replaces, Surface};
 use session::{Change, Refusal};
 
 use crate::config::{Config, Projection};
+use crate::entry::Entry;
 use crate::frame::Frame;
-use crate::processor::Entry;
 use crate::record::{Emit, MAX_KEY_LEN};
 use crate::state::lru::{EntryId, Lru};
 

@@ -15,71 +15,10 @@ use serde_json::value::RawValue;
 
 use crate::record::MAX_KEY_LEN;
 
+pub use super::error::CheckpointError;
+
 /// The format this build writes.
 pub const STATE_VERSION: u64 = 4;
-
-/// A checkpoint that cannot be restored, and why. On any of these the state is unchanged.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CheckpointError {
-    /// Not JSON, or a member of the wrong shape: what the reader said.
-    Invalid(String),
-    /// No `stateVersion`.
-    MissingVersion,
-    /// A `stateVersion` this build does not read, as the JSON text found.
-    Version(String),
-    /// A checkpoint of the other view.
-    View { found: String, serves: &'static str },
-    /// Adapter state for another log format.
-    Input { found: String, reads: &'static str },
-    /// The instance adapts a log format but the checkpoint has no adapter state.
-    NoAdapterState { reads: &'static str },
-    /// The checkpoint holds an adapter's state but the instance reads frames.
-    UnexpectedAdapterState,
-    /// A session listed twice.
-    Duplicate(Vec<u8>),
-    /// A session key over the limit.
-    KeyTooLong(usize),
-    /// A surface lists a seq twice.
-    RepeatedNode(u64),
-    /// A surface's tokens add up past 2^64.
-    Overflow,
-}
-
-impl fmt::Display for CheckpointError {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("checkpoint refused: ")?;
-        match self {
-            CheckpointError::Invalid(why) => f.write_str(why),
-            CheckpointError::MissingVersion => f.write_str("`stateVersion` is missing"),
-            CheckpointError::Version(v) => {
-                write!(f, "stateVersion {v} is not one this build reads (1, 2, 3 or 4)")
-            }
-            CheckpointError::View { found, serves } => {
-                write!(f, "this is a {found} checkpoint; the instance serves {serves}")
-            }
-            CheckpointError::Input { found, reads } => write!(
-                f,
-                "the adapter state is for input={found}; this instance reads input={reads}"
-            ),
-            CheckpointError::NoAdapterState { reads } => {
-                write!(f, "the checkpoint has no adapter state; this instance reads input={reads}")
-            }
-            CheckpointError::UnexpectedAdapterState => f.write_str(
-                "the checkpoint holds an adapter's state; this instance reads frames (input=agent-fold)",
-            ),
-            CheckpointError::Duplicate(k) => {
-                write!(f, "session {:?} appears twice", String::from_utf8_lossy(k))
-            }
-            CheckpointError::KeyTooLong(n) => {
-                write!(f, "a session key is {n} bytes, over the limit of {MAX_KEY_LEN}")
-            }
-            CheckpointError::RepeatedNode(seq) => write!(f, "a surface lists seq {seq} twice"),
-            CheckpointError::Overflow => f.write_str("a surface's tokens add up past 2^64"),
-        }
-    }
-}
-
-impl std::error::Error for CheckpointError {}
 
 /// Members of a JSON object being written: `"name":value`, comma-separated.
 #[derive(Default)]
@@ -468,55 +407,40 @@ pub(crate) fn key_json(key: Option<&[u8]>) -> String {
     }
 }
 
-/// Readers of a member's value, refusing the wrong shape with the member's name.
+/// Reads a member's value, refusing the wrong shape with the member's name.
 pub(crate) mod field {
+    use serde::Deserialize;
     use serde::de::{self, MapAccess};
 
-    fn bad<E: de::Error>(name: &str, what: &str) -> E {
-        E::custom(format!("`{name}` must be {what}"))
+    /// What a member of this type must be, said to whoever wrote the checkpoint.
+    pub trait Shape {
+        const WHAT: &'static str;
     }
 
-    /// An integer ≥ 0, or null / absent.
-    pub fn opt_uint<'de, A: MapAccess<'de>>(
+    impl Shape for u64 {
+        const WHAT: &'static str = "an integer ≥ 0";
+    }
+    impl Shape for Option<u64> {
+        const WHAT: &'static str = "an integer ≥ 0 or null";
+    }
+    impl Shape for Option<i64> {
+        const WHAT: &'static str = "an integer or null";
+    }
+    impl Shape for bool {
+        const WHAT: &'static str = "true or false";
+    }
+    impl Shape for Option<String> {
+        const WHAT: &'static str = "a string or null";
+    }
+    impl Shape for Option<(u64, u64)> {
+        const WHAT: &'static str = "[integer ≥ 0, integer ≥ 0] or null";
+    }
+
+    pub fn read<'de, A: MapAccess<'de>, T: Deserialize<'de> + Shape>(
         map: &mut A,
         name: &str,
-    ) -> Result<Option<u64>, A::Error> {
-        map.next_value::<Option<u64>>()
-            .map_err(|_: A::Error| bad(name, "an integer ≥ 0 or null"))
-    }
-
-    pub fn uint<'de, A: MapAccess<'de>>(map: &mut A, name: &str) -> Result<u64, A::Error> {
-        map.next_value::<u64>()
-            .map_err(|_: A::Error| bad(name, "an integer ≥ 0"))
-    }
-
-    pub fn boolean<'de, A: MapAccess<'de>>(map: &mut A, name: &str) -> Result<bool, A::Error> {
-        map.next_value::<bool>()
-            .map_err(|_: A::Error| bad(name, "true or false"))
-    }
-
-    pub fn opt_string<'de, A: MapAccess<'de>>(
-        map: &mut A,
-        name: &str,
-    ) -> Result<Option<String>, A::Error> {
-        map.next_value::<Option<String>>()
-            .map_err(|_: A::Error| bad(name, "a string or null"))
-    }
-
-    pub fn opt_int<'de, A: MapAccess<'de>>(
-        map: &mut A,
-        name: &str,
-    ) -> Result<Option<i64>, A::Error> {
-        map.next_value::<Option<i64>>()
-            .map_err(|_: A::Error| bad(name, "an integer or null"))
-    }
-
-    /// `[a, b]` of integers ≥ 0, or null.
-    pub fn opt_pair<'de, A: MapAccess<'de>>(
-        map: &mut A,
-        name: &str,
-    ) -> Result<Option<(u64, u64)>, A::Error> {
-        map.next_value::<Option<(u64, u64)>>()
-            .map_err(|_: A::Error| bad(name, "[integer ≥ 0, integer ≥ 0] or null"))
+    ) -> Result<T, A::Error> {
+        map.next_value::<T>()
+            .map_err(|_: A::Error| de::Error::custom(format!("`{name}` must be {}", T::WHAT)))
     }
 }

@@ -2,4 +2,5 @@
 //! checkpoint codec that writes and restores it.
 
 pub(crate) mod checkpoint;
+mod error;
 pub(crate) mod lru;

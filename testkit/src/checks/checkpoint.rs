@@ -5,7 +5,8 @@ use serde_json::{Value, json};
 
 use super::pressure::cp_key;
 use super::{
-    assert_round_trip, check_frames_invocation, check_pressure_invocation, inputs, restored,
+    assert_round_trip, check_frames_invocation, check_pressure_invocation, inputs, pick, restored,
+    small_cap,
 };
 use crate::GenRecord;
 
@@ -65,16 +66,8 @@ pub fn check_checkpoint_restore(data: &[u8]) {
         return;
     };
     let config = Config {
-        view: if p & 1 == 0 {
-            View::Frames
-        } else {
-            View::Pressure
-        },
-        max_sessions: if p & 2 != 0 {
-            1 + ((p >> 2) & 3) as usize
-        } else {
-            Config::default().max_sessions
-        },
+        view: pick(p, 1, View::Frames, View::Pressure),
+        max_sessions: small_cap(p, 2, 2),
         ..Config::default()
     };
     let text = String::from_utf8_lossy(rest);

@@ -4,7 +4,7 @@ use agent_fold_core::{Config, Malformed, Processor, Projection, Subagents, View,
 
 use super::{
     assert_round_trip, check_frames_invocation, check_pressure_invocation, check_readers, inputs,
-    restored,
+    pick, restored, small_cap,
 };
 use crate::GenRecord;
 
@@ -12,37 +12,18 @@ use crate::GenRecord;
 pub fn fold_bytes_config(p0: u8, p1: u8) -> Config {
     let defaults = Config::default();
     Config {
-        view: if p0 & 1 == 0 {
-            View::Frames
-        } else {
-            View::Pressure
-        },
-        subagents: if p0 & 2 == 0 {
-            Subagents::Drop
-        } else {
-            Subagents::Keep
-        },
-        malformed: match (p0 >> 2) & 3 {
-            1 => Malformed::Drop,
-            2 => Malformed::Fail,
-            _ => Malformed::Pass,
-        },
-        max_sessions: if p0 & 16 != 0 {
-            1 + ((p0 >> 5) & 3) as usize
-        } else {
-            defaults.max_sessions
-        },
-        counter_type: if p1 & 4 != 0 {
-            "user/message".into()
-        } else {
-            defaults.counter_type.clone()
-        },
+        view: pick(p0, 1, View::Frames, View::Pressure),
+        subagents: pick(p0, 2, Subagents::Drop, Subagents::Keep),
+        malformed: [
+            Malformed::Pass,
+            Malformed::Drop,
+            Malformed::Fail,
+            Malformed::Pass,
+        ][((p0 >> 2) & 3) as usize],
+        max_sessions: small_cap(p0, 16, 5),
+        counter_type: pick(p1, 4, defaults.counter_type.clone(), "user/message".into()),
         capacity: (p1 & 8 != 0).then_some(1000),
-        projection: if p1 & 16 != 0 {
-            Projection::Fixed
-        } else {
-            Projection::Calibrated
-        },
+        projection: pick(p1, 16, Projection::Calibrated, Projection::Fixed),
         ..defaults
     }
 }

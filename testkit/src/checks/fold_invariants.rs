@@ -9,8 +9,8 @@ use agent_fold_core::{
 use serde_json::{Value, json};
 
 use super::frames::{frames_of, main_counter};
-use super::{assert_look_back_matches, check_frames_invocation, inputs, materialise};
-use crate::{GenLog, GenRecord};
+use super::{assert_look_back_matches, check_frames_invocation, inputs, materialise, pick, replay};
+use crate::{Drawn, GenLog, GenRecord};
 
 /// One invocation of a fresh processor over `recs`.
 fn fold_once(config: &Config, recs: &[GenRecord]) -> Vec<GenRecord> {
@@ -23,17 +23,10 @@ fn fold_once(config: &Config, recs: &[GenRecord]) -> Vec<GenRecord> {
 }
 
 fn frames_config(p: u8) -> Config {
+    let subagents = pick(p, 1, Subagents::Drop, Subagents::Keep);
     Config {
-        subagents: if p & 1 == 0 {
-            Subagents::Drop
-        } else {
-            Subagents::Keep
-        },
-        malformed: if p & 2 == 0 {
-            Malformed::Pass
-        } else {
-            Malformed::Drop
-        },
+        subagents,
+        malformed: pick(p, 2, Malformed::Pass, Malformed::Drop),
         ..Config::default()
     }
 }
@@ -157,33 +150,23 @@ pub fn check_fold_invariants(data: &[u8]) {
     let recs = log.records();
     let records = inputs(&recs);
 
-    let mut proc = Processor::new(&config);
-    let mut cut: Vec<GenRecord> = Vec::new();
-    for b in log.batches(recs.len()) {
-        let page = &records[b];
-        let out = proc.process(page).expect("malformed=pass/drop never fails");
-        check_frames_invocation(&config, page, &out);
-        cut.extend(materialise(page, &out));
-    }
+    let cut = replay(
+        &mut Processor::new(&config),
+        &records,
+        log.batches(recs.len()),
+        |_, page, out| check_frames_invocation(&config, page, out),
+    );
     let whole = fold_once(&config, &recs);
     assert_look_back_matches(&config, &records, &log.batches(recs.len()));
 
-    // 1. Conservation.
-    let sums = counter_sums(&config, &recs);
-    assert_eq!(counter_sums(&config, &cut), sums, "conservation, cut run");
-    assert_eq!(
-        counter_sums(&config, &whole),
-        sums,
-        "conservation, whole log"
-    );
-    // 2. Non-counters byte-identical, in order.
-    let others = non_counters(&config, &recs);
-    assert_eq!(non_counters(&config, &cut), others, "non-counters, cut run");
-    assert_eq!(
-        non_counters(&config, &whole),
-        others,
-        "non-counters, whole log"
-    );
+    for (name, out) in [("cut run", &cut), ("whole log", &whole)] {
+        // 1. Conservation.
+        let sums = counter_sums(&config, &recs);
+        assert_eq!(counter_sums(&config, out), sums, "conservation, {name}");
+        // 2. Non-counters byte-identical, in order.
+        let others = non_counters(&config, &recs);
+        assert_eq!(non_counters(&config, out), others, "non-counters, {name}");
+    }
     // 3. Idempotence.
     assert_eq!(
         fold_once(&config, &whole),

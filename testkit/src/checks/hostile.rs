@@ -1,44 +1,24 @@
 //! Target `hostile`: the shapes that broke the module once ([`HostileLog`]), through
 //! [`Processor::process`] in invocations.
 
-use agent_fold_core::{
-    Adapter, Config, Emit, Frame, Input, Malformed, Processor, Projection, RecordIn, View,
-};
+use agent_fold_core::{Adapter, Config, Emit, Frame, Input, Malformed, Processor, RecordIn, View};
 use serde_json::Value;
 
 use super::{
     assert_round_trip, check_frames_invocation, check_pressure_invocation, check_readers, inputs,
-    materialise, restored, show,
+    materialise, pick, replay, restored, show, small_cap,
 };
-use crate::{GenRecord, HostileLog};
+use crate::{Drawn, GenRecord, HostileLog};
 
 /// The params a hostile log's first byte names.
 pub fn hostile_config(log: &HostileLog) -> Config {
     let p = log.params;
-    let defaults = Config::default();
     Config {
-        view: if p & 1 != 0 {
-            View::Pressure
-        } else {
-            View::Frames
-        },
-        input: if log.claude() {
-            Input::ClaudeCode
-        } else {
-            Input::AgentFold
-        },
-        max_sessions: if p & 4 != 0 {
-            1 + ((p >> 3) & 3) as usize
-        } else {
-            defaults.max_sessions
-        },
-        malformed: if p & 32 != 0 {
-            Malformed::Drop
-        } else {
-            Malformed::Pass
-        },
-        projection: Projection::Calibrated,
-        ..defaults
+        view: pick(p, 1, View::Frames, View::Pressure),
+        input: pick(p, 2, Input::AgentFold, Input::ClaudeCode),
+        max_sessions: small_cap(p, 4, 3),
+        malformed: pick(p, 32, Malformed::Pass, Malformed::Drop),
+        ..Config::default()
     }
 }
 
@@ -72,13 +52,11 @@ pub fn check_hostile_log(log: &HostileLog) {
     let recs = log.records();
     let records = inputs(&recs);
     let mut main = Processor::new(&config);
-    let mut all_out: Vec<GenRecord> = Vec::new();
-    for batch in log.batches(recs.len()) {
-        let page = &records[batch];
+    let batches = log.batches(recs.len());
+    let all_out = replay(&mut main, &records, batches, |main, page, out| {
         for r in page {
             check_readers(r.value);
         }
-        let out = main.process(page).expect("malformed=pass/drop never fails");
         let after = main.checkpoint();
         assert!(
             main.sessions() <= config.max_sessions,
@@ -91,14 +69,13 @@ pub fn check_hostile_log(log: &HostileLog) {
             "state kept for a key over the limit"
         );
         match (config.view, config.input) {
-            (View::Frames, Input::AgentFold) => check_frames_invocation(&config, page, &out),
+            (View::Frames, Input::AgentFold) => check_frames_invocation(&config, page, out),
             (View::Pressure, Input::AgentFold) => {
-                check_pressure_invocation(page, &out, &after, false);
+                check_pressure_invocation(page, out, &after, false);
             }
-            (_, _) => check_adapted(&config, page, &out),
+            (_, _) => check_adapted(&config, page, out),
         }
         assert_round_trip(&config, &after);
-        all_out.extend(materialise(page, &out));
         if roomy {
             // The SPU's second pass over the same batch.
             let twin = restored(&config, &after);
@@ -120,9 +97,9 @@ pub fn check_hostile_log(log: &HostileLog) {
                     );
                 }
             }
-            main = twin;
+            *main = twin;
         }
-    }
+    });
     if roomy && config.input != Input::AgentFold {
         // Adapting inside the module gives what adapting first, then the module, gives.
         let mut adapter = Adapter::new(config.input, config.max_sessions);

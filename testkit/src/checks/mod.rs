@@ -37,6 +37,39 @@ pub fn inputs(recs: &[GenRecord]) -> Vec<RecordIn<'_>> {
         .collect()
 }
 
+/// `on` when bit `bit` of `p` is set, else `off`: how the targets draw params from a byte.
+pub fn pick<T>(p: u8, bit: u8, off: T, on: T) -> T {
+    if p & bit == 0 { off } else { on }
+}
+
+/// A small `max_sessions` (1 + the two bits from `shift`) when `bit` is set, else the default.
+pub fn small_cap(p: u8, bit: u8, shift: u8) -> usize {
+    pick(
+        p,
+        bit,
+        Config::default().max_sessions,
+        1 + ((p >> shift) & 3) as usize,
+    )
+}
+
+/// Replays `records` through `p` in the invocations `batches` cut, handing each page and its
+/// answer to `each`; returns every record out.
+pub fn replay(
+    p: &mut Processor,
+    records: &[RecordIn],
+    batches: Vec<Range<usize>>,
+    mut each: impl FnMut(&mut Processor, &[RecordIn], &[Emit]),
+) -> Vec<GenRecord> {
+    let mut all = Vec::new();
+    for b in batches {
+        let page = &records[b];
+        let out = p.process(page).expect("malformed=pass/drop never fails");
+        each(p, page, &out);
+        all.extend(materialise(page, &out));
+    }
+    all
+}
+
 /// What an invocation emitted, as `(key, value)` records.
 pub fn materialise(records: &[RecordIn], out: &[Emit]) -> Vec<GenRecord> {
     out.iter()

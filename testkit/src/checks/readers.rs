@@ -67,10 +67,10 @@ pub fn check_readers(value: &[u8]) {
             show(value)
         );
     }
-    if std::str::from_utf8(value).is_ok() {
+    if let Ok(text) = std::str::from_utf8(value) {
         assert_eq!(
             estimate(value),
-            reference::estimate(value),
+            reference::estimate(text),
             "estimate of {}",
             show(value)
         );
@@ -79,7 +79,7 @@ pub fn check_readers(value: &[u8]) {
         for raw in [v.message(), v.system(), v.tools()].into_iter().flatten() {
             assert_eq!(
                 estimate(raw.as_bytes()),
-                reference::estimate(raw.as_bytes()),
+                reference::estimate(raw),
                 "estimate of {}",
                 show(raw.as_bytes())
             );

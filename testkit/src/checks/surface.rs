@@ -10,7 +10,7 @@ use super::{
     assert_look_back_matches, assert_round_trip, check_pressure_invocation, inputs, materialise,
     show,
 };
-use crate::{GenRecord, GenSession, SeqPick};
+use crate::{Drawn, GenRecord, GenSession, SeqPick};
 
 /// Whether a derived record is a `context/error`.
 fn is_error(bytes: &[u8]) -> bool {
@@ -115,22 +115,14 @@ fn check_raw_surface(data: &[u8]) {
                 to,
                 gap,
                 tokens,
-            } => {
-                let pick = |p: &SeqPick| match p {
-                    SeqPick::Node(i) if !seen.is_empty() => seen[*i as usize % seen.len()],
-                    SeqPick::Node(i) => *i as u64,
-                    SeqPick::Raw(r) => *r,
-                    SeqPick::Huge => u64::MAX,
-                };
-                (
-                    Some(Replaces {
-                        from_seq: pick(from),
-                        to_seq: pick(to),
-                    }),
-                    *gap,
-                    *tokens,
-                )
-            }
+            } => (
+                Some(Replaces {
+                    from_seq: from.pick(&seen),
+                    to_seq: to.pick(&seen),
+                }),
+                *gap,
+                *tokens,
+            ),
         };
         let seq = next + gap as u64;
         next = seq + 1;

@@ -1,0 +1,124 @@
+//! The JSON reader against hand-made texts: members, strings, numbers, odd shapes.
+
+use super::*;
+
+fn members_of(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    object(text.as_bytes(), Isa::best(), |m| {
+        out.push((m.name().into_owned(), m.value.to_owned()))
+    })
+    .map(|()| out)
+    .unwrap_or_default()
+}
+
+#[test]
+fn lone_surrogates_are_valid_and_read_as_replacement() {
+    assert!(is_object(br#"{"k\ud800":"\udc00x"}"#));
+    assert_eq!(string(r#""a\ud83dz""#).unwrap(), "a\u{FFFD}z");
+    assert_eq!(string(r#""\ud83d\ude00""#).unwrap(), "😀");
+    assert_eq!(string(r#""\udc00\ud800""#).unwrap(), "\u{FFFD}\u{FFFD}");
+    assert_eq!(string(r#""\u0041\/\n""#).unwrap(), "A/\n");
+    assert_eq!(members_of(r#"{"k\ud800":1}"#)[0].0, "k\u{FFFD}");
+}
+
+#[test]
+fn utf8_is_checked_everywhere() {
+    assert!(!is_object(b"{\"skipped\":\"\xff\xfe\"}"));
+    assert!(!is_object(b"{\"a\":[{\"b\":\"\xc0\xaf\"}]}"));
+    assert!(is_object("{\"a\":\"中文\"}".as_bytes()));
+}
+
+#[test]
+fn depth_and_number_range_are_no_limit() {
+    let deep = format!("{{\"a\":{}{}}}", "[".repeat(200_000), "]".repeat(200_000));
+    assert!(is_object(deep.as_bytes()));
+    assert!(is_object(
+        br#"{"x":1e400,"y":-0.0e-999,"z":123456789012345678901234567890}"#
+    ));
+    assert!(!is_object(br#"{"x":01}"#));
+}
+
+#[test]
+fn nested_members_elements_and_last_wins() {
+    let raw = r#"{ "a" : 1 , "b":{"c":[1,2]}, "a":"x" }"#;
+    assert_eq!(get(raw, "a"), Some(r#""x""#));
+    assert_eq!(get(raw, "b").and_then(|b| get(b, "c")), Some("[1,2]"));
+    assert_eq!(
+        elements("[ 1 , {\"a\":[]} ,\"s\"]").collect::<Vec<_>>(),
+        ["1", "{\"a\":[]}", "\"s\""]
+    );
+    assert_eq!(elements("[]").count(), 0);
+    assert_eq!(members("[]").count(), 0);
+    assert!(members("{}").next().is_none());
+    let m = members(r#"{"p\u0061rent":2}"#).next().unwrap();
+    assert!(m.escaped && m.is("parent"));
+}
+
+#[test]
+fn strings_write_as_json() {
+    let mut out = Vec::new();
+    write_string(&mut out, "a\"b\\c\n\u{1}中".as_bytes());
+    assert_eq!(std::str::from_utf8(&out).unwrap(), r#""a\"b\\c\n\u0001中""#);
+    assert_eq!(
+        string(std::str::from_utf8(&out).unwrap()).unwrap(),
+        "a\"b\\c\n\u{1}中"
+    );
+}
+
+#[test]
+fn canonical_copies_are_compact_with_serde_escapes() {
+    let mut out = Vec::new();
+    canonical_into(
+        &mut out,
+        r#"{ "a" : [ 1 , "x y\u00e9\/\u000A\ud83d\ude00\ud800" ] , "b":"\u4e2d" }"#,
+    );
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "{\"a\":[1,\"x yé/\\n😀\\ud800\"],\"b\":\"中\"}"
+    );
+}
+
+#[test]
+fn every_isa_finds_the_same_string_ends() {
+    let pieces: [&[u8]; 10] = [
+        b"a",
+        b"\\\"",
+        b"\\\\",
+        b"\\u0041",
+        b"\\u00",
+        b"\x01",
+        b"\xe4\xb8\xad",
+        b"\xe4",
+        b"\"",
+        b"\xff",
+    ];
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    for _ in 0..20_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let mut s = Vec::new();
+        for k in 0..(x % 12) {
+            let p = pieces[((x >> (4 * k)) % 10) as usize];
+            let reps = if (x >> k).is_multiple_of(5) {
+                1 + (x >> 20) % 70
+            } else {
+                1
+            };
+            for _ in 0..reps {
+                s.extend_from_slice(p);
+            }
+        }
+        s.extend_from_slice(b"\"tail");
+        let want = scan::string_end(Isa::Swar, &s, 0);
+        for isa in Isa::available() {
+            assert_eq!(
+                scan::string_end(isa, &s, 0),
+                want,
+                "{isa:?} on {:?}",
+                String::from_utf8_lossy(&s)
+            );
+            assert_eq!(plain(isa, &s, 0), plain(Isa::Swar, &s, 0), "{isa:?}");
+        }
+    }
+}
