@@ -24,8 +24,10 @@ pub struct Polled {
     pub reset: Option<String>,
     /// The new complete lines, as records; a directory's files merged by time.
     pub lines: Vec<Rec>,
-    /// What is wrong with the log now (missing, vanished, unreadable), if anything.
+    /// What is wrong with the log now (vanished, unreadable), if anything.
     pub problem: Option<String>,
+    /// What the log is waiting for (a file that does not exist yet), if anything.
+    pub waiting: Option<String>,
 }
 
 /// A followed log: a file or a session directory.
@@ -127,12 +129,12 @@ impl Follow {
             Ok(files) => files,
             Err(e) => {
                 return Polled {
-                    problem: Some(format!("{e:#}: waiting for it")),
+                    waiting: Some(format!("{e:#}: waiting for it")),
                     ..Polled::default()
                 };
             }
         };
-        let mut problems = Vec::new();
+        let (mut problems, mut waiting) = (Vec::new(), Vec::new());
         // A file read before and no longer listed (a directory's) is gone too.
         for (path, tail) in &mut self.tails {
             if tail.pos > 0 && !files.contains(path) {
@@ -148,7 +150,7 @@ impl Follow {
                     if tail.pos > 0 {
                         tail.gone = true;
                     } else {
-                        problems.push(format!(
+                        waiting.push(format!(
                             "{} does not exist yet: waiting for it",
                             path.display()
                         ));
@@ -178,6 +180,7 @@ impl Follow {
             reset: None,
             lines: logs::merge(read),
             problem: (!problems.is_empty()).then(|| problems.join("; ")),
+            waiting: (!waiting.is_empty()).then(|| waiting.join("; ")),
         }
     }
 }
@@ -210,7 +213,7 @@ mod tests {
         let log = dir.join("log.jsonl");
         let _ = std::fs::remove_file(&log);
         let mut f = Follow::new(&log);
-        assert!(f.poll().problem.unwrap().contains("does not exist yet"));
+        assert!(f.poll().waiting.unwrap().contains("does not exist yet"));
         append(&log, b"{\"a\":1}\n{\"b\":");
         let p = f.poll();
         assert_eq!(values(&p), [r#"{"a":1}"#]);

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use fluvio::consumer::{ConsumerConfigExt, RetryMode};
+use fluvio::dataplane::link::ErrorCode;
 use fluvio::metadata::topic::TopicSpec;
 use fluvio::{Fluvio, Offset};
 use futures_util::StreamExt;
@@ -109,8 +110,9 @@ fn follow(path: PathBuf, mut fold: Fold, hub: &Hub) {
                 Err(e) => Some(format!("the module failed: {e:#}")),
             };
             let format = fold.input().map_or("format not yet known", |f| f.name());
-            match (polled.problem, failed) {
-                (Some(p), _) | (None, Some(p)) => b.status(State::Error, p),
+            match (polled.problem.or(failed), polled.waiting) {
+                (Some(p), _) => b.status(State::Error, p),
+                (None, Some(w)) => b.status(State::Starting, w),
                 (None, None) if fold.waiting() => b.status(
                     State::Starting,
                     "waiting for the log's first lines, to tell its format",
@@ -191,6 +193,8 @@ async fn consume_once(
         .await
         .context("listing topics")?;
     let Some(spec) = topics.into_iter().find(|t| t.name == topic) else {
+        // A topic made again under this name starts at offset 0: read it from its start.
+        next.clear();
         bail!("the cluster has no topic {topic}");
     };
     let partitions = spec.spec.partitions();
@@ -229,8 +233,13 @@ async fn consume_once(
                 }
             }
         });
-        if let Some(code) = failed {
-            bail!("the consumer stream failed: {code:?}");
+        match failed {
+            Some(ErrorCode::TopicDeleted) => {
+                next.clear();
+                bail!("the topic {topic} was deleted");
+            }
+            Some(code) => bail!("the consumer stream failed: {code:?}"),
+            None => {}
         }
     }
     Ok(())
