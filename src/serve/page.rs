@@ -32,7 +32,8 @@ pub async fn script() -> Response {
 }
 
 /// One section per session, newest first: a mock composer with the session's meter (its panel
-/// opens upwards, hence the room above it), a line of figures, and the latest folded frames.
+/// opens upwards, hence a card tall enough for it below the figures), a line of figures, and
+/// the latest folded frames.
 /// The meters take the browser's language (no lang on <html>) unless `?lang=` names one; the
 /// page's own words are English.
 pub const PAGE: &str = r#"<!doctype html>
@@ -61,7 +62,7 @@ pub const PAGE: &str = r#"<!doctype html>
   .empty-page { color: #6b7280; }
   .session { display: grid; grid-template-columns: minmax(300px, 1fr) minmax(260px, 1fr); gap: 16px;
     padding: 12px; border-radius: 10px; background: #fff; box-shadow: 0 1px 3px rgba(0, 0, 0, 0.08); }
-  .card { display: flex; flex-direction: column; min-height: 260px; }
+  .card { display: flex; flex-direction: column; min-height: 340px; }
   .card h2 { margin: 0; font-size: 13px; font-weight: 600; color: #374151; overflow-wrap: anywhere; }
   .figures { margin: 2px 0 auto; font-size: 12px; color: #6b7280; font-variant-numeric: tabular-nums; }
   .figures .warn { color: #b91c1c; }
@@ -192,7 +193,10 @@ pub const PAGE: &str = r#"<!doctype html>
     $('counts').textContent = `${nf.format(s.records)} read`;
     $('skipped').textContent = s.skipped
       ? `${nf.format(s.skipped)} skipped (last: ${s.lastSkipped})` : '';
-    $('module').textContent = s.module ? `folded by the ${s.module}` : '';
+    // The module's file name only (the whole path on hover): the line stays short.
+    const module = $('module');
+    module.textContent = s.module ? `folded by the ${s.module.replace(/ \/\S*\//, ' ')}` : '';
+    module.title = s.module || '';
   }
 
   function clear() {
