@@ -350,6 +350,10 @@ impl Batch<'_> {
     /// A frame from the frames view: a folded one (`folded_frames` ≥ 2) joins its session's
     /// list and is sent as a `frame` event; others are no news here.
     pub fn frame(&mut self, key: Option<&[u8]>, bytes: &[u8]) -> bool {
+        // Most frames fold nothing: those are not parsed at all.
+        if !bytes.windows(15).any(|w| w == b"\"folded_frames\"") {
+            return false;
+        }
         let Ok(Value::Object(frame)) = serde_json::from_slice::<Value>(bytes) else {
             return false;
         };
