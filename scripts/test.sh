@@ -1,11 +1,27 @@
 #!/usr/bin/env bash
 # Every test: the .wasm build, formatting, clippy, the whole workspace's tests (unit, insta
-# snapshots, the .wasm in fluvio-smartengine, properties), and a bounded fuzz smoke.
+# snapshots, the .wasm in fluvio-smartengine, properties, the server and the browser), and a
+# bounded fuzz smoke.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build-wasm.sh
 cargo fmt --all -- --check
 cargo clippy --locked --workspace --all-targets -- -D warnings
+# The browser tests (tests/browser.rs) drive a headless Chromium; CJK fonts draw the zh-CN
+# meters. Installed when missing and apt-get is there; if that fails, those tests print
+# "skipped: <reason>" and the run goes on.
+if [[ -z ${AGENT_FOLD_CHROMIUM:-} ]] && ! command -v chromium >/dev/null; then
+  if command -v apt-get >/dev/null; then
+    sudo=()
+    if [[ $(id -u) != 0 ]] && command -v sudo >/dev/null; then sudo=(sudo -n); fi
+    echo "test.sh: no chromium: installing Debian's chromium and fonts-noto-cjk (apt-get) for the browser tests" >&2
+    if ! { "${sudo[@]}" apt-get update -q && "${sudo[@]}" apt-get install -y -q chromium fonts-noto-cjk; } >&2; then
+      echo "test.sh: installing chromium failed: the browser tests will print skipped" >&2
+    fi
+  else
+    echo "test.sh: no chromium and no apt-get: the browser tests will print skipped" >&2
+  fi
+fi
 log=$(mktemp)
 cargo test --locked --workspace 2>&1 | tee "$log"
 if [[ -x scripts/fuzz.sh && ${AGENT_FOLD_SKIP_FUZZ:-0} != 1 ]]; then

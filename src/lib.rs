@@ -1,5 +1,5 @@
 //! Host tools for agent-fold, layered one way: the subcommands ([`run`], [`accuracy`],
-//! [`corpus`]) → shared host modules ([`module`]: an instance, `.wasm` in fluvio-smartengine
+//! [`corpus`], [`serve`]) → shared host modules ([`module`]: an instance, `.wasm` in fluvio-smartengine
 //! or native; [`logs`], [`plot`], [`checkpoint`]) → records ([`record`], [`jsonl`]) → the core.
 
 pub mod accuracy;
@@ -11,3 +11,4 @@ pub mod module;
 pub mod plot;
 pub mod record;
 pub mod run;
+pub mod serve;

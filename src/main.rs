@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
-use agent_fold::{accuracy, corpus, run};
+use agent_fold::{accuracy, corpus, run, serve};
 
 /// agent-fold: folds an LLM coding agent's event stream into what its users look at, and
 /// projects its context pressure.
@@ -23,6 +23,10 @@ enum Command {
     Accuracy(accuracy::Args),
     /// Write a deterministic corpus of realistic agent logs as JSONL on stdout
     Corpus(corpus::Args),
+    /// Serve a local web page with one live context meter per session: from an agent log
+    /// followed as it grows (run through the module), pressure records on stdin (-), or a
+    /// Fluvio topic of them (--topic); prints the page's URL
+    Serve(serve::Args),
 }
 
 fn main() {
@@ -31,6 +35,7 @@ fn main() {
         Command::Run(a) => run::main(a),
         Command::Accuracy(a) => accuracy::main(a),
         Command::Corpus(a) => corpus::main(a),
+        Command::Serve(a) => serve::main(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -133,6 +133,28 @@ pub fn native_process(p: &mut Processor, records: &[Rec], base_offset: i64) -> R
     Ok(emitted(records, emits))
 }
 
+/// The module for `--wasm FILE` / `--native`: a named `.wasm`, the native library, else the
+/// project's build, else the native library (it gives the same output) with a note on stderr.
+pub fn choose(wasm: Option<&Path>, native: bool) -> Source {
+    if native {
+        return Source::Native;
+    }
+    match wasm {
+        Some(p) => Source::Wasm(p.to_owned()),
+        None if std::env::var_os("AGENT_FOLD_WASM").is_some() || default_wasm_path().exists() => {
+            Source::Wasm(default_wasm_path())
+        }
+        None => {
+            eprintln!(
+                "agent-fold: no SmartModule build at {} (scripts/build-wasm.sh makes it): \
+                 running the native library, which gives the same output",
+                default_wasm_path().display()
+            );
+            Source::Native
+        }
+    }
+}
+
 /// Which module to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use agent_fold_core::{Adapter, Config, Frame, Input, Malformed, Subagents, View};
 use anyhow::{Context, Result, anyhow, bail};
 
-use crate::module::{Module, Source, default_wasm_path};
+use crate::module::{self, Module, Source};
 use crate::record::Rec;
 use crate::{checkpoint, logs, plot};
 
@@ -91,25 +91,8 @@ impl Args {
     /// Which module runs: checkpoints are the native library's; a fresh clone without a build
     /// of the module runs the library, which gives the same output (SPEC §6.8), and says so.
     pub fn source(&self) -> Source {
-        if self.native || self.checkpoint_in.is_some() || self.checkpoint_out.is_some() {
-            return Source::Native;
-        }
-        match &self.wasm {
-            Some(p) => Source::Wasm(p.clone()),
-            None if std::env::var_os("AGENT_FOLD_WASM").is_some()
-                || default_wasm_path().exists() =>
-            {
-                Source::Wasm(default_wasm_path())
-            }
-            None => {
-                eprintln!(
-                    "agent-fold: no SmartModule build at {} (scripts/build-wasm.sh makes it): \
-                     running the native library, which gives the same output",
-                    default_wasm_path().display()
-                );
-                Source::Native
-            }
-        }
+        let native = self.native || self.checkpoint_in.is_some() || self.checkpoint_out.is_some();
+        module::choose(self.wasm.as_deref(), native)
     }
 
     fn log(&self) -> Option<&std::path::Path> {

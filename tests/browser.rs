@@ -1,12 +1,17 @@
 //! `ui/context-meter.js` in a real headless Chromium, driven over the DevTools Protocol: what
 //! the ring, header, bar and rows show for given records, real clicks and keys on the ring,
-//! the warning state, live updates, and a screenshot of `ui/demo.html`.
+//! the warning state, live updates, and a screenshot of `ui/demo.html`; and the page that
+//! `agent-fold serve` serves, live ([`served`]).
 //!
 //! Each test launches its own browser. Without one (no $AGENT_FOLD_CHROMIUM, /usr/bin/chromium
 //! or `chromium` on PATH) each prints `skipped: <reason>` and passes.
 
 #[path = "browser/cdp.rs"]
 mod cdp;
+#[path = "serve/harness.rs"]
+mod harness;
+#[path = "browser/served.rs"]
+mod served;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};

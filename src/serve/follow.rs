@@ -1,0 +1,282 @@
+//! `tail -f` for an agent log, by polling: a JSONL file, or a Claude Code session directory's
+//! files (the transcript beside it and its `subagents/*.jsonl`, found again at every poll).
+//!
+//! A line counts once its newline has arrived: the bytes after a file's last newline wait for
+//! the next poll. A file that shrinks, is replaced (another inode at its path), has its bytes
+//! before the read position changed, or comes back after vanishing no longer continues what was
+//! read: the poll says so (`reset`) and reads every file again from its start.
+
+use std::collections::BTreeMap;
+use std::fs::{File, Metadata};
+use std::io::{ErrorKind, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use crate::record::Rec;
+use crate::{jsonl, logs};
+
+/// Bytes just before the read position compared at each poll, to notice a rewrite in place.
+const CHECK: usize = 64;
+
+/// What one poll found.
+#[derive(Debug, Default)]
+pub struct Polled {
+    /// Why what was read before no longer stands; `lines` then start from the log's start.
+    pub reset: Option<String>,
+    /// The new complete lines, as records; a directory's files merged by time.
+    pub lines: Vec<Rec>,
+    /// What is wrong with the log now (vanished, unreadable), if anything.
+    pub problem: Option<String>,
+    /// What the log is waiting for (a file that does not exist yet), if anything.
+    pub waiting: Option<String>,
+}
+
+/// A followed log: a file or a session directory.
+pub struct Follow {
+    root: PathBuf,
+    tails: BTreeMap<PathBuf, Tail>,
+}
+
+/// How far one file has been read.
+#[derive(Debug, Default)]
+struct Tail {
+    /// The file's device and inode when last read.
+    id: Option<(u64, u64)>,
+    /// Bytes read so far (complete lines and `pending`).
+    pos: u64,
+    /// Bytes after the last newline read: a line still being written.
+    pending: Vec<u8>,
+    /// The last bytes before `pos`, as read.
+    check: Vec<u8>,
+    /// The file was read, then went away.
+    gone: bool,
+}
+
+/// What reading one file found.
+enum Step {
+    Lines(Vec<Rec>),
+    Restart(String),
+    Missing,
+}
+
+#[cfg(unix)]
+fn file_id(meta: &Metadata) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    Some((meta.dev(), meta.ino()))
+}
+
+#[cfg(not(unix))]
+fn file_id(_: &Metadata) -> Option<(u64, u64)> {
+    None
+}
+
+impl Tail {
+    fn read(&mut self, path: &Path) -> std::io::Result<Step> {
+        let mut file = match File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Step::Missing),
+            Err(e) => return Err(e),
+        };
+        let meta = file.metadata()?;
+        let id = file_id(&meta);
+        let name = path.display();
+        if self.pos > 0 {
+            if self.gone {
+                return Ok(Step::Restart(format!("{name} came back")));
+            }
+            if self.id.is_some() && id != self.id {
+                return Ok(Step::Restart(format!("{name} was replaced")));
+            }
+            if meta.len() < self.pos {
+                return Ok(Step::Restart(format!("{name} was truncated")));
+            }
+            let mut before = vec![0; self.check.len()];
+            file.seek(SeekFrom::Start(self.pos - before.len() as u64))?;
+            file.read_exact(&mut before)?;
+            if before != self.check {
+                return Ok(Step::Restart(format!("{name} was rewritten")));
+            }
+        }
+        self.gone = false;
+        self.id = id;
+        let mut new = Vec::new();
+        file.seek(SeekFrom::Start(self.pos))?;
+        file.read_to_end(&mut new)?;
+        self.pos += new.len() as u64;
+        self.check.extend_from_slice(&new);
+        let extra = self.check.len().saturating_sub(CHECK);
+        self.check.drain(..extra);
+        self.pending.extend_from_slice(&new);
+        let Some(end) = self.pending.iter().rposition(|b| *b == b'\n') else {
+            return Ok(Step::Lines(Vec::new()));
+        };
+        let rest = self.pending.split_off(end + 1);
+        let done = std::mem::replace(&mut self.pending, rest);
+        Ok(Step::Lines(jsonl::records(&done)))
+    }
+}
+
+impl Follow {
+    pub fn new(root: &Path) -> Follow {
+        Follow {
+            root: root.to_owned(),
+            tails: BTreeMap::new(),
+        }
+    }
+
+    /// Reads what was added since the last poll.
+    pub fn poll(&mut self) -> Polled {
+        let files = match logs::log_files(&self.root) {
+            Ok(files) => files,
+            Err(e) => {
+                return Polled {
+                    waiting: Some(format!("{e:#}: waiting for it")),
+                    ..Polled::default()
+                };
+            }
+        };
+        let (mut problems, mut waiting) = (Vec::new(), Vec::new());
+        // A file read before and no longer listed (a directory's) is gone too.
+        for (path, tail) in &mut self.tails {
+            if tail.pos > 0 && !files.contains(path) {
+                tail.gone = true;
+            }
+        }
+        let mut read = Vec::new();
+        for path in &files {
+            let tail = self.tails.entry(path.clone()).or_default();
+            match tail.read(path) {
+                Ok(Step::Lines(lines)) => read.push(lines),
+                Ok(Step::Missing) => {
+                    if tail.pos > 0 {
+                        tail.gone = true;
+                    } else {
+                        waiting.push(format!(
+                            "{} does not exist yet: waiting for it",
+                            path.display()
+                        ));
+                    }
+                }
+                Ok(Step::Restart(why)) => {
+                    // Everything read so far is void: the next poll starts from scratch.
+                    self.tails.clear();
+                    let again = self.poll();
+                    return Polled {
+                        reset: Some(format!("{why}: read again from its start")),
+                        ..again
+                    };
+                }
+                Err(e) => problems.push(format!("reading {}: {e}", path.display())),
+            }
+        }
+        for (path, tail) in &self.tails {
+            if tail.gone {
+                problems.push(format!(
+                    "{} vanished: waiting for it to come back",
+                    path.display()
+                ));
+            }
+        }
+        Polled {
+            reset: None,
+            lines: logs::merge(read),
+            problem: (!problems.is_empty()).then(|| problems.join("; ")),
+            waiting: (!waiting.is_empty()).then(|| waiting.join("; ")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn values(p: &Polled) -> Vec<String> {
+        p.lines
+            .iter()
+            .map(|r| String::from_utf8_lossy(&r.value).into_owned())
+            .collect()
+    }
+
+    fn append(path: &Path, bytes: &[u8]) {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .unwrap();
+        f.write_all(bytes).unwrap();
+    }
+
+    #[test]
+    fn lines_count_once_complete_and_rewrites_start_again() {
+        let dir = std::env::temp_dir().join(format!("agent-fold-follow-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("log.jsonl");
+        let _ = std::fs::remove_file(&log);
+        let mut f = Follow::new(&log);
+        assert!(f.poll().waiting.unwrap().contains("does not exist yet"));
+        append(&log, b"{\"a\":1}\n{\"b\":");
+        let p = f.poll();
+        assert_eq!(values(&p), [r#"{"a":1}"#]);
+        assert_eq!(p.problem, None);
+        assert!(values(&f.poll()).is_empty(), "half a line waits");
+        append(&log, b"2}\r\n\n");
+        assert_eq!(values(&f.poll()), [r#"{"b":2}"#]);
+
+        // Truncated, then longer than before: a new log.
+        std::fs::write(&log, b"{\"c\":3}\n").unwrap();
+        let p = f.poll();
+        assert!(p.reset.as_deref().unwrap().contains("truncated"));
+        assert_eq!(values(&p), [r#"{"c":3}"#]);
+        std::fs::write(&log, b"{\"d\":4}\n{\"e\":5}\n").unwrap();
+        let p = f.poll();
+        assert!(p.reset.as_deref().unwrap().contains("rewritten"));
+        assert_eq!(values(&p), [r#"{"d":4}"#, r#"{"e":5}"#]);
+
+        // Gone: reported until it comes back, then read from its start.
+        std::fs::remove_file(&log).unwrap();
+        assert!(f.poll().problem.unwrap().contains("vanished"));
+        assert!(f.poll().problem.unwrap().contains("vanished"));
+        std::fs::write(&log, b"{\"f\":6}\n").unwrap();
+        let p = f.poll();
+        assert!(p.reset.as_deref().unwrap().contains("came back"));
+        assert_eq!(
+            (values(&p), p.problem),
+            (vec![r#"{"f":6}"#.to_owned()], None)
+        );
+
+        // Replaced by another file at the same path.
+        let other = dir.join("other.jsonl");
+        std::fs::write(&other, b"{\"f\":6}\n{\"g\":7}\n").unwrap();
+        std::fs::rename(&other, &log).unwrap();
+        let p = f.poll();
+        assert!(p.reset.as_deref().unwrap().contains("replaced"));
+        assert_eq!(values(&p).len(), 2);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_session_directory_merges_its_files_by_time() {
+        let dir =
+            std::env::temp_dir().join(format!("agent-fold-follow-dir-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let session = dir.join("s1");
+        std::fs::create_dir_all(session.join("subagents")).unwrap();
+        let main = dir.join("s1.jsonl");
+        append(&main, b"{\"n\":1,\"timestamp\":\"2026-01-01T00:00:01Z\"}\n");
+        let mut f = Follow::new(&session);
+        assert_eq!(values(&f.poll()).len(), 1);
+        append(&main, b"{\"n\":3,\"timestamp\":\"2026-01-01T00:00:03Z\"}\n");
+        append(
+            &session.join("subagents/agent-a.jsonl"),
+            b"{\"n\":2,\"timestamp\":\"2026-01-01T00:00:02Z\"}\n",
+        );
+        let ns: Vec<String> = values(&f.poll())
+            .iter()
+            .map(|v| v[5..6].to_owned())
+            .collect();
+        assert_eq!(ns, ["2", "3"], "a new sub-agent file joins, merged by time");
+        std::fs::remove_file(session.join("subagents/agent-a.jsonl")).unwrap();
+        assert!(f.poll().problem.unwrap().contains("agent-a.jsonl vanished"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

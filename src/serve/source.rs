@@ -1,0 +1,246 @@
+//! Where the records come from: a followed agent log run through the module, pressure records
+//! on stdin, or pressure records on a Fluvio topic. Each runs on its own and reports into the
+//! hub; none ever stops the server: trouble goes to the status line, and the source retries.
+
+use std::collections::BTreeMap;
+use std::io::BufRead;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use fluvio::consumer::{ConsumerConfigExt, RetryMode};
+use fluvio::dataplane::link::ErrorCode;
+use fluvio::metadata::topic::TopicSpec;
+use fluvio::{Fluvio, Offset};
+use futures_util::StreamExt;
+
+use super::events::{Batch, Hub, State};
+use super::fold::Fold;
+use super::follow::Follow;
+
+/// How often a followed log is looked at when nothing came.
+const POLL: Duration = Duration::from_millis(100);
+/// The longest wait between two tries to reach the cluster.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// A source, ready to start.
+pub enum Plan {
+    /// Pressure records on this topic.
+    Topic(String),
+    /// Pressure records, one JSON a line, on stdin.
+    Stdin,
+    /// An agent log (file or session directory) followed and folded.
+    Log { path: PathBuf, fold: Box<Fold> },
+}
+
+impl Plan {
+    /// The source as the status line names it.
+    pub fn describe(&self) -> String {
+        match self {
+            Plan::Topic(t) => format!("Fluvio topic {t}"),
+            Plan::Stdin => "stdin".to_owned(),
+            Plan::Log { path, .. } => path.display().to_string(),
+        }
+    }
+
+    /// The module that folds, when there is one.
+    pub fn module(&self) -> Option<String> {
+        match self {
+            Plan::Log { fold, .. } => Some(fold.module()),
+            _ => None,
+        }
+    }
+
+    /// Starts reading: a thread for a log or stdin (blocking reads, the module's CPU work), a
+    /// task on the runtime for a topic.
+    pub fn start(self, hub: Arc<Hub>) {
+        match self {
+            Plan::Topic(topic) => {
+                tokio::spawn(consume(topic, hub));
+            }
+            Plan::Stdin => {
+                std::thread::spawn(move || read_stdin(&hub));
+            }
+            Plan::Log { path, fold } => {
+                std::thread::spawn(move || follow(path, *fold, &hub));
+            }
+        }
+    }
+}
+
+/// Counts one record and applies it, or counts it skipped.
+fn pressure(b: &mut Batch, bytes: &[u8]) {
+    b.read(1);
+    if let Err(why) = b.pressure(bytes) {
+        b.skip(why);
+    }
+}
+
+/// Follows the log for ever, running what it gains through the module.
+fn follow(path: PathBuf, mut fold: Fold, hub: &Hub) {
+    let mut log = Follow::new(&path);
+    loop {
+        let polled = log.poll();
+        let quiet = polled.lines.is_empty() && polled.reset.is_none();
+        if let Some(why) = &polled.reset {
+            fold.reset();
+            hub.batch(|b| b.reset(why));
+        }
+        let read = polled.lines.len() as u64;
+        // The module's work happens outside the hub's lock: pages keep being served.
+        let out = fold.push(polled.lines);
+        hub.batch(|b| {
+            b.read(read);
+            let failed = match out {
+                Ok(out) => {
+                    for r in &out.pressure {
+                        if let Err(why) = b.pressure(&r.value) {
+                            b.skip(why);
+                        }
+                    }
+                    for f in &out.frames {
+                        b.frame(f.key.as_deref(), &f.value);
+                    }
+                    for why in out.skipped {
+                        b.skip(why);
+                    }
+                    None
+                }
+                Err(e) => Some(format!("the module failed: {e:#}")),
+            };
+            let format = fold.input().map_or("format not yet known", |f| f.name());
+            match (polled.problem.or(failed), polled.waiting) {
+                (Some(p), _) => b.status(State::Error, p),
+                (None, Some(w)) => b.status(State::Starting, w),
+                (None, None) if fold.waiting() => b.status(
+                    State::Starting,
+                    "waiting for the log's first lines, to tell its format",
+                ),
+                (None, None) => b.status(State::Live, format!("following ({format})")),
+            }
+        });
+        if quiet {
+            std::thread::sleep(POLL);
+        }
+    }
+}
+
+/// Reads pressure records from stdin until it closes; what a read brings is one batch.
+fn read_stdin(hub: &Hub) {
+    hub.batch(|b| b.status(State::Live, "reading pressure records"));
+    let mut stdin = std::io::stdin().lock();
+    let mut pending = Vec::new();
+    let end = loop {
+        let got = match stdin.fill_buf() {
+            Ok(buf) => buf.to_vec(),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => break format!("reading stdin failed: {e}"),
+        };
+        stdin.consume(got.len());
+        if got.is_empty() {
+            break "stdin closed: the last figures stay".to_owned();
+        }
+        pending.extend_from_slice(&got);
+        let Some(cut) = pending.iter().rposition(|b| *b == b'\n') else {
+            continue;
+        };
+        let rest = pending.split_off(cut + 1);
+        let lines = std::mem::replace(&mut pending, rest);
+        hub.batch(|b| crate::jsonl::lines(&lines).for_each(|l| pressure(b, l)));
+    };
+    // The last line may lack its newline.
+    hub.batch(|b| {
+        crate::jsonl::lines(&pending).for_each(|l| pressure(b, l));
+        b.status(State::Ended, end);
+    });
+}
+
+/// Consumes the topic for ever: on a failure, the status says so, and the consumer connects
+/// again (backing off up to [`MAX_BACKOFF`]) from the next offset of each partition.
+async fn consume(topic: String, hub: Arc<Hub>) {
+    let mut next: BTreeMap<u32, i64> = BTreeMap::new();
+    let mut wait = Duration::from_millis(250);
+    loop {
+        let why = match consume_once(&topic, &hub, &mut next, &mut wait).await {
+            Ok(()) => "the stream from the cluster ended".to_owned(),
+            Err(e) => format!("{e:#}"),
+        };
+        hub.batch(|b| {
+            b.status(
+                State::Error,
+                format!("{why}: retrying every {}s at most", MAX_BACKOFF.as_secs()),
+            )
+        });
+        tokio::time::sleep(wait).await;
+        wait = (wait * 2).min(MAX_BACKOFF);
+    }
+}
+
+async fn consume_once(
+    topic: &str,
+    hub: &Hub,
+    next: &mut BTreeMap<u32, i64>,
+    wait: &mut Duration,
+) -> Result<()> {
+    let fluvio = tokio::time::timeout(Duration::from_secs(10), Fluvio::connect())
+        .await
+        .map_err(|_| anyhow!("no answer from the Fluvio cluster within 10s"))?
+        .context("cannot reach the Fluvio cluster (current profile)")?;
+    let admin = fluvio.admin().await;
+    let topics = admin
+        .list::<TopicSpec, String>(vec![topic.to_owned()])
+        .await
+        .context("listing topics")?;
+    let Some(spec) = topics.into_iter().find(|t| t.name == topic) else {
+        // A topic made again under this name starts at offset 0: read it from its start.
+        next.clear();
+        bail!("the cluster has no topic {topic}");
+    };
+    let partitions = spec.spec.partitions();
+    let mut streams = Vec::new();
+    for p in 0..partitions {
+        let start = match next.get(&p) {
+            Some(n) => Offset::absolute(*n)?,
+            None => Offset::beginning(),
+        };
+        let config = ConsumerConfigExt::builder()
+            .topic(topic)
+            .partition(p)
+            .offset_start(start)
+            // Our own retry, so that a lost cluster shows on the page.
+            .retry_mode(RetryMode::Disabled)
+            .build()?;
+        let stream = fluvio
+            .consumer_with_config(config)
+            .await
+            .with_context(|| format!("consuming {topic} partition {p}"))?;
+        streams.push(Box::pin(stream));
+    }
+    *wait = Duration::from_millis(250);
+    hub.batch(|b| b.status(State::Live, format!("consuming {partitions} partition(s)")));
+    let mut records = futures_util::stream::select_all(streams).ready_chunks(512);
+    while let Some(chunk) = records.next().await {
+        let mut failed = None;
+        hub.batch(|b| {
+            for r in chunk {
+                match r {
+                    Ok(rec) => {
+                        next.insert(rec.partition(), rec.offset() + 1);
+                        pressure(b, rec.get_value().as_ref());
+                    }
+                    Err(code) => failed = Some(code),
+                }
+            }
+        });
+        match failed {
+            Some(ErrorCode::TopicDeleted) => {
+                next.clear();
+                bail!("the topic {topic} was deleted");
+            }
+            Some(code) => bail!("the consumer stream failed: {code:?}"),
+            None => {}
+        }
+    }
+    Ok(())
+}

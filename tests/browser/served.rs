@@ -1,0 +1,394 @@
+//! The page `agent-fold serve` serves, in headless Chromium: the server binary started on
+//! 127.0.0.1:0 (its printed URL read), meters per session newest first, live updates from a
+//! followed log, folded frames, the status line (skipped records, a vanished log), `?lang=`,
+//! and a real Claude Code session replayed in steps: the ring drops at the compaction, before
+//! the provider's next reading. Screenshots go to the target's tmp dir, and to docs/ when
+//! AGENT_FOLD_DOCS_SHOTS=1.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use agent_fold::module::{Module, Source};
+use serde_json::{Value, json};
+
+use super::cdp::{self, Browser};
+use super::harness::{Server, append, scratch};
+
+/// A browser, or `None` (after printing why) when there is no Chromium.
+fn chromium() -> Option<Browser> {
+    match cdp::find_chromium() {
+        Ok(exe) => Some(Browser::launch(&exe).expect("Chromium starts and answers CDP")),
+        Err(reason) => {
+            println!("skipped: {reason}");
+            None
+        }
+    }
+}
+
+fn js(b: &mut Browser, expr: &str) -> Value {
+    b.eval(expr).unwrap_or_else(|e| panic!("{e:#}"))
+}
+
+/// Opens the server's page (with `query`) and waits for its first event (the snapshot).
+fn open(b: &mut Browser, s: &Server, query: &str) {
+    b.goto(&format!("{}{query}", s.url))
+        .expect("the page loads");
+    b.wait_for("window.agentFold && agentFold.events > 0")
+        .expect("the page gets its snapshot");
+}
+
+/// The meter of a session, as a JS expression.
+fn meter(id: &str) -> String {
+    format!(
+        "document.querySelector('section[data-session={}] context-meter')",
+        json!(id)
+    )
+}
+
+/// What a session's section shows: ring name and dash, the meter's state, figures, frames.
+fn shown(b: &mut Browser, id: &str) -> Value {
+    js(
+        b,
+        &format!(
+            "(() => {{ const m = {}; if (!m) return null; const sec = m.closest('section'); \
+             const r = m.shadowRoot; return {{ label: r.querySelector('.ring').getAttribute('aria-label'), \
+             dash: r.querySelector('.arc').getAttribute('stroke-dasharray'), state: m.state, \
+             figures: sec.querySelector('.figures').textContent, \
+             frames: [...sec.querySelectorAll('.frames li')].map((li) => li.textContent) }}; }})()",
+            meter(id)
+        ),
+    )
+}
+
+/// Waits until the session's meter shows `seq`; returns how long since `t`.
+fn until_seq(b: &mut Browser, id: &str, seq: u64, t: Instant) -> Duration {
+    b.wait_for(&format!(
+        "(() => {{ const m = {}; return !!m && !!m.state && m.state.seq === {seq}; }})()",
+        meter(id)
+    ))
+    .unwrap_or_else(|e| panic!("{id} never showed seq {seq}: {e:#}"));
+    t.elapsed()
+}
+
+fn frame(session: &str, seq: u64, kind: &str, extra: Value) -> String {
+    let mut v = json!({"type": kind, "session_id": session, "id": format!("{session}-{seq}"),
+                       "seq": seq, "timestamp": format!("2026-11-29T10:00:{seq:02}Z")});
+    for (k, x) in extra.as_object().unwrap() {
+        v[k] = x.clone();
+    }
+    v.to_string() + "\n"
+}
+
+#[test]
+fn served_page_shows_each_session_and_follows_the_log_live() {
+    let Some(mut b) = chromium() else { return };
+    let dir = scratch("browser-live");
+    let log = dir.join("agent.jsonl");
+    let header = json!({"system": "be brief", "tools": [{"name": "bash"}], "context_window": 1000});
+    append(
+        &log,
+        (frame("s-1", 0, "request/header", header.clone())
+            + &frame("s-1", 1, "user/message", json!({"message": "hello"}))
+            + &frame(
+                "s-1",
+                2,
+                "assistant/message",
+                json!({"message": "hi", "usage": {"input_tokens": 200}}),
+            )
+            + &frame("s-2", 0, "request/header", header)
+            + &frame(
+                "s-2",
+                1,
+                "assistant/message",
+                json!({"message": "yo", "usage": {"input_tokens": 600}}),
+            ))
+            .as_bytes(),
+    );
+    let s = Server::start(&[log.to_str().unwrap()]);
+    let t = Instant::now();
+    open(&mut b, &s, "");
+    until_seq(&mut b, "s-2", 1, t);
+    println!("page loaded with its meters in {:?}", t.elapsed());
+    let order = js(
+        &mut b,
+        "[...document.querySelectorAll('section[data-session]')].map((s) => s.dataset.session)",
+    );
+    assert_eq!(
+        order,
+        json!(["s-2", "s-1"]),
+        "one meter per session, newest first"
+    );
+    let one = shown(&mut b, "s-1");
+    assert_eq!(one["state"]["pressureTokens"], 200);
+    assert_eq!(
+        one["label"],
+        format!(
+            "{}% of context used",
+            (one["state"]["contextOccupancy"].as_f64().unwrap() * 100.0).round()
+        )
+    );
+    assert!(
+        s_(&one["figures"]).contains("of 1,000 tokens"),
+        "{}",
+        one["figures"]
+    );
+    assert!(
+        js(&mut b, "document.getElementById('message').textContent")
+            .as_str()
+            .unwrap()
+            .starts_with("following")
+    );
+
+    // A new reading appended to the log: the ring moves, without a reload.
+    let before = one["dash"].clone();
+    js(&mut b, "window.marker = 'same page'");
+    let t = Instant::now();
+    append(
+        &log,
+        frame(
+            "s-1",
+            3,
+            "assistant/message",
+            json!({"message": "more", "usage": {"input_tokens": 700}}),
+        )
+        .as_bytes(),
+    );
+    let took = until_seq(&mut b, "s-1", 3, t);
+    println!("live update (append -> ring) in {took:?}");
+    let now = shown(&mut b, "s-1");
+    assert_eq!(now["state"]["pressureTokens"], 700);
+    assert_ne!(now["dash"], before, "the ring moved");
+    assert_eq!(js(&mut b, "window.marker"), "same page");
+
+    // Three thinking counters at once: one folded frame in s-1's list.
+    let counters: String = [("t1", 5), ("t2", 7), ("t3", 3)]
+        .iter()
+        .enumerate()
+        .map(|(i, (id, d))| {
+            json!({"type": "thinking/tokens", "session_id": "s-1", "id": id,
+                   "timestamp": format!("2026-11-29T10:01:0{}Z", i + 1), "estimated_tokens_delta": d})
+            .to_string()
+                + "\n"
+        })
+        .collect();
+    append(&log, counters.as_bytes());
+    b.wait_for(&format!(
+        "{}.closest('section').querySelectorAll('.frames li').length === 1",
+        meter("s-1")
+    ))
+    .unwrap();
+    let frames = shown(&mut b, "s-1")["frames"].clone();
+    assert_eq!(
+        frames,
+        json!([
+            "2026-11-29 10:01:03Z 3 × thinking/tokens folded · ~15 tokens · since 2026-11-29 10:01:01Z"
+        ])
+    );
+
+    // A bad line is counted in the status line.
+    append(&log, b"this is no JSON\n");
+    b.wait_for("document.getElementById('skipped').textContent.startsWith('1 skipped')")
+        .unwrap();
+    b.viewport(880, 900, 2.0).unwrap();
+    shot(&mut b, "serve-sessions.png");
+    assert_eq!(
+        js(&mut b, "document.getElementById('skipped').textContent"),
+        "1 skipped (last: line 10: not a JSON object)"
+    );
+
+    // The page in Chinese: the meters speak it, the page's own words stay English.
+    open(&mut b, &s, "?lang=zh-CN");
+    until_seq(&mut b, "s-1", 3, Instant::now());
+    let label = shown(&mut b, "s-1")["label"].clone();
+    assert!(s_(&label).starts_with("上下文已使用 "), "{label}");
+
+    // The log vanishes: the status line says so and the meters keep their figures.
+    std::fs::remove_file(&log).unwrap();
+    b.wait_for("document.getElementById('status').dataset.state === 'error'")
+        .unwrap();
+    let message = js(&mut b, "document.getElementById('message').textContent");
+    assert!(s_(&message).contains("vanished"), "{message}");
+    assert_eq!(shown(&mut b, "s-1")["state"]["seq"], 3);
+    // It comes back as another log: the page starts again with it.
+    append(
+        &log,
+        frame("s-3", 0, "request/header", json!({"context_window": 10})).as_bytes(),
+    );
+    until_seq(&mut b, "s-3", 0, Instant::now());
+    let order = js(
+        &mut b,
+        "[...document.querySelectorAll('section[data-session]')].map((s) => s.dataset.session)",
+    );
+    assert_eq!(order, json!(["s-3"]));
+    assert_eq!(
+        js(&mut b, "document.getElementById('status').dataset.state"),
+        "live"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn s_(v: &Value) -> &str {
+    v.as_str().unwrap_or_else(|| panic!("a string, got {v}"))
+}
+
+/// The real session, when ../shared is there (it is never copied into the repository).
+fn real_log() -> Option<PathBuf> {
+    let p = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/data/real/claude-code/ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"
+    ));
+    if p.is_file() {
+        Some(p.to_owned())
+    } else {
+        println!(
+            "skipped: no ../shared/data/real/claude-code (the real logs live outside the repo)"
+        );
+        None
+    }
+}
+
+/// The module's last pressure record over the first `n` lines, read at once.
+fn expected(lines: &[&[u8]], n: usize) -> Value {
+    let params: Vec<(String, String)> = [
+        ("input", "claude-code"),
+        ("capacity", "200000"),
+        ("emit", "pressure"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let mut m = Module::new(&Source::Native, &params, None).unwrap();
+    let records: Vec<_> = lines[..n]
+        .iter()
+        .map(|l| agent_fold::jsonl::line_record(l))
+        .collect();
+    let out = m.process(&records, 0).unwrap();
+    serde_json::from_slice(&out.last().unwrap().value).unwrap()
+}
+
+/// Saves a screenshot to the target's tmp dir, and to docs/ when asked.
+fn shot(b: &mut Browser, name: &str) {
+    let png = b.screenshot().unwrap();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000);
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::write(&tmp, &png).unwrap();
+    println!("screenshot: {}", tmp.display());
+    if std::env::var_os("AGENT_FOLD_DOCS_SHOTS").is_some_and(|v| v == "1") {
+        let docs = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("docs")
+            .join(name);
+        std::fs::write(&docs, &png).unwrap();
+        println!("screenshot: {}", docs.display());
+    }
+}
+
+#[test]
+fn a_real_compaction_drops_the_ring_before_the_next_reading() {
+    let Some(real) = real_log() else { return };
+    let Some(mut b) = chromium() else { return };
+    let text = std::fs::read(&real).unwrap();
+    let lines: Vec<&[u8]> = text.split_inclusive(|c| *c == b'\n').collect();
+    let boundary = lines
+        .iter()
+        .position(|l| String::from_utf8_lossy(l).contains(r#""subtype":"compact_boundary""#))
+        .expect("the session has a compaction");
+    let summary = boundary + 1;
+    assert!(String::from_utf8_lossy(lines[summary]).contains("\"isCompactSummary\":true"));
+    // The provider's next reading: the first assistant line after the summary with usage.
+    let next_reading = (summary + 1..lines.len())
+        .find(|&i| {
+            let l = String::from_utf8_lossy(lines[i]);
+            l.contains("\"type\":\"assistant\"") && l.contains("\"usage\"")
+        })
+        .unwrap();
+
+    let dir = scratch("browser-compaction");
+    let log = dir.join("ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl");
+    append(&log, b"");
+    let s = Server::start(&[
+        "--input",
+        "claude-code",
+        "-e",
+        "capacity=200000",
+        log.to_str().unwrap(),
+    ]);
+    b.viewport(880, 540, 2.0).unwrap();
+    open(&mut b, &s, "");
+
+    // The session up to the compaction, in four appends: each shows once it is read.
+    let id = "ae4a77f8-aedd-4bc1-888f-c94edc91af04";
+    let steps = [0, boundary / 4, boundary / 2, boundary * 3 / 4, boundary];
+    for w in steps.windows(2) {
+        let want = expected(&lines, w[1]);
+        let t = Instant::now();
+        append(&log, &lines[w[0]..w[1]].concat());
+        let took = until_seq(&mut b, id, want["seq"].as_u64().unwrap(), t);
+        println!(
+            "lines {}..{}: seq {} on the page after {took:?}",
+            w[0], w[1], want["seq"]
+        );
+        assert_eq!(
+            shown(&mut b, id)["state"]["projectedTokens"],
+            want["projectedTokens"]
+        );
+    }
+    let before = shown(&mut b, id);
+    let occupancy = before["state"]["contextOccupancy"].as_f64().unwrap();
+    assert!(occupancy > 0.6, "about 71% full before: {occupancy}");
+    // The panel open with a real click on the ring, as a person would.
+    let at = js(
+        &mut b,
+        &format!(
+            "(() => {{ const r = {}.shadowRoot.querySelector('.ring').getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; }})()",
+            meter(id)
+        ),
+    );
+    b.click(at[0].as_f64().unwrap(), at[1].as_f64().unwrap())
+        .unwrap();
+    b.wait_for(&format!("{}.open", meter(id))).unwrap();
+    shot(&mut b, "context-meter-before.png");
+
+    // The compaction lands (boundary and summary), and nothing after it yet.
+    let want = expected(&lines, summary + 1);
+    let t = Instant::now();
+    append(&log, &lines[boundary..summary + 1].concat());
+    let took = until_seq(&mut b, id, want["seq"].as_u64().unwrap(), t);
+    let after = shown(&mut b, id);
+    println!(
+        "compaction on the page after {took:?}: {} -> {}",
+        before["label"], after["label"]
+    );
+    assert_eq!(after["state"]["projectedTokens"], want["projectedTokens"]);
+    assert_eq!(
+        after["state"]["pressureTokens"], before["state"]["pressureTokens"],
+        "no new provider reading yet"
+    );
+    let dropped = after["state"]["contextOccupancy"].as_f64().unwrap();
+    assert!(
+        dropped < occupancy / 3.0,
+        "the ring drops at once: {occupancy} -> {dropped}"
+    );
+    assert_ne!(after["dash"], before["dash"]);
+    assert!(
+        js(&mut b, &format!("{}.open", meter(id))) == json!(true),
+        "the panel stayed open"
+    );
+    shot(&mut b, "context-meter-after.png");
+
+    // Up to the provider's next reading, then the rest: the page ends where the module does.
+    for (from, to) in [(summary + 1, next_reading), (next_reading, lines.len())] {
+        let want = expected(&lines, to);
+        let t = Instant::now();
+        append(&log, &lines[from..to].concat());
+        let took = until_seq(&mut b, id, want["seq"].as_u64().unwrap(), t);
+        println!(
+            "lines {from}..{to}: seq {} on the page after {took:?}",
+            want["seq"]
+        );
+        assert_eq!(
+            shown(&mut b, id)["state"]["projectedTokens"],
+            want["projectedTokens"]
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

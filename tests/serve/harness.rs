@@ -1,0 +1,413 @@
+//! `agent-fold serve` started as the binary it is, and talked to over plain HTTP: the URL it
+//! prints, GET requests, and a Server-Sent Events reader. Shared by tests/serve.rs and
+//! tests/browser.rs.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// How long anything may take before the test fails instead of hanging.
+pub const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The binary under test: $AGENT_FOLD_BIN (e.g. a release build), else cargo's build of it.
+pub fn binary() -> std::path::PathBuf {
+    std::env::var_os("AGENT_FOLD_BIN")
+        .map(Into::into)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_agent-fold").into())
+}
+
+/// A running server; killed when dropped.
+pub struct Server {
+    child: Child,
+    pub url: String,
+    pub port: u16,
+    stderr: Arc<Mutex<String>>,
+}
+
+/// `agent-fold serve ARGS…` run to its end: its exit code and stderr (for refused flags).
+pub fn refused(args: &[&str]) -> (i32, String) {
+    let out = Command::new(binary())
+        .arg("serve")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run agent-fold");
+    assert!(
+        out.stdout.is_empty(),
+        "no URL is printed when the server does not start: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+impl Server {
+    /// `agent-fold serve ARGS…` with stdin closed.
+    pub fn start(args: &[&str]) -> Server {
+        Server::start_with(args, &[], Stdio::null())
+    }
+
+    /// With extra environment variables and the given stdin.
+    pub fn start_with(args: &[&str], env: &[(&str, &str)], stdin: Stdio) -> Server {
+        let mut child = Command::new(binary())
+            .arg("serve")
+            .args(args)
+            .envs(env.iter().copied())
+            .stdin(stdin)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start agent-fold serve");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let keep = Arc::clone(&stderr);
+        let err = child.stderr.take().expect("piped");
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                keep.lock().unwrap().push_str(&(line + "\n"));
+            }
+        });
+        let out = child.stdout.take().expect("piped");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(out).lines();
+            if let Some(Ok(line)) = lines.next() {
+                let _ = tx.send(line);
+            }
+            lines.for_each(drop);
+        });
+        let url = match rx.recv_timeout(TIMEOUT) {
+            Ok(url) => url,
+            Err(_) => {
+                let _ = child.kill();
+                panic!(
+                    "agent-fold serve printed no URL; stderr:\n{}",
+                    stderr.lock().unwrap()
+                );
+            }
+        };
+        let port = url
+            .strip_prefix("http://127.0.0.1:")
+            .and_then(|r| r.strip_suffix('/'))
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("the first line is the URL, got {url:?}"));
+        Server {
+            child,
+            url,
+            port,
+            stderr,
+        }
+    }
+
+    pub fn stdin(&mut self) -> &mut ChildStdin {
+        self.child
+            .stdin
+            .as_mut()
+            .expect("started with a piped stdin")
+    }
+
+    /// Closes the server's stdin.
+    pub fn close_stdin(&mut self) {
+        drop(self.child.stdin.take());
+    }
+
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Whether the process still runs.
+    pub fn alive(&mut self) -> bool {
+        self.child.try_wait().expect("try_wait").is_none()
+    }
+
+    fn connect(&self, path: &str, headers: &[(&str, &str)]) -> TcpStream {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect to the server");
+        s.set_read_timeout(Some(TIMEOUT)).unwrap();
+        let mut req = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n", self.port);
+        for (k, v) in headers {
+            req.push_str(&format!("{k}: {v}\r\n"));
+        }
+        req.push_str("\r\n");
+        s.write_all(req.as_bytes()).unwrap();
+        s
+    }
+
+    /// A GET: status, headers (names lowercased) and the whole body.
+    pub fn get(&self, path: &str) -> Response {
+        let s = self.connect(path, &[("Connection", "close")]);
+        let mut r = BufReader::new(s);
+        let (status, headers) = head(&mut r);
+        let mut body = Vec::new();
+        if headers
+            .iter()
+            .any(|(k, v)| k == "transfer-encoding" && v == "chunked")
+        {
+            Chunked::new(r).read_to_end(&mut body).unwrap();
+        } else {
+            r.read_to_end(&mut body).unwrap();
+        }
+        Response {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    /// `GET /state` as JSON.
+    pub fn state(&self) -> Value {
+        let r = self.get("/state");
+        assert_eq!(r.status, 200);
+        serde_json::from_slice(&r.body).expect("/state is JSON")
+    }
+
+    /// Polls `/state` until `ok` holds of it, else fails saying `what` and the last state.
+    pub fn wait_state(&self, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let s = self.state();
+            if ok(&s) {
+                return s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "waited {TIMEOUT:?} for {what}; state: {s:#}\nstderr: {}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+
+    /// An SSE connection to `path` (`/events…`), with a `Last-Event-ID` when given.
+    pub fn events_at(&self, path: &str, last: Option<&str>) -> Events {
+        let mut headers = vec![("Accept", "text/event-stream")];
+        if let Some(id) = last {
+            headers.push(("Last-Event-ID", id));
+        }
+        let mut r = BufReader::new(self.connect(path, &headers));
+        let (status, headers) = head(&mut r);
+        assert_eq!(status, 200, "/events answers 200");
+        let kind = headers.iter().find(|(k, _)| k == "content-type");
+        assert_eq!(kind.map(|(_, v)| v.as_str()), Some("text/event-stream"));
+        let body: Box<dyn Read + Send> = if headers
+            .iter()
+            .any(|(k, v)| k == "transfer-encoding" && v == "chunked")
+        {
+            Box::new(Chunked::new(r))
+        } else {
+            Box::new(r)
+        };
+        Events {
+            lines: BufReader::new(body),
+        }
+    }
+
+    pub fn events(&self, last: Option<&str>) -> Events {
+        self.events_at("/events", last)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// The status line and headers of a response.
+fn head(r: &mut impl BufRead) -> (u16, Vec<(String, String)>) {
+    let mut line = String::new();
+    r.read_line(&mut line).expect("a status line");
+    let status = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("a status line, got {line:?}"));
+    let mut headers = Vec::new();
+    loop {
+        line.clear();
+        r.read_line(&mut line).expect("a header line");
+        let l = line.trim_end();
+        if l.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = l.split_once(':') {
+            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_owned()));
+        }
+    }
+    (status, headers)
+}
+
+/// A chunked HTTP/1.1 body, unwrapped.
+struct Chunked<R> {
+    inner: R,
+    left: usize,
+    done: bool,
+}
+
+impl<R: BufRead> Chunked<R> {
+    fn new(inner: R) -> Self {
+        Chunked {
+            inner,
+            left: 0,
+            done: false,
+        }
+    }
+}
+
+impl<R: BufRead> Read for Chunked<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.done {
+            return Ok(0);
+        }
+        if self.left == 0 {
+            let mut size = String::new();
+            self.inner.read_line(&mut size)?;
+            if size.trim().is_empty() {
+                // The CRLF after the previous chunk.
+                size.clear();
+                self.inner.read_line(&mut size)?;
+            }
+            let hex = size.trim().split(';').next().unwrap_or("");
+            self.left = usize::from_str_radix(hex, 16).map_err(|_| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("chunk size {size:?}"),
+                )
+            })?;
+            if self.left == 0 {
+                self.done = true;
+                return Ok(0);
+            }
+        }
+        let n = buf.len().min(self.left);
+        let n = self.inner.read(&mut buf[..n])?;
+        self.left -= n;
+        Ok(n)
+    }
+}
+
+/// One Server-Sent Event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub id: Option<String>,
+    pub kind: String,
+    pub data: String,
+    pub retry: Option<u64>,
+}
+
+impl Event {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.data)
+            .unwrap_or_else(|e| panic!("event data is JSON ({e}): {}", self.data))
+    }
+
+    /// The event's number (the part of its id before the run).
+    pub fn n(&self) -> u64 {
+        let id = self.id.as_deref().expect("a numbered event");
+        id.split_once('-')
+            .and_then(|(n, _)| n.parse().ok())
+            .unwrap_or_else(|| panic!("an id <n>-<run>, got {id}"))
+    }
+}
+
+/// An open `/events` stream.
+pub struct Events {
+    lines: BufReader<Box<dyn Read + Send>>,
+}
+
+impl Events {
+    /// The next event (comments skipped); fails after [`TIMEOUT`].
+    pub fn next(&mut self) -> Event {
+        let mut e = Event {
+            id: None,
+            kind: "message".to_owned(),
+            data: String::new(),
+            retry: None,
+        };
+        let mut any = false;
+        loop {
+            let mut line = String::new();
+            let n = self
+                .lines
+                .read_line(&mut line)
+                .unwrap_or_else(|err| panic!("reading /events: {err}"));
+            assert!(n > 0, "/events ended");
+            let line = line.trim_end_matches(['\r', '\n']);
+            if line.is_empty() {
+                if any {
+                    return e;
+                }
+                continue;
+            }
+            if line.starts_with(':') {
+                continue;
+            }
+            let (field, value) = line.split_once(':').unwrap_or((line, ""));
+            let value = value.strip_prefix(' ').unwrap_or(value);
+            any = true;
+            match field {
+                "id" => e.id = Some(value.to_owned()),
+                "event" => e.kind = value.to_owned(),
+                "data" => {
+                    if !e.data.is_empty() {
+                        e.data.push('\n');
+                    }
+                    e.data.push_str(value);
+                }
+                "retry" => e.retry = value.parse().ok(),
+                _ => {}
+            }
+        }
+    }
+
+    /// The next event of `kind`, those of other kinds skipped.
+    pub fn next_of(&mut self, kind: &str) -> Event {
+        loop {
+            let e = self.next();
+            if e.kind == kind {
+                return e;
+            }
+        }
+    }
+}
+
+/// A scratch directory under the target's tmp, fresh for each name.
+pub fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("serve-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Appends bytes to a file, creating it.
+pub fn append(path: &std::path::Path, bytes: &[u8]) {
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    f.write_all(bytes).unwrap();
+    f.flush().unwrap();
+}
