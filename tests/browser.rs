@@ -144,7 +144,13 @@ fn js(b: &mut Browser, expr: &str) -> Value {
 }
 
 /// One new meter with `attrs`, fed `records` (a JS array expression), probed.
-fn meter(b: &mut Browser, attrs: Value, records: &str) -> Value {
+/// A meter in language `lang` fed `records` (a JS array expression): its probe.
+fn meter(b: &mut Browser, lang: &str, records: &str) -> Value {
+    meter_with(b, json!({ "lang": lang }), records)
+}
+
+/// A meter with the attributes `attrs` fed `records`: its probe.
+fn meter_with(b: &mut Browser, attrs: Value, records: &str) -> Value {
     js(
         b,
         &format!(
@@ -172,19 +178,11 @@ fn ring_fill_and_name_follow_occupancy() {
         ("1.7", "100 0", "170% of context used"),
         ("null", "0 100", "Context use unknown"),
     ] {
-        let p = meter(
-            &mut b,
-            json!({"lang": "en"}),
-            &format!("[rec({{contextOccupancy: {occ}}})]"),
-        );
+        let p = meter(&mut b, "en", &format!("[rec({{contextOccupancy: {occ}}})]"));
         assert_eq!(p["dash"], dash, "arc for occupancy {occ}");
         assert_eq!(p["label"], label, "aria name for occupancy {occ}");
     }
-    let p = meter(
-        &mut b,
-        json!({"lang": "zh-CN"}),
-        "[rec({contextOccupancy: 0.04})]",
-    );
+    let p = meter(&mut b, "zh-CN", "[rec({contextOccupancy: 0.04})]");
     assert_eq!(p["label"], "上下文已使用 4%");
     assert_eq!(p["role"], "button");
     assert_eq!(p["tabindex"], "0");
@@ -211,21 +209,13 @@ fn ring_fill_and_name_follow_occupancy() {
 #[test]
 fn header_is_one_sentence_split_at_the_figure() {
     let Some(mut b) = page() else { return };
-    let en = meter(
-        &mut b,
-        json!({"lang": "en"}),
-        "[rec({contextOccupancy: 0.04})]",
-    );
+    let en = meter(&mut b, "en", "[rec({contextOccupancy: 0.04})]");
     assert_eq!(
         en["head"],
         json!(["4%", " of context used"]),
         "en: figure first"
     );
-    let zh = meter(
-        &mut b,
-        json!({"lang": "zh-CN"}),
-        "[rec({contextOccupancy: 0.04})]",
-    );
+    let zh = meter(&mut b, "zh-CN", "[rec({contextOccupancy: 0.04})]");
     assert_eq!(
         zh["head"],
         json!(["上下文已使用 ", "4%"]),
@@ -263,16 +253,12 @@ fn header_is_one_sentence_split_at_the_figure() {
          return [navigator.language, p.label]; })()",
     );
     assert_eq!(from_navigator, json!(["zh-CN", "上下文占用未知"]));
-    let other = meter(
-        &mut b,
-        json!({"lang": "fr"}),
-        "[rec({contextOccupancy: 0.04})]",
-    );
+    let other = meter(&mut b, "fr", "[rec({contextOccupancy: 0.04})]");
     assert_eq!(other["label"], "4% of context used", "unknown locale: en");
 
     // ~used / capacity: the projection, else the bare sample; capacity may be unknown.
     let used = |b: &mut Browser, lang: &str, fields: &str| {
-        meter(b, json!({"lang": lang}), &format!("[rec({fields})]"))["used"].clone()
+        meter(b, lang, &format!("[rec({fields})]"))["used"].clone()
     };
     assert_eq!(used(&mut b, "en", "{}"), "~244 / 100,000");
     assert_eq!(
@@ -284,11 +270,7 @@ fn header_is_one_sentence_split_at_the_figure() {
         "~244 / capacity unknown"
     );
     assert_eq!(used(&mut b, "zh-CN", "{capacity: null}"), "~244 / 容量未知");
-    let unknown = meter(
-        &mut b,
-        json!({"lang": "en"}),
-        "[rec({contextOccupancy: null})]",
-    );
+    let unknown = meter(&mut b, "en", "[rec({contextOccupancy: null})]");
     assert_eq!(unknown["head"], json!(["Context use unknown"]));
     assert_eq!(unknown["figure"], Value::Null);
 }
@@ -299,26 +281,16 @@ fn bar_splits_the_occupancy_and_renders_no_empty_segment() {
     let open = |b: &mut Browser, attrs: Value, records: &str| {
         let mut attrs = attrs;
         attrs["open"] = json!("");
-        meter(b, attrs, records)
+        meter_with(b, attrs, records)
     };
     let p = open(
         &mut b,
         json!({}),
         "[rec({contextOccupancy: 0.5, systemTokens: 100, toolsTokens: 300, messageTokens: 600})]",
     );
-    let cats: Vec<&str> = p["segments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["category"].as_str().unwrap())
-        .collect();
+    let cats = agent_fold_testkit::strings_of(&p["segments"], "category");
     assert_eq!(cats, ["system", "tools", "messages"]);
-    let widths: Vec<&str> = p["segments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["width"].as_str().unwrap())
-        .collect();
+    let widths = agent_fold_testkit::strings_of(&p["segments"], "width");
     assert_eq!(widths, ["5%", "15%", "30%"]);
     // On screen: 4px tall, the segments together half the bar.
     assert_eq!(p["bar"]["height"], 4.0);
@@ -343,12 +315,7 @@ fn bar_splits_the_occupancy_and_renders_no_empty_segment() {
     assert_eq!(zero["segments"], json!([]));
     // An empty category has no segment, not a sliver.
     let no_tools = open(&mut b, json!({}), "[rec({toolsTokens: 0})]");
-    let cats: Vec<&str> = no_tools["segments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["category"].as_str().unwrap())
-        .collect();
+    let cats = agent_fold_testkit::strings_of(&no_tools["segments"], "category");
     assert_eq!(cats, ["system", "messages"]);
     // Over capacity: the bar is full, not longer.
     let over = open(
@@ -384,11 +351,7 @@ fn bar_splits_the_occupancy_and_renders_no_empty_segment() {
 #[test]
 fn rows_are_raw_estimates_and_nulls_read_unknown() {
     let Some(mut b) = page() else { return };
-    let p = meter(
-        &mut b,
-        json!({"lang": "en"}),
-        "[rec({messageTokens: 123456})]",
-    );
+    let p = meter(&mut b, "en", "[rec({messageTokens: 123456})]");
     assert_eq!(
         p["rows"],
         json!([
@@ -401,7 +364,7 @@ fn rows_are_raw_estimates_and_nulls_read_unknown() {
     assert_eq!(p["partialNote"], false);
     let partial = meter(
         &mut b,
-        json!({"lang": "en"}),
+        "en",
         "[rec({partial: true, systemTokens: null, toolsTokens: 0, messageTokens: null})]",
     );
     assert_eq!(
@@ -415,7 +378,7 @@ fn rows_are_raw_estimates_and_nulls_read_unknown() {
     assert_eq!(partial["partialNote"], true);
     let zh = meter(
         &mut b,
-        json!({"lang": "zh-CN"}),
+        "zh-CN",
         "[rec({partial: true, messageTokens: null})]",
     );
     assert_eq!(
@@ -425,13 +388,13 @@ fn rows_are_raw_estimates_and_nulls_read_unknown() {
     // A figure that is missing, or not a number, is unknown too, never 0.
     let odd = meter(
         &mut b,
-        json!({"lang": "en"}),
+        "en",
         "[(() => { const r = rec({toolsTokens: '12'}); delete r.systemTokens; return r; })()]",
     );
     assert_eq!(odd["rows"][0][1], "unknown");
     assert_eq!(odd["rows"][1][1], "unknown");
     // Before any record: no figures at all.
-    let empty = meter(&mut b, json!({"lang": "en"}), "[]");
+    let empty = meter(&mut b, "en", "[]");
     assert_eq!(empty["used"], "No reading yet");
     assert_eq!(empty["label"], "Context use unknown");
     assert_eq!(empty["rows"][2][1], "unknown");
@@ -440,7 +403,7 @@ fn rows_are_raw_estimates_and_nulls_read_unknown() {
 #[test]
 fn panel_opens_with_click_enter_space_and_closes_with_escape() {
     let Some(mut b) = page() else { return };
-    meter(&mut b, json!({"session": "s-42"}), "[rec()]");
+    meter_with(&mut b, json!({"session": "s-42"}), "[rec()]");
     js(
         &mut b,
         "window.toggles = 0; m.addEventListener('toggle', () => toggles++); \
@@ -519,7 +482,7 @@ fn panel_opens_with_click_enter_space_and_closes_with_escape() {
 #[test]
 fn error_warns_keeps_the_last_figures_and_records_update_live() {
     let Some(mut b) = page() else { return };
-    let good = meter(
+    let good = meter_with(
         &mut b,
         json!({"session": "s-42", "lang": "en", "open": ""}),
         "[rec({contextOccupancy: 0.04})]",
@@ -579,7 +542,7 @@ fn error_warns_keeps_the_last_figures_and_records_update_live() {
     assert_eq!(after[2]["projectedTokens"], 50000);
 
     // Without a session attribute, the meter keeps to the first record's session.
-    let unbound = meter(
+    let unbound = meter_with(
         &mut b,
         json!({}),
         "[rec({session: 'a', contextOccupancy: 0.1}), rec({session: 'b', contextOccupancy: 0.9})]",

@@ -69,12 +69,7 @@ fn the_example_resumes_from_a_checkpoint_at_every_position() {
     let doc: Value = serde_json::from_str(&p.checkpoint()).unwrap();
     assert_eq!(doc["stateVersion"], STATE_VERSION);
     assert_eq!(doc["view"], "pressure");
-    let names: Vec<&str> = doc["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["session"].as_str().unwrap())
-        .collect();
+    let names = agent_fold_testkit::strings_of(&doc["sessions"], "session");
     assert_eq!(names, ["s-77", "s-42"]);
     let s42 = session_checkpoint(&p, "s-42").unwrap();
     assert_eq!(s42["cursor"], 32);

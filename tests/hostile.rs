@@ -126,15 +126,16 @@ fn d1_long_session_keys_keep_no_state_and_never_trap() {
     }
 }
 
-/// A Claude Code transcript with one line serde_json's `Value` refuses, and its control.
-/// Claude Code lines through the adapter: every frame canonical, every pressure record one;
-/// how many frames, and the pressure records.
-fn adapted_claude(what: &str, lines: &[Rec]) -> (usize, Vec<Value>) {
-    let frames = everywhere(&[("input", "claude-code"), ("subagents", "keep")], lines);
-    for f in &frames {
-        let v = json(f);
+/// Claude Code lines through the adapter: every frame an adapted one, every pressure record
+/// one; the frames and the pressure records.
+fn adapted_claude(what: &str, lines: &[Rec]) -> (Vec<Value>, Vec<Value>) {
+    let frames: Vec<Value> = everywhere(&[("input", "claude-code"), ("subagents", "keep")], lines)
+        .iter()
+        .map(json)
+        .collect();
+    for v in &frames {
         assert!(
-            v["seq"].is_u64() && v["type"].as_str().is_some_and(|t| t.contains('/')),
+            v["type"].as_str().is_some_and(|t| t.contains('/')),
             "{what}: a raw line passed: {v}"
         );
     }
@@ -146,9 +147,10 @@ fn adapted_claude(what: &str, lines: &[Rec]) -> (usize, Vec<Value>) {
         pressure.iter().all(|v| v["type"] == "context/pressure"),
         "{what}: {pressure:?}"
     );
-    (frames.len(), pressure)
+    (frames, pressure)
 }
 
+/// A Claude Code transcript with one line serde_json's `Value` refuses, and its control.
 fn claude_lines(odd: &str) -> Vec<Rec> {
     let mut lines = data("claude_code_lone_surrogate.jsonl");
     let text = String::from_utf8(lines[2].value.clone()).unwrap();
@@ -178,7 +180,11 @@ fn d2_lines_serde_json_refuses_are_adapted() {
     for odd in ["surrogate", "deep", "huge"] {
         let lines = claude_lines(odd);
         let (frames, pressure) = adapted_claude(odd, &lines);
-        assert_eq!(frames, lines.len(), "{odd}");
+        assert_eq!(frames.len(), lines.len(), "{odd}");
+        assert!(
+            frames.iter().all(|v| v["seq"].is_u64()),
+            "{odd}: {frames:?}"
+        );
         assert_eq!(
             pressure.last().unwrap()["messageTokens"],
             control_tokens,

@@ -133,12 +133,7 @@ fn events_come_in_order_and_resume_after_last_event_id() {
         "of each session's latest state"
     );
     assert_eq!(snap.id.as_deref(), state["id"].as_str(), "as of the head");
-    let sessions: Vec<&str> = data["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x["session"].as_str().unwrap())
-        .collect();
+    let sessions = agent_fold_testkit::strings_of(&data["sessions"], "session");
     assert_eq!(sessions, ["b", "a"], "newest session first");
     write(&mut s, &p("b", 4, 0.4));
     let e = late.next_of("pressure");
@@ -296,6 +291,17 @@ fn a_followed_log_updates_live_a_half_line_waits_and_runs_fold() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A scratch directory `name` with a log of session `s-1`: a header (a window of 1,000) and
+/// a user message.
+fn hello_log(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = scratch(name);
+    let log = dir.join("log.jsonl");
+    let text = frame(0, "request/header", json!({"context_window": 1000}))
+        + &frame(1, "user/message", json!({"message": "hello"}));
+    append(&log, text.as_bytes());
+    (dir, log)
+}
+
 #[test]
 fn bad_lines_of_a_log_are_skipped_and_counted() {
     let good = frame(0, "request/header", json!({"context_window": 1000}))
@@ -325,11 +331,7 @@ fn bad_lines_of_a_log_are_skipped_and_counted() {
 
 #[test]
 fn a_vanished_log_is_reported_the_server_keeps_serving_and_recovers() {
-    let dir = scratch("vanish");
-    let log = dir.join("log.jsonl");
-    let text = frame(0, "request/header", json!({"context_window": 1000}))
-        + &frame(1, "user/message", json!({"message": "hello"}));
-    append(&log, text.as_bytes());
+    let (dir, log) = hello_log("vanish");
     let s = Server::start(&[log.to_str().unwrap()]);
     let state = s.wait_state("seq 1", |st| seq_of(st, "s-1") == Some(1));
     assert_eq!(
@@ -489,16 +491,10 @@ fn flags_are_checked_before_the_server_starts() {
 
 #[test]
 fn wasm_and_native_modules_fold_alike() {
-    let dir = scratch("modules");
-    let log = dir.join("log.jsonl");
-    let text = frame(0, "request/header", json!({"context_window": 1000}))
-        + &frame(1, "user/message", json!({"message": "hello"}))
-        + &frame(
-            2,
-            "assistant/message",
-            json!({"message": "hi", "usage": {"input_tokens": 50}}),
-        );
-    append(&log, text.as_bytes());
+    let (dir, log) = hello_log("modules");
+    let reply = json!({"message": "hi", "usage": {"input_tokens": 50}});
+    append(&log, frame(2, "assistant/message", reply).as_bytes());
+    let text = std::fs::read_to_string(&log).unwrap();
     let wasm = agent_fold::module::default_wasm_path();
     let mut runs = vec![(vec!["--native"], "native library".to_owned())];
     if wasm.is_file() {

@@ -460,12 +460,7 @@ mod tests {
             assert!(!b.frame(Some(b"b"), br#"{"type":"user/message"}"#));
         });
         let state = hub.state();
-        let order: Vec<&str> = state["sessions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s["session"].as_str().unwrap())
-            .collect();
+        let order = agent_fold_testkit::strings_of(&state["sessions"], "session");
         assert_eq!(order, ["b", "a"]);
         assert_eq!(state["sessions"][1]["error"]["error"], "x");
         assert_eq!(state["sessions"][1]["pressure"]["seq"], 7);

@@ -187,23 +187,15 @@ impl Follow {
 
 #[cfg(test)]
 mod tests {
+    use agent_fold_testkit::append;
+
     use super::*;
-    use std::io::Write;
 
     fn values(p: &Polled) -> Vec<String> {
         p.lines
             .iter()
             .map(|r| String::from_utf8_lossy(&r.value).into_owned())
             .collect()
-    }
-
-    fn append(path: &Path, bytes: &[u8]) {
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .unwrap();
-        f.write_all(bytes).unwrap();
     }
 
     #[test]

@@ -9,8 +9,10 @@ pub mod checks;
 mod hostile;
 mod logs;
 pub mod reference;
+mod util;
 
 pub use hostile::{HostileLog, HostileOp, Odd};
 pub use logs::{
     Delta, Drawn, GenFrame, GenLog, GenRecord, GenSession, SeqPick, SurfaceOp, seeded_bytes,
 };
+pub use util::{append, strings_of};

@@ -401,13 +401,4 @@ pub fn scratch(name: &str) -> std::path::PathBuf {
     dir
 }
 
-/// Appends bytes to a file, creating it.
-pub fn append(path: &std::path::Path, bytes: &[u8]) {
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap();
-    f.write_all(bytes).unwrap();
-    f.flush().unwrap();
-}
+pub use agent_fold_testkit::append;
