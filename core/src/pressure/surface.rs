@@ -4,14 +4,19 @@
 //! surface without touching it, [`Surface::commit`] applies a checked plan. A replacement span
 //! that is not in the surface is log corruption, never a skippable event.
 //!
-//! Layout, about 28 bytes a node: nodes in arrays by id (the order they came), found by seq
-//! through ids sorted by seq (binary search); the surface order is a deque of ids in which a
-//! removed stretch becomes one dead run that jumps to the entry after it, so that a frame's edit
-//! costs its lookups plus the nodes it removes, whatever the surface's length. Removed nodes are
-//! swept out once they outnumber the live ones.
+//! Layout, about 16 bytes a node: nodes in columns by id, ids in seq order (the order they
+//! came, each seq above the last), found by binary search over the seqs, which like the tokens
+//! are kept as `u32` offsets while they fit ([`Column`]); the surface order is a deque of ids in
+//! which a removed stretch becomes one dead run that jumps to the entry after it, so that a
+//! frame's edit costs its lookups plus the nodes it removes, whatever the surface's length.
+//! Removed nodes are swept out once they outnumber the live ones.
 
 use std::collections::VecDeque;
 use std::fmt;
+
+use column::Column;
+
+mod column;
 
 /// One message on the surface: the frame's `seq` and its estimated tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,12 +72,11 @@ const ORIGIN: u32 = 1 << 30;
 
 #[derive(Debug, Clone)]
 pub struct Surface {
-    /// Per node id: its seq, tokens and position in `order` (`GONE` once removed).
-    seq: Vec<u64>,
-    tokens: Vec<u64>,
+    /// Per node id: its seq, tokens and position in `order` (`GONE` once removed). Ids ascend
+    /// with seq — a new node's seq is above every earlier one's — so `seq` is sorted.
+    seq: Column,
+    tokens: Column,
     pos: Vec<u32>,
-    /// Node ids sorted by seq.
-    by_seq: Vec<u32>,
     /// Surface order: live ids, and dead runs. Entry `i` stands at position `origin + i`.
     order: VecDeque<u32>,
     origin: u32,
@@ -85,17 +89,7 @@ pub struct Surface {
 
 impl Default for Surface {
     fn default() -> Surface {
-        Surface {
-            seq: Vec::new(),
-            tokens: Vec::new(),
-            pos: Vec::new(),
-            by_seq: Vec::new(),
-            order: VecDeque::new(),
-            origin: ORIGIN,
-            live: 0,
-            total: 0,
-            floor: None,
-        }
+        Surface::with_capacity(0)
     }
 }
 
@@ -121,12 +115,14 @@ impl Surface {
     /// An empty surface with room for `n` nodes.
     pub(crate) fn with_capacity(n: usize) -> Surface {
         Surface {
-            seq: Vec::with_capacity(n),
-            tokens: Vec::with_capacity(n),
+            seq: Column::with_capacity(n, true),
+            tokens: Column::with_capacity(n, false),
             pos: Vec::with_capacity(n),
-            by_seq: Vec::with_capacity(n),
             order: VecDeque::with_capacity(n),
-            ..Surface::default()
+            origin: ORIGIN,
+            live: 0,
+            total: 0,
+            floor: None,
         }
     }
 
@@ -138,22 +134,40 @@ impl Surface {
             .ok_or(RestoreError::Overflow)?;
         let id = self.add(node);
         self.place_back(id);
-        self.by_seq.push(id);
         Ok(())
     }
 
-    /// Ends a restore: indexes the nodes by seq, refusing a seq that stands twice.
+    /// Ends a restore: numbers the nodes in seq order, refusing a seq that stands twice.
     pub(crate) fn restored(&mut self) -> Result<(), RestoreError> {
-        let seq = &self.seq;
-        self.by_seq.sort_unstable_by_key(|&id| seq[id as usize]);
-        match self
-            .by_seq
-            .windows(2)
-            .find(|w| seq[w[0] as usize] == seq[w[1] as usize])
-        {
-            Some(w) => Err(RestoreError::Repeated(seq[w[0] as usize])),
-            None => Ok(()),
+        self.reindex(true)
+    }
+
+    /// Renumbers the ids in seq order (ties in id order); `unique`: refuse a seq that stands
+    /// twice, changing nothing. Nodes come in seq order but for a checkpoint's surface, whose
+    /// nodes come in surface order.
+    fn reindex(&mut self, unique: bool) -> Result<(), RestoreError> {
+        let n = self.seq.len();
+        if (1..n).all(|i| self.seq.get(i - 1) < self.seq.get(i)) {
+            return Ok(());
         }
+        let seq = |id: u32| self.seq.get(id as usize);
+        let mut by_seq: Vec<u32> = (0..n as u32).collect();
+        by_seq.sort_unstable_by_key(|&id| (seq(id), id));
+        if unique && let Some(w) = by_seq.windows(2).find(|w| seq(w[0]) == seq(w[1])) {
+            return Err(RestoreError::Repeated(seq(w[0])));
+        }
+        // Old id `by_seq[r]` becomes `r`.
+        self.seq = self.seq.gather(by_seq.iter().copied(), true);
+        self.tokens = self.tokens.gather(by_seq.iter().copied(), false);
+        let pos: Vec<u32> = by_seq.iter().map(|&id| self.pos[id as usize]).collect();
+        drop(by_seq);
+        for (r, &p) in pos.iter().enumerate() {
+            if p != GONE {
+                self.order[(p - self.origin) as usize] = r as u32;
+            }
+        }
+        self.pos = pos;
+        Ok(())
     }
 
     /// A surface of `nodes` in this order, with `floor`; `None` when a seq stands twice or the
@@ -176,8 +190,8 @@ impl Surface {
         self.floor = floor;
     }
 
-    /// The nodes, in surface order.
-    pub fn nodes(&self) -> impl Iterator<Item = Node> + '_ {
+    /// The live ids, in surface order.
+    fn ids(&self) -> impl Iterator<Item = u32> + '_ {
         let mut p = self.origin;
         let end = self.origin + self.order.len() as u32;
         std::iter::from_fn(move || {
@@ -188,12 +202,17 @@ impl Surface {
                     continue;
                 }
                 p += 1;
-                return Some(Node {
-                    seq: self.seq[e as usize],
-                    tokens: self.tokens[e as usize],
-                });
+                return Some(e);
             }
             None
+        })
+    }
+
+    /// The nodes, in surface order.
+    pub fn nodes(&self) -> impl Iterator<Item = Node> + '_ {
+        self.ids().map(|id| Node {
+            seq: self.seq.get(id as usize),
+            tokens: self.tokens.get(id as usize),
         })
     }
 
@@ -216,12 +235,16 @@ impl Surface {
 
     /// The live node of `seq`.
     fn find(&self, seq: u64) -> Option<u32> {
-        let i = self
-            .by_seq
-            .binary_search_by_key(&seq, |&id| self.seq[id as usize])
-            .ok()?;
-        let id = self.by_seq[i];
-        (self.pos[id as usize] != GONE).then_some(id)
+        let at = self.seq.binary_search(seq).ok()?;
+        // A seq stands once but where `commit` was given one out of order; then any live one.
+        let first = (0..at)
+            .rev()
+            .find(|&i| self.seq.get(i) != seq)
+            .map_or(0, |i| i + 1);
+        (first..self.seq.len())
+            .take_while(|&i| self.seq.get(i) == seq)
+            .find(|&i| self.pos[i] != GONE)
+            .map(|i| i as u32)
     }
 
     /// Checks an edit: `None` appends, `Some(span)` replaces. `partial` allows a span that
@@ -267,12 +290,17 @@ impl Surface {
             ..node
         };
         self.total += node.tokens;
+        let n = self.seq.len();
+        let ascending = n == 0 || self.seq.get(n - 1) < node.seq;
         let id = self.add(node);
-        self.index(id);
         match (plan, start) {
             (_, Some(p)) => self.place_at(id, p),
             (Plan::FrontCut { .. }, None) => self.place_front(id),
             _ => self.place_back(id),
+        }
+        if !ascending {
+            // Sessions never do this (a node's seq is above the cursor); the API allows it.
+            let _ = self.reindex(false);
         }
         if self.seq.len() > 2 * self.live + 64 || self.origin == 0 {
             self.sweep();
@@ -286,19 +314,6 @@ impl Surface {
         self.pos.push(GONE);
         self.live += 1;
         (self.seq.len() - 1) as u32
-    }
-
-    /// Indexes a new node by seq: above every seq it is appended; otherwise (only a
-    /// checkpoint's odd seqs can put it there) it is inserted in place.
-    fn index(&mut self, id: u32) {
-        let seq = self.seq[id as usize];
-        match self.by_seq.last() {
-            Some(&l) if self.seq[l as usize] >= seq => {
-                let at = self.by_seq.partition_point(|&i| self.seq[i as usize] < seq);
-                self.by_seq.insert(at, id);
-            }
-            _ => self.by_seq.push(id),
-        }
     }
 
     fn place_back(&mut self, id: u32) {
@@ -331,7 +346,7 @@ impl Surface {
                 continue;
             }
             let id = e as usize;
-            self.total -= self.tokens[id];
+            self.total -= self.tokens.get(id);
             self.pos[id] = GONE;
             self.live -= 1;
             if p == end {
@@ -350,22 +365,28 @@ impl Surface {
         start
     }
 
-    /// Drops removed nodes and dead runs, renumbering what is left (amortised: it runs once
-    /// removed nodes outnumber live ones).
+    /// Drops removed nodes and dead runs, renumbering what is left in seq order (amortised:
+    /// it runs once removed nodes outnumber live ones).
     fn sweep(&mut self) {
-        let nodes: Vec<Node> = self.nodes().collect();
-        let (total, floor) = (self.total, self.floor);
-        *self = Surface::default();
-        for n in nodes {
-            let id = self.add(n);
-            self.place_back(id);
+        let kept: Vec<u32> = (0..self.pos.len() as u32)
+            .filter(|&id| self.pos[id as usize] != GONE)
+            .collect();
+        let mut renumber = vec![GONE; self.pos.len()];
+        for (new, &old) in kept.iter().enumerate() {
+            renumber[old as usize] = new as u32;
         }
-        // Ids are now the surface order; seqs are unique, so sorting by them rebuilds the index.
-        let mut ids: Vec<u32> = (0..self.seq.len() as u32).collect();
-        ids.sort_unstable_by_key(|&id| self.seq[id as usize]);
-        self.by_seq = ids;
-        self.total = total;
-        self.floor = floor;
+        let mut order = VecDeque::with_capacity(kept.len());
+        let mut pos = vec![GONE; kept.len()];
+        for old in self.ids() {
+            let new = renumber[old as usize];
+            pos[new as usize] = ORIGIN + order.len() as u32;
+            order.push_back(new);
+        }
+        self.seq = self.seq.gather(kept.iter().copied(), true);
+        self.tokens = self.tokens.gather(kept.iter().copied(), false);
+        self.pos = pos;
+        self.order = order;
+        self.origin = ORIGIN;
     }
 }
 

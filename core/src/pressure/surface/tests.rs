@@ -163,3 +163,19 @@ fn a_long_surface_costs_nothing_per_refused_or_end_replacing_frame() {
     }
     assert_eq!((s.len(), s.total()), (200_000, 200_000));
 }
+
+#[test]
+fn a_seq_committed_out_of_order_is_still_found() {
+    // Sessions never commit a seq below one they hold; the API allows it, and stays right.
+    let mut s = surface(&[(5, 1), (9, 1)]);
+    s.commit(Plan::Append, Node { seq: 7, tokens: 2 });
+    assert_eq!(seqs(&s), [5, 9, 7]);
+    let p = s.plan(span(9, 7), false).unwrap();
+    s.commit(p, Node { seq: 3, tokens: 4 });
+    assert_eq!((seqs(&s), s.total()), (vec![5, 3], 5));
+    // The removed 9 stands beside a new one: the live one is found.
+    s.commit(Plan::Append, Node { seq: 9, tokens: 1 });
+    let p = s.plan(span(3, 9), false).unwrap();
+    s.commit(p, Node { seq: 10, tokens: 1 });
+    assert_eq!((seqs(&s), s.total()), (vec![5, 10], 2));
+}
