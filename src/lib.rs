@@ -1,5 +1,5 @@
 //! Host tools for agent-fold, layered one way: the subcommands ([`run`], [`accuracy`],
-//! [`corpus`]) → shared host modules ([`module`]: an instance, `.wasm` in fluvio-smartengine
+//! [`corpus`], [`relay`]) → shared host modules ([`module`]: an instance, `.wasm` in fluvio-smartengine
 //! or native; [`logs`], [`plot`], [`checkpoint`]) → records ([`record`], [`jsonl`]) → the core.
 
 pub mod accuracy;
@@ -10,4 +10,5 @@ pub mod logs;
 pub mod module;
 pub mod plot;
 pub mod record;
+pub mod relay;
 pub mod run;
