@@ -4,7 +4,7 @@
 //! which order. The relay's tests run the very loop the CLI runs over them.
 
 use std::cell::RefCell;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -271,4 +271,61 @@ impl Sink for MemSink {
         st.journal.push(Event::Acked(len));
         Ok(())
     }
+}
+
+/// Whether `out` holds every record of `expected` in order per session (record key), a record
+/// equal to one already seen of its session being a duplicate: the duplicates, or what is
+/// wrong (a record lost, or one that `expected` does not have).
+pub fn duplicates(expected: &[Rec], out: &[Rec]) -> Result<usize, String> {
+    let mut want: HashMap<&Option<Vec<u8>>, Vec<&Rec>> = HashMap::new();
+    for r in expected {
+        want.entry(&r.key).or_default().push(r);
+    }
+    let mut at: HashMap<&Option<Vec<u8>>, usize> = HashMap::new();
+    let mut dups = 0;
+    for r in out {
+        let w = want.get(&r.key).map(Vec::as_slice).unwrap_or_default();
+        let i = at.entry(&r.key).or_default();
+        if *i < w.len() && w[*i] == r {
+            *i += 1;
+        } else if w[..*i].contains(&r) {
+            dups += 1;
+        } else {
+            return Err(format!(
+                "unexpected record {}",
+                String::from_utf8_lossy(&r.value)
+            ));
+        }
+    }
+    for (k, w) in &want {
+        let got = at.get(k).copied().unwrap_or(0);
+        if got < w.len() {
+            return Err(format!(
+                "session {:?}: {} of {} records lost",
+                k.as_deref().map(String::from_utf8_lossy),
+                w.len() - got,
+                w.len()
+            ));
+        }
+    }
+    Ok(dups)
+}
+
+/// Whether every commit in `journal` came after the acknowledgement of every record sent
+/// before it.
+pub fn commits_follow_acks(journal: &[Event]) -> Result<(), String> {
+    let mut unacked = 0;
+    for (i, e) in journal.iter().enumerate() {
+        match e {
+            Event::Sent => unacked += 1,
+            Event::Acked(_) => unacked = 0,
+            Event::Committed { next, .. } if unacked > 0 => {
+                return Err(format!(
+                    "event {i}: offset {next} committed with {unacked} records unacknowledged"
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }

@@ -2,7 +2,6 @@
 //! `.wasm` runs the same loop in tests/relay.rs): offsets, gaps, restarts, commit-after-ack,
 //! refusals, idle exit, stop, retries.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use super::memory::{Cluster, Event};
@@ -59,51 +58,14 @@ fn relay(cluster: &Cluster, p: &[(String, String)], s: &Settings) -> anyhow::Res
     block_on(pump::run(&mut cluster.connect(0), &mut make, 0, s, &ctl))
 }
 
-/// Asserts that `out` holds every record of `expected`, in order per session (key), a record
-/// equal to one already seen of its session counting as a duplicate; returns the duplicates.
+#[track_caller]
 pub(crate) fn no_loss(expected: &[Rec], out: &[Rec]) -> usize {
-    let mut want: HashMap<&Option<Vec<u8>>, Vec<&Rec>> = HashMap::new();
-    for r in expected {
-        want.entry(&r.key).or_default().push(r);
-    }
-    let mut at: HashMap<&Option<Vec<u8>>, usize> = HashMap::new();
-    let mut dups = 0;
-    for r in out {
-        let w = want.get(&r.key).map(Vec::as_slice).unwrap_or_default();
-        let i = at.entry(&r.key).or_default();
-        if *i < w.len() && w[*i] == r {
-            *i += 1;
-        } else if w[..*i].contains(&r) {
-            dups += 1;
-        } else {
-            panic!("unexpected record {:?}", String::from_utf8_lossy(&r.value));
-        }
-    }
-    for (k, w) in &want {
-        let got = at.get(k).copied().unwrap_or(0);
-        assert_eq!(
-            got,
-            w.len(),
-            "session {k:?}: {} of {} records lost",
-            w.len() - got,
-            w.len()
-        );
-    }
-    dups
+    super::memory::duplicates(expected, out).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// Asserts that every commit in the journal came after the acknowledgement of every record
-/// sent before it.
+#[track_caller]
 pub(crate) fn commits_follow_acks(journal: &[Event]) {
-    let mut unacked = 0;
-    for (i, e) in journal.iter().enumerate() {
-        match e {
-            Event::Sent => unacked += 1,
-            Event::Acked(_) => unacked = 0,
-            Event::Committed { .. } => assert_eq!(unacked, 0, "event {i}: commit before ack"),
-            _ => {}
-        }
-    }
+    super::memory::commits_follow_acks(journal).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn commits(c: &Cluster) -> Vec<i64> {
