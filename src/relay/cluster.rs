@@ -85,10 +85,10 @@ pub async fn ensure_topic(fluvio: &Fluvio, to: &str, partitions: u32) -> Result<
     }
     for _ in 0..100 {
         let listed = admin.list::<TopicSpec, String>(vec![to.to_owned()]).await?;
-        if let Some(t) = listed.iter().find(|t| t.name == to) {
-            if t.status.resolution == TopicResolution::Provisioned {
-                return Ok(());
-            }
+        if let Some(t) = listed.iter().find(|t| t.name == to)
+            && t.status.resolution == TopicResolution::Provisioned
+        {
+            return Ok(());
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

@@ -245,11 +245,12 @@ impl Sink for MemSink {
     async fn send(&mut self, record: Rec) -> Result<()> {
         let hang = hang(&mut self.cluster.state().faults.hang_after_sends);
         if hang {
-            let mut st = self.cluster.state();
-            st.hung = true;
-            let sent = std::mem::take(&mut st.pending);
-            st.out.extend(sent);
-            drop(st);
+            {
+                let mut st = self.cluster.state();
+                st.hung = true;
+                let sent = std::mem::take(&mut st.pending);
+                st.out.extend(sent);
+            }
             std::future::pending::<()>().await;
         }
         let mut st = self.cluster.state();
