@@ -10,7 +10,7 @@
 # (`agent-fold corpus --records 50000`), and the real logs in ../shared/data/real, read in place
 # and produced raw (keyed by the session each line names) to topics consumed with -e input=….
 # Creates topics $E2E_PREFIX-* (default af-e2e; deleted first and at the end unless
-# E2E_KEEP=1) and SmartModule $E2E_SMARTMODULE (default agent-fold-e2e). Checks in
+# E2E_KEEP=1) and SmartModule $E2E_SMARTMODULE-<hash of the .wasm> (default agent-fold-e2e). Checks in
 # scripts/e2e_check.py. Environment: E2E_RECORDS (50000), E2E_SEED (random), E2E_PROFILE
 # (debug, or release: the binary measured), CARGO_TARGET_DIR.
 set -euo pipefail
@@ -55,9 +55,25 @@ af=${CARGO_TARGET_DIR:-target}/$profile/agent-fold
 
 # Topics of an earlier run go first: a topic keeps its records.
 for t in $(topics); do fluvio topic delete "$t" >/dev/null; done
-fluvio smartmodule delete "$sm" >/dev/null 2>&1 || true
-fluvio smartmodule create "$sm" --wasm-file "$wasm" >/dev/null
-sleep 2 # a module used right after `create` silently yields nothing
+# The module under a name of its bytes: a name deleted and created again can stay unknown to
+# the SPU (SmartModuleNotFound in its log, an empty stream here), so names are never reused.
+sm=$sm-$(sha256sum "$wasm" | cut -c1-10)
+for old in $(fluvio smartmodule list 2>/dev/null | awk -v p="${sm%-*}-" 'index($1, p) == 1 { print $1 }'); do
+  [[ $old == "$sm" ]] || fluvio smartmodule delete "$old" >/dev/null 2>&1 || true
+done
+if ! fluvio smartmodule list 2>/dev/null | awk '{ print $1 }' | grep -qx "$sm"; then
+  fluvio smartmodule create "$sm" --wasm-file "$wasm" >/dev/null
+fi
+# A module used right after `create` silently yields nothing: wait until it answers.
+fluvio topic create "$prefix-probe" >/dev/null
+echo '{"type":"user/message","session_id":"probe","seq":0}' | fluvio produce "$prefix-probe"
+for i in $(seq 30); do
+  out=$(timeout 5 fluvio consume "$prefix-probe" -B -d \
+    --transforms-line "{\"uses\":\"$sm\",\"with\":{\"emit\":\"frames\"}}" 2>/dev/null || true)
+  [[ -n $out ]] && break
+  ((i < 30)) || { say "FAILED: SmartModule $sm answers nothing (see the SPU's log)"; exit 1; }
+  sleep 1
+done
 say "registered $wasm as SmartModule $sm"
 
 # produce TOPIC FORMAT FILE...: the files' lines, keyed as `agent-fold run` keys them (0x1f),
@@ -191,8 +207,9 @@ while ((kills < 3 && attempts < 8)); do
   attempts=$((attempts + 1))
   before=$(committed)
   remaining=$(python3 -c "print(max(0.05, 1 - $before / $records))")
-  # A random moment: past the start (connect, compile; measured above), into what is left.
-  delay=$(python3 -c "import random; random.seed($seed * 10 + $attempts); print(round($startup + random.uniform(0.1, 0.8) * $remaining * $busy, 2))")
+  # A random moment of the relay's expected life: the start (connect, compile; measured
+  # above), the look-back of what is committed (about as costly as relaying it), the rest.
+  delay=$(python3 -c "import random; random.seed($seed * 10 + $attempts); print(round(random.uniform(0.3, 0.95) * ($startup + (1.5 - 1.5 * $remaining + $remaining) * $busy), 2))")
   "$af" relay --topic "$corpus" --consumer "e2e-kill-$run_id" --smartmodule "$sm" \
     2>>"$work/kill.log" &
   pid=$!
