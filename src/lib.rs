@@ -1,6 +1,7 @@
 //! Host tools for agent-fold, layered one way: the subcommands ([`run`], [`accuracy`],
-//! [`corpus`], [`serve`]) → shared host modules ([`module`]: an instance, `.wasm` in fluvio-smartengine
-//! or native; [`logs`], [`plot`], [`checkpoint`]) → records ([`record`], [`jsonl`]) → the core.
+//! [`corpus`], [`relay`], [`serve`]) → shared host modules ([`module`]: an instance, `.wasm` in
+//! fluvio-smartengine or native; [`logs`], [`plot`], [`checkpoint`]) → records ([`record`],
+//! [`jsonl`]) → the core.
 
 pub mod accuracy;
 pub mod checkpoint;
@@ -10,5 +11,6 @@ pub mod logs;
 pub mod module;
 pub mod plot;
 pub mod record;
+pub mod relay;
 pub mod run;
 pub mod serve;

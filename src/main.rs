@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
-use agent_fold::{accuracy, corpus, run, serve};
+use agent_fold::{accuracy, corpus, relay, run, serve};
 
 /// agent-fold: folds an LLM coding agent's event stream into what its users look at, and
 /// projects its context pressure.
@@ -23,6 +23,10 @@ enum Command {
     Accuracy(accuracy::Args),
     /// Write a deterministic corpus of realistic agent logs as JSONL on stdout
     Corpus(corpus::Args),
+    /// Fill the sibling topic TOPIC-pressure from a live Fluvio cluster: the module with
+    /// emit=pressure over the event topic, each record produced keyed by its session, the
+    /// consumer offset committed only after the produce is acknowledged (at-least-once)
+    Relay(relay::Args),
     /// Serve a local web page with one live context meter per session: from an agent log
     /// followed as it grows (run through the module), pressure records on stdin (-), or a
     /// Fluvio topic of them (--topic); prints the page's URL
@@ -35,6 +39,7 @@ fn main() {
         Command::Run(a) => run::main(a),
         Command::Accuracy(a) => accuracy::main(a),
         Command::Corpus(a) => corpus::main(a),
+        Command::Relay(a) => relay::main(a),
         Command::Serve(a) => serve::main(a),
     };
     match result {

@@ -16,6 +16,22 @@ use fluvio_smartmodule::dataplane::smartmodule::SmartModuleInput;
 
 use crate::record::{Rec, emitted, inputs};
 
+/// The module refused an invocation (`malformed=fail`): the offset of the record it refused,
+/// and its message as the engine (or the native library) words it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub offset: i64,
+    pub text: String,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::error::Error for Refusal {}
+
 /// Where the project's build puts the SmartModule, unless `AGENT_FOLD_WASM` names another.
 pub fn default_wasm_path() -> PathBuf {
     if let Some(p) = std::env::var_os("AGENT_FOLD_WASM") {
@@ -98,13 +114,17 @@ impl Instance {
         Ok(Instance { chain })
     }
 
-    /// One invocation, its first record at `base_offset`.
+    /// One invocation, its first record at `base_offset`; a refusal is a [`Refusal`].
     pub fn process(&mut self, records: &[Rec], base_offset: i64) -> Result<Vec<Rec>> {
         let mut input = SmartModuleInput::try_from_records(fluvio_records(records, 0), 22)?;
         input.set_base_offset(base_offset);
         let output = self.chain.process(input)?;
         if let Some(err) = output.error {
-            bail!("{err}");
+            return Err(Refusal {
+                offset: err.offset,
+                text: err.to_string(),
+            }
+            .into());
         }
         Ok(output.successes.iter().map(Rec::from_fluvio).collect())
     }
@@ -124,12 +144,16 @@ impl Instance {
     }
 }
 
-/// The native library's answer to one invocation, shaped as the engine's (its error names the
-/// offset of the record it refuses).
+/// The native library's answer to one invocation, shaped as the engine's (its error, a
+/// [`Refusal`], names the offset of the record it refuses).
 pub fn native_process(p: &mut Processor, records: &[Rec], base_offset: i64) -> Result<Vec<Rec>> {
-    let emits = p
-        .process(&inputs(records, base_offset))
-        .map_err(|e| anyhow!("offset {}: {}", base_offset + e.index as i64, e.message))?;
+    let emits = p.process(&inputs(records, base_offset)).map_err(|e| {
+        let offset = base_offset + e.index as i64;
+        Refusal {
+            offset,
+            text: format!("offset {offset}: {}", e.message),
+        }
+    })?;
     Ok(emitted(records, emits))
 }
 

@@ -1,0 +1,346 @@
+//! The relay over a live cluster, on the official `fluvio` client: a consumer stream per
+//! partition, consumer offsets stored under the relay's consumer id, a producer with keys.
+//!
+//! One quirk shapes [`FluvioLog::commit`]: a consumer stream commits the offset of the last
+//! record it yielded, and its retrying wrapper keeps a lock while a fetch is pending, so a
+//! commit on the stream that is read ahead would either deadlock or store an offset not yet
+//! relayed. The data therefore comes from a stream without a consumer id, and each commit opens
+//! a one-record stream under the consumer id at the last relayed offset, commits that record
+//! and flushes (the SPU acknowledges), then drops it.
+
+use std::rc::Rc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use fluvio::consumer::{
+    BoxConsumerStream, ConsumerConfigExt, ConsumerStream, OffsetManagementStrategy, RetryMode,
+};
+use fluvio::metadata::partition::PartitionSpec;
+use fluvio::metadata::smartmodule::SmartModuleSpec;
+use fluvio::metadata::topic::{TopicResolution, TopicSpec};
+use fluvio::{
+    Fluvio, FluvioClusterConfig, Offset, ProduceOutput, RecordKey, TopicProducerConfigBuilder,
+    TopicProducerPool,
+};
+use futures_util::{FutureExt, StreamExt};
+
+use super::pump::{Connect, Entry, Log, Position, Sink};
+use crate::record::Rec;
+
+/// Bytes one fetch may bring: large, so that few responses have a boundary to lose records at.
+const MAX_BYTES: i32 = 32 << 20;
+/// Bytes of the one-record fetch a commit makes, at first.
+const COMMIT_BYTES: i32 = 1 << 20;
+/// A request that takes longer than this is a failed cluster.
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Awaits `f`, failing after [`TIMEOUT`] with `what` named.
+async fn timed<T, E: Into<anyhow::Error>>(
+    what: &str,
+    f: impl Future<Output = Result<T, E>>,
+) -> Result<T> {
+    match tokio::time::timeout(TIMEOUT, f).await {
+        Ok(r) => r.map_err(Into::into),
+        Err(_) => Err(anyhow!("{what}: no answer in {TIMEOUT:?}")),
+    }
+}
+
+/// Connects with the current profile, as the `fluvio` CLI does.
+pub async fn connect() -> Result<Fluvio> {
+    let config = FluvioClusterConfig::load().context("reading the current fluvio profile")?;
+    timed("connecting", Fluvio::connect_with_config(&config))
+        .await
+        .with_context(|| {
+            format!(
+                "cannot reach the Fluvio cluster at {} (the current profile)",
+                config.endpoint
+            )
+        })
+}
+
+/// The partitions of `topic`.
+pub async fn partitions(fluvio: &Fluvio, topic: &str) -> Result<u32> {
+    let admin = fluvio.admin().await;
+    let topics = admin
+        .list::<TopicSpec, String>(vec![topic.to_owned()])
+        .await?;
+    match topics.iter().find(|t| t.name == topic) {
+        Some(t) => Ok(t.spec.partitions()),
+        None => bail!("topic {topic:?} does not exist (`fluvio topic list`)"),
+    }
+}
+
+/// Creates `to` with `partitions` when missing (saying so), and waits until it is provisioned.
+pub async fn ensure_topic(fluvio: &Fluvio, to: &str, partitions: u32) -> Result<()> {
+    let admin = fluvio.admin().await;
+    let listed = admin.list::<TopicSpec, String>(vec![to.to_owned()]).await?;
+    if !listed.iter().any(|t| t.name == to) {
+        let spec = TopicSpec::new_computed(partitions, 1, None);
+        match admin.create(to.to_owned(), false, spec).await {
+            Ok(()) => eprintln!("relay: created topic {to} ({partitions} partitions)"),
+            // Another relay sharing the topic's partitions may have created it meanwhile.
+            Err(e) if e.to_string().contains("exists") => {}
+            Err(e) => return Err(e.context(format!("creating topic {to}"))),
+        }
+    }
+    for _ in 0..100 {
+        let listed = admin.list::<TopicSpec, String>(vec![to.to_owned()]).await?;
+        if let Some(t) = listed.iter().find(|t| t.name == to)
+            && t.status.resolution == TopicResolution::Provisioned
+        {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bail!("topic {to} was not provisioned in 10 s")
+}
+
+/// The `.wasm` of the SmartModule registered as `name`, so the relay runs the very bytes the
+/// chat consumers run.
+pub async fn smartmodule_wasm(fluvio: &Fluvio, name: &str) -> Result<Vec<u8>> {
+    let admin = fluvio.admin().await;
+    let found = admin
+        .list::<SmartModuleSpec, String>(vec![name.to_owned()])
+        .await?;
+    let sm = found.into_iter().find(|s| s.name == name).ok_or_else(|| {
+        anyhow!(
+            "no SmartModule {name:?} in the cluster (`fluvio smartmodule list`; register it \
+             with `fluvio smartmodule create {name} --wasm-file …`, or give --wasm FILE)"
+        )
+    })?;
+    sm.spec
+        .wasm
+        .as_raw_wasm()
+        .with_context(|| format!("unpacking SmartModule {name:?}"))
+}
+
+/// What a relay's partition connects to.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub topic: String,
+    pub to: String,
+    pub consumer: String,
+    pub partition: u32,
+}
+
+/// Opens a [`FluvioLog`] and a [`FluvioSink`] on a fresh connection each time (after a failure
+/// the old one may be dead), the first time on the connection the relay started with.
+pub struct FluvioConnect {
+    pub target: Target,
+    pub first: Option<Fluvio>,
+}
+
+impl Connect for FluvioConnect {
+    type Log = FluvioLog;
+    type Sink = FluvioSink;
+
+    async fn open(&mut self) -> Result<(FluvioLog, FluvioSink)> {
+        let fluvio = Rc::new(match self.first.take() {
+            Some(f) => f,
+            None => connect().await?,
+        });
+        let config = TopicProducerConfigBuilder::default()
+            .batch_size(512 << 10)
+            .linger(Duration::from_millis(20))
+            .build()?;
+        let producer = timed(
+            "opening the producer",
+            fluvio.topic_producer_with_config(self.target.to.clone(), config),
+        )
+        .await?;
+        let log = FluvioLog {
+            fluvio: fluvio.clone(),
+            target: self.target.clone(),
+            stream: None,
+        };
+        let sink = FluvioSink {
+            _fluvio: fluvio,
+            producer,
+            waiting: Vec::new(),
+        };
+        Ok((log, sink))
+    }
+}
+
+/// One partition of the event topic through the fluvio client.
+pub struct FluvioLog {
+    fluvio: Rc<Fluvio>,
+    target: Target,
+    stream: Option<BoxConsumerStream>,
+}
+
+impl FluvioLog {
+    /// A stream of the partition from `from`; under the consumer id when `consumer`.
+    async fn open(&self, from: i64, consumer: bool, max_bytes: i32) -> Result<BoxConsumerStream> {
+        let t = &self.target;
+        let mut b = ConsumerConfigExt::builder();
+        b.topic(t.topic.clone())
+            .partition(t.partition)
+            .offset_start(Offset::absolute(from)?)
+            .max_bytes(max_bytes)
+            // A failure comes to the relay, which resumes from its committed offset.
+            .retry_mode(RetryMode::Disabled);
+        if consumer {
+            b.offset_consumer(t.consumer.clone())
+                .offset_strategy(OffsetManagementStrategy::Manual);
+        }
+        let stream = timed(
+            "opening a consumer stream",
+            self.fluvio.consumer_with_config(b.build()?),
+        )
+        .await?;
+        Ok(Box::pin(stream))
+    }
+
+    async fn partition_status(&self) -> Result<(i64, i64)> {
+        let name = format!("{}-{}", self.target.topic, self.target.partition);
+        let admin = self.fluvio.admin().await;
+        let found = admin
+            .list::<PartitionSpec, String>(vec![name.clone()])
+            .await?;
+        let p = found
+            .into_iter()
+            .find(|p| p.name == name)
+            .ok_or_else(|| anyhow!("partition {name} not found"))?;
+        Ok((p.status.base_offset.max(0), p.status.leader.hw.max(0)))
+    }
+}
+
+/// The next record of `stream`, waiting up to `wait` (None: none came).
+async fn next(stream: &mut BoxConsumerStream, wait: Duration) -> Result<Option<Entry>> {
+    match tokio::time::timeout(wait, stream.next()).await {
+        Err(_) => Ok(None),
+        Ok(None) => bail!("the consumer stream ended"),
+        Ok(Some(Err(code))) => bail!("fetching: {code}"),
+        Ok(Some(Ok(r))) => Ok(Some((r.offset, Rec::new(r.key(), r.value())))),
+    }
+}
+
+impl Log for FluvioLog {
+    async fn position(&mut self) -> Result<Position> {
+        let (first, end) = timed("reading the partition's status", self.partition_status()).await?;
+        let t = &self.target;
+        let offsets = timed("reading consumer offsets", self.fluvio.consumer_offsets()).await?;
+        // The cluster stores the last record relayed; the relay resumes one past it.
+        let committed = offsets
+            .iter()
+            .find(|o| {
+                o.consumer_id == t.consumer && o.topic == t.topic && o.partition == t.partition
+            })
+            .map(|o| o.offset + 1);
+        Ok(Position {
+            first,
+            end,
+            committed,
+        })
+    }
+
+    async fn end(&mut self) -> Result<i64> {
+        Ok(
+            timed("reading the partition's status", self.partition_status())
+                .await?
+                .1,
+        )
+    }
+
+    async fn read(&mut self, from: i64, to: i64) -> Result<Vec<Entry>> {
+        let mut stream = self.open(from, false, MAX_BYTES).await?;
+        let mut out = Vec::new();
+        let mut expected = from;
+        // Up to `to`, a gap (the caller re-reads from it) or a pause in what the cluster sends.
+        while expected < to {
+            match next(&mut stream, Duration::from_secs(5)).await? {
+                Some((offset, rec)) if offset == expected => {
+                    out.push((offset, rec));
+                    expected += 1;
+                }
+                Some((offset, _)) if offset < expected => {}
+                _ => break,
+            }
+        }
+        Ok(out)
+    }
+
+    async fn seek(&mut self, from: i64) -> Result<()> {
+        self.stream = None;
+        self.stream = Some(self.open(from, false, MAX_BYTES).await?);
+        Ok(())
+    }
+
+    async fn poll(&mut self, max: usize, wait: Duration) -> Result<Vec<Entry>> {
+        let stream = self
+            .stream
+            .as_mut()
+            .ok_or_else(|| anyhow!("poll before seek"))?;
+        let mut out = Vec::new();
+        let Some(first) = next(stream, wait).await? else {
+            return Ok(out);
+        };
+        out.push(first);
+        // Whatever the response in hand holds, without waiting for the next fetch.
+        while out.len() < max {
+            match stream.next().now_or_never() {
+                Some(Some(Ok(r))) => out.push((r.offset, Rec::new(r.key(), r.value()))),
+                Some(Some(Err(code))) => bail!("fetching: {code}"),
+                Some(None) => bail!("the consumer stream ended"),
+                None => break,
+            }
+        }
+        Ok(out)
+    }
+
+    async fn commit(&mut self, next_offset: i64) -> Result<()> {
+        let last = next_offset - 1;
+        if last < 0 {
+            return Ok(());
+        }
+        // A fetch returns whole batches that fit in its bytes (a cut batch is lost): a small
+        // fetch first, a large one when the batch holding `last` is bigger.
+        let mut found = None;
+        for max_bytes in [COMMIT_BYTES, MAX_BYTES] {
+            let mut stream = self.open(last, true, max_bytes).await?;
+            found = next(&mut stream, Duration::from_secs(5))
+                .await?
+                .map(|(o, _)| o);
+            if found == Some(last) {
+                return timed("committing", async {
+                    stream.offset_commit().await.map_err(|e| anyhow!("{e}"))?;
+                    stream.offset_flush().await.map_err(|e| anyhow!("{e}"))
+                })
+                .await
+                .with_context(|| {
+                    format!(
+                        "committing offset {last} for consumer {}",
+                        self.target.consumer
+                    )
+                });
+            }
+        }
+        bail!("committing offset {last}: a stream from it began at {found:?}")
+    }
+}
+
+/// The sibling topic through the fluvio client's producer.
+pub struct FluvioSink {
+    _fluvio: Rc<Fluvio>,
+    producer: TopicProducerPool,
+    waiting: Vec<ProduceOutput>,
+}
+
+impl Sink for FluvioSink {
+    async fn send(&mut self, record: Rec) -> Result<()> {
+        let key = record.key.map_or(RecordKey::NULL, RecordKey::from);
+        let out = timed("producing", self.producer.send(key, record.value)).await?;
+        self.waiting.push(out);
+        Ok(())
+    }
+
+    async fn flush(&mut self) -> Result<()> {
+        timed("flushing the producer", self.producer.flush()).await?;
+        // Each record's metadata comes back once the SPU stored its batch: the acknowledgement.
+        for out in self.waiting.drain(..) {
+            timed("waiting for the acknowledgement", out.wait()).await?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,343 @@
+//! `agent-fold relay`: fills the sibling topic `<topic>-pressure` from a live cluster. The
+//! module runs here, in fluvio-smartengine, as `agent-fold run` runs it (so offsets are the
+//! input's own); each record it makes is produced keyed by its session; the consumer offset is
+//! committed only after the cluster acknowledged what came from the records below it. The loop
+//! is [`pump`], generic over the [`cluster`] client and the [`memory`] stand-ins of the tests.
+
+pub mod cluster;
+pub mod memory;
+pub mod pump;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+
+use crate::module::{Instance, Module, read_wasm};
+use crate::record::Rec;
+use crate::run;
+use pump::{Control, Exit, Settings, Stats};
+
+/// `--idle-exit SECS`: a positive number of seconds.
+fn secs(s: &str) -> Result<Duration, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(Duration::from_secs_f64(v)),
+        _ => Err(format!("takes a positive number of seconds, got {s:?}")),
+    }
+}
+
+/// A Fluvio topic name: lowercase letters, digits and `-`.
+fn topic_name(s: &str) -> Result<String, String> {
+    let ok = !s.is_empty()
+        && s.len() <= 63
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    match ok {
+        true => Ok(s.to_owned()),
+        false => Err(format!(
+            "{s:?} is no Fluvio topic name (lowercase letters, digits and -, 63 at most)"
+        )),
+    }
+}
+
+/// What to relay, from where, to where, with which module.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// The event topic
+    #[arg(long, value_name = "TOPIC", value_parser = topic_name)]
+    pub topic: String,
+    /// The sibling topic the pressure records go to, created when missing [default: TOPIC-pressure]
+    #[arg(long, value_name = "TOPIC", value_parser = topic_name)]
+    pub to: Option<String>,
+    /// The consumer id the relay's offsets are committed under
+    #[arg(long, value_name = "ID", default_value = "agent-fold-relay")]
+    pub consumer: String,
+    /// A partition to relay, repeatable [default: all]: relays given different partitions share
+    /// a topic
+    #[arg(long = "partition", value_name = "N")]
+    pub partitions: Vec<u32>,
+    /// The SmartModule registered in the cluster to run, the very bytes chat consumers run
+    /// [default: agent-fold]
+    #[arg(long, value_name = "NAME", conflicts_with = "wasm")]
+    pub smartmodule: Option<String>,
+    /// A local build of the SmartModule to run instead
+    #[arg(long, value_name = "FILE")]
+    pub wasm: Option<PathBuf>,
+    /// A module param, repeatable (emit=pressure is implied; emit=frames is refused)
+    #[arg(short = 'e', long = "param", value_name = "KEY=VALUE", value_parser = run::param)]
+    pub params: Vec<(String, String)>,
+    /// Records before the committed offset replayed through look_back on a (re)start
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    pub lookback: u64,
+    /// Exit 0 after SECS with no new record
+    #[arg(long, value_name = "SECS", value_parser = secs)]
+    pub idle_exit: Option<Duration>,
+    /// Cluster failures in a row before giving up (back-off from 0.5 s, doubling to 16 s)
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub retries: u32,
+}
+
+impl Args {
+    /// The sibling topic.
+    pub fn to(&self) -> String {
+        self.to
+            .clone()
+            .unwrap_or_else(|| format!("{}-pressure", self.topic))
+    }
+
+    /// The module's params: the pressure view, checked before any work (a bad one is named).
+    pub fn params(&self) -> Result<Vec<(String, String)>> {
+        if let Some((_, v)) = self
+            .params
+            .iter()
+            .find(|(k, v)| k == "emit" && v != "pressure")
+        {
+            bail!(
+                "the relay serves the pressure view: -e emit={v} is refused (emit=pressure is implied)"
+            );
+        }
+        let mut params: Vec<_> = self
+            .params
+            .iter()
+            .filter(|(k, _)| k != "emit")
+            .cloned()
+            .collect();
+        params.push(("emit".into(), "pressure".into()));
+        agent_fold_core::Config::from_params(params.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+        Ok(params)
+    }
+
+    /// The loop's settings.
+    pub fn settings(&self) -> Settings {
+        Settings {
+            lookback: self.lookback,
+            idle_exit: self.idle_exit,
+            retries: self.retries,
+            ..Settings::default()
+        }
+    }
+
+    /// The partitions this relay takes, of a topic that has `count`.
+    pub fn select(&self, count: u32) -> Result<Vec<u32>> {
+        if self.partitions.is_empty() {
+            return Ok((0..count).collect());
+        }
+        let mut parts = self.partitions.clone();
+        parts.sort_unstable();
+        parts.dedup();
+        if let Some(p) = parts.iter().find(|p| **p >= count) {
+            bail!(
+                "--partition {p}: topic {} has partitions 0..{count}",
+                self.topic
+            );
+        }
+        Ok(parts)
+    }
+
+    /// The module, named for messages.
+    fn module_name(&self) -> String {
+        match (&self.wasm, &self.smartmodule) {
+            (Some(p), _) => p.display().to_string(),
+            (None, Some(n)) => format!("SmartModule {n}"),
+            (None, None) => "SmartModule agent-fold".into(),
+        }
+    }
+}
+
+/// The command line: `agent-fold relay …`.
+pub fn main(args: &Args) -> Result<i32> {
+    let params = args.params()?;
+    let local = args.wasm.as_deref().map(read_wasm).transpose()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(relay(args, params, local))
+}
+
+/// Connects (with back-off), prepares the sibling topic and the module, and relays every
+/// partition taken until idle, stopped or failed.
+async fn relay(args: &Args, params: Vec<(String, String)>, local: Option<Vec<u8>>) -> Result<i32> {
+    let settings = args.settings();
+    let fluvio = connect(&settings).await?;
+    let count = cluster::partitions(&fluvio, &args.topic).await?;
+    let parts = args.select(count)?;
+    let to = args.to();
+    cluster::ensure_topic(&fluvio, &to, count).await?;
+    let wasm = Rc::new(match local {
+        Some(w) => w,
+        None => {
+            let name = args.smartmodule.as_deref().unwrap_or("agent-fold");
+            cluster::smartmodule_wasm(&fluvio, name).await?
+        }
+    });
+    eprintln!(
+        "relay: {} partitions {parts:?} -> {to}, consumer {}, {}, look-back {}",
+        args.topic,
+        args.consumer,
+        args.module_name(),
+        args.lookback
+    );
+    let ctl = Control::new(&parts);
+    let mut first = Some(fluvio);
+    let mut pumps: FuturesUnordered<_> = parts
+        .iter()
+        .map(|&partition| {
+            let mut connect = cluster::FluvioConnect {
+                target: cluster::Target {
+                    topic: args.topic.clone(),
+                    to: to.clone(),
+                    consumer: args.consumer.clone(),
+                    partition,
+                },
+                first: first.take(),
+            };
+            let (wasm, params, settings, ctl) = (wasm.clone(), &params, &settings, &ctl);
+            async move {
+                let mut make = |h: Option<(&[Rec], i64)>| -> Result<Module> {
+                    Ok(Module::Wasm(Box::new(Instance::new(&wasm, params, h)?)))
+                };
+                pump::run(&mut connect, &mut make, partition, settings, ctl).await
+            }
+        })
+        .collect();
+    let started = Instant::now();
+    let relayed = async {
+        let mut outcome: Result<Exit> = Ok(Exit::Idle);
+        while let Some(r) = pumps.next().await {
+            match r {
+                Ok(Exit::Stopped) => outcome = outcome.map(|_| Exit::Stopped),
+                Ok(Exit::Idle) => {}
+                Err(e) => {
+                    // One partition failing stops the others after their round in hand.
+                    ctl.stop();
+                    if outcome.is_ok() {
+                        outcome = Err(e);
+                    }
+                }
+            }
+        }
+        outcome
+    };
+    let outcome = tokio::select! {
+        o = relayed => o,
+        _ = signals(&ctl) => unreachable!("signals never ends"),
+        _ = progress(&ctl) => unreachable!("progress never ends"),
+    };
+    eprintln!("{}", summary(&ctl.stats(), started.elapsed(), &outcome));
+    outcome.map(|_| 0)
+}
+
+/// Connects, retrying with back-off: an unreachable cluster is a clear error, never a panic.
+async fn connect(s: &Settings) -> Result<fluvio::Fluvio> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match cluster::connect().await {
+            Ok(f) => return Ok(f),
+            Err(e) if attempt > s.retries => {
+                return Err(e.context(format!("gave up after {attempt} attempts")));
+            }
+            Err(e) => {
+                let delay = s.backoff * 2u32.pow((attempt - 1).min(5));
+                eprintln!(
+                    "relay: {e:#}; retrying in {delay:.1?} (attempt {attempt} of {})",
+                    s.retries + 1
+                );
+                tokio::time::sleep(delay).await;
+            }
+        }
+    }
+}
+
+/// SIGINT or SIGTERM: stop after the round in hand (flushed, committed); a second one: now.
+async fn signals(ctl: &Control) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! { _ = int.recv() => {}, _ = term.recv() => {} }
+    eprintln!("relay: stopping: finishing the round in hand (produce, acknowledgement, commit)");
+    ctl.stop();
+    tokio::select! { _ = int.recv() => {}, _ = term.recv() => {} }
+    eprintln!("relay: stopped at once: what came after the last commit is relayed again next time");
+    std::process::exit(130);
+}
+
+/// A progress line on stderr every few seconds while records move or lag.
+async fn progress(ctl: &Control) {
+    let every = Duration::from_secs(5);
+    let mut before = ctl.stats();
+    loop {
+        tokio::time::sleep(every).await;
+        let now = ctl.stats();
+        if let Some(line) = progress_line(&before, &now, every) {
+            eprintln!("{line}");
+        }
+        before = now;
+    }
+}
+
+fn total(stats: &BTreeMap<u32, Stats>, f: impl Fn(&Stats) -> u64) -> u64 {
+    stats.values().map(f).sum()
+}
+
+/// `relay: in 9,812/s, out 3,401/s; partition 0 at 40,123, lag 9,877; …` (none when idle).
+pub fn progress_line(
+    before: &BTreeMap<u32, Stats>,
+    now: &BTreeMap<u32, Stats>,
+    dt: Duration,
+) -> Option<String> {
+    let rate = |f: fn(&Stats) -> u64| {
+        (total(now, f) - total(before, f).min(total(now, f))) as f64 / dt.as_secs_f64()
+    };
+    let (rin, rout) = (rate(|s| s.records_in), rate(|s| s.records_out));
+    let lag = |s: &Stats| (s.end - s.next).max(0);
+    if rin == 0.0 && now.values().all(|s| lag(s) == 0) {
+        return None;
+    }
+    let parts: Vec<String> = now
+        .iter()
+        .map(|(p, s)| match s.live {
+            true => format!("partition {p} at {}, lag {}", s.next, lag(s)),
+            false => format!("partition {p} rebuilding"),
+        })
+        .collect();
+    Some(format!(
+        "relay: in {rin:.0}/s, out {rout:.0}/s; {}",
+        parts.join("; ")
+    ))
+}
+
+/// The closing line: records in and out, the relaying rate, re-fetches and restarts.
+pub fn summary(stats: &BTreeMap<u32, Stats>, elapsed: Duration, outcome: &Result<Exit>) -> String {
+    let rin = total(stats, |s| s.records_in);
+    let rout = total(stats, |s| s.records_out);
+    // Partitions relay one after another on one thread: their busy times add up.
+    let busy: Duration = stats.values().map(|s| s.busy).sum();
+    let rate = match busy.as_secs_f64() {
+        b if b > 0.0 => rin as f64 / b,
+        _ => 0.0,
+    };
+    let how = match outcome {
+        Ok(Exit::Idle) => "idle",
+        Ok(Exit::Stopped) => "stopped",
+        Err(_) => "failed",
+    };
+    format!(
+        "relay: {how} after {:.1} s: {rin} records in, {rout} out; {:.2} s relaying, {rate:.0} records/s; \
+         {} gaps re-fetched, {} restarts",
+        elapsed.as_secs_f64(),
+        busy.as_secs_f64(),
+        total(stats, |s| s.refetches as u64),
+        total(stats, |s| s.restarts as u64)
+    )
+}

@@ -1,0 +1,454 @@
+//! The relay's loop, generic over where records come from ([`Log`]) and where they go
+//! ([`Sink`]), so that the same code runs over the Fluvio client and the in-memory stand-ins.
+//!
+//! What holds, and why:
+//! - commit after ack: the consumer offset moves to `n` only after [`Sink::flush`] returned, i.e.
+//!   after the cluster acknowledged every record made from the inputs below `n` (at-least-once);
+//! - the module sees each offset once per instance, in order, at its absolute position: a gap in
+//!   what the stream hands over is re-fetched from the expected offset, never skipped;
+//! - a (re)start rebuilds the state through `look_back` from up to `lookback` records before the
+//!   committed offset, at their own offsets, then processes from the committed offset on.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, anyhow};
+
+use crate::module::{Module, Refusal};
+use crate::record::Rec;
+
+/// A record of the event topic at its offset.
+pub type Entry = (i64, Rec);
+
+/// Where a partition stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Position {
+    /// The first offset still stored (retention removes the records before it).
+    pub first: i64,
+    /// The offset the next record written will get (for the lag; may be a little stale).
+    pub end: i64,
+    /// The consumer's committed offset: every record below it was relayed. None: never committed.
+    pub committed: Option<i64>,
+}
+
+/// One partition of the event topic, as the relay's consumer sees it.
+#[allow(async_fn_in_trait)] // the pumps run on one task: their futures need not be Send
+pub trait Log {
+    /// Where the partition stands, committed offset included.
+    async fn position(&mut self) -> Result<Position>;
+    /// The partition's end, for the lag.
+    async fn end(&mut self) -> Result<i64>;
+    /// Records from `from` on, none at or past `to`: as many as one fetch brings (possibly none,
+    /// possibly with gaps; the caller checks).
+    async fn read(&mut self, from: i64, to: i64) -> Result<Vec<Entry>>;
+    /// (Re)starts the live stream at `from`.
+    async fn seek(&mut self, from: i64) -> Result<()>;
+    /// The live stream's next records: waits up to `wait` for the first (none came: empty), then
+    /// takes whatever else is ready, `max` at most. Every record it returns is one the caller
+    /// relays or re-fetches before the next [`Log::commit`].
+    async fn poll(&mut self, max: usize, wait: Duration) -> Result<Vec<Entry>>;
+    /// Stores `next` as the consumer's offset (every record below it is relayed), returning once
+    /// the cluster acknowledged. An implementation may store less (never more): at-least-once.
+    async fn commit(&mut self, next: i64) -> Result<()>;
+}
+
+/// The sibling topic, as the relay's producer sees it.
+#[allow(async_fn_in_trait)]
+pub trait Sink {
+    /// Queues a record (keyed by its session).
+    async fn send(&mut self, record: Rec) -> Result<()>;
+    /// Returns once every record sent so far is acknowledged by the cluster.
+    async fn flush(&mut self) -> Result<()>;
+}
+
+/// Opens a partition's log and a sink: once at the start, again after the cluster failed.
+#[allow(async_fn_in_trait)]
+pub trait Connect {
+    type Log: Log;
+    type Sink: Sink;
+    async fn open(&mut self) -> Result<(Self::Log, Self::Sink)>;
+}
+
+/// Makes a module instance, its history (records, first offset) through `look_back`.
+pub type Make<'a> = dyn FnMut(Option<(&[Rec], i64)>) -> Result<Module> + 'a;
+
+/// How a relay runs.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Records before the committed offset replayed through `look_back` on a (re)start.
+    pub lookback: u64,
+    /// Exit after this long with no new record.
+    pub idle_exit: Option<Duration>,
+    /// Most records per invocation (and per produce-flush-commit round).
+    pub batch: usize,
+    /// How long a poll waits before the loop looks at stop and idle again.
+    pub wait: Duration,
+    /// Fetches of one missing offset before giving up on it.
+    pub refetches: u32,
+    /// Cluster failures in a row (no commit in between) before giving up.
+    pub retries: u32,
+    /// The first retry's delay; it doubles on each failure in a row, 32 times it at most.
+    pub backoff: Duration,
+    /// How often the lag is refreshed.
+    pub lag_every: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            lookback: 100_000,
+            idle_exit: None,
+            batch: 5_000,
+            wait: Duration::from_millis(200),
+            refetches: 5,
+            retries: 8,
+            backoff: Duration::from_millis(500),
+            lag_every: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Why a relay ended well.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// `--idle-exit`: no new record for that long.
+    Idle,
+    /// Asked to stop (SIGINT, SIGTERM).
+    Stopped,
+}
+
+/// Why a pump stopped short.
+#[derive(Debug)]
+pub enum Stop {
+    /// The cluster failed (connect, fetch, produce, commit): reopen, resume from the commit.
+    Cluster(anyhow::Error),
+    /// The module or the data cannot go on: the relay exits with this error.
+    Fatal(anyhow::Error),
+}
+
+/// One partition's figures, for progress lines.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    pub records_in: u64,
+    pub records_out: u64,
+    /// The next offset to relay (everything below it is committed).
+    pub next: i64,
+    pub end: i64,
+    /// Live: rebuilt and reading the stream.
+    pub live: bool,
+    /// Time spent from the first record relayed to the last commit.
+    pub busy: Duration,
+    pub restarts: u32,
+    pub refetches: u32,
+}
+
+/// What the pumps of one relay share (they run on one task): stop, idle, figures.
+pub struct Control {
+    stop: Cell<bool>,
+    last_record: Cell<Instant>,
+    stats: RefCell<BTreeMap<u32, Stats>>,
+}
+
+impl Control {
+    /// Control for the pumps of `partitions`.
+    pub fn new(partitions: &[u32]) -> Control {
+        Control {
+            stop: Cell::new(false),
+            last_record: Cell::new(Instant::now()),
+            stats: RefCell::new(partitions.iter().map(|p| (*p, Stats::default())).collect()),
+        }
+    }
+
+    /// Asks every pump to stop after the round in hand (flushed and committed).
+    pub fn stop(&self) {
+        self.stop.set(true);
+    }
+
+    pub fn stopping(&self) -> bool {
+        self.stop.get()
+    }
+
+    /// Every partition live and no record for `idle`.
+    fn idle(&self, idle: Option<Duration>) -> bool {
+        idle.is_some_and(|d| {
+            self.last_record.get().elapsed() >= d && self.stats.borrow().values().all(|s| s.live)
+        })
+    }
+
+    fn update(&self, partition: u32, f: impl FnOnce(&mut Stats)) {
+        f(self.stats.borrow_mut().entry(partition).or_default());
+    }
+
+    /// A copy of every partition's figures.
+    pub fn stats(&self) -> BTreeMap<u32, Stats> {
+        self.stats.borrow().clone()
+    }
+
+    /// Sleeps `d`, waking early when asked to stop.
+    async fn pause(&self, d: Duration) {
+        let until = Instant::now() + d;
+        while !self.stopping() && Instant::now() < until {
+            let left = until.saturating_duration_since(Instant::now());
+            tokio::time::sleep(left.min(Duration::from_millis(100))).await;
+        }
+    }
+}
+
+/// Relays one partition until idle, stopped or failed: opens, pumps, and on a cluster failure
+/// backs off and opens again (resuming from the committed offset), `retries` times in a row.
+pub async fn run<C: Connect>(
+    connect: &mut C,
+    make: &mut Make<'_>,
+    partition: u32,
+    s: &Settings,
+    ctl: &Control,
+) -> Result<Exit> {
+    let mut failures = 0u32;
+    loop {
+        let next_before = ctl.stats().get(&partition).map(|st| st.next);
+        let result = match connect.open().await {
+            Ok((mut log, mut sink)) => pump(&mut log, &mut sink, make, partition, s, ctl).await,
+            Err(e) => Err(Stop::Cluster(e)),
+        };
+        let e = match result {
+            Ok(exit) => return Ok(exit),
+            Err(Stop::Fatal(e)) => return Err(e),
+            Err(Stop::Cluster(e)) => e,
+        };
+        ctl.update(partition, |st| {
+            st.live = false;
+            st.restarts += 1;
+        });
+        // A failure after progress starts a new count: only failures in a row give up.
+        if ctl.stats().get(&partition).map(|st| st.next) != next_before {
+            failures = 0;
+        }
+        failures += 1;
+        if failures > s.retries {
+            return Err(e.context(format!(
+                "partition {partition}: the cluster failed {failures} times in a row; giving up"
+            )));
+        }
+        let delay = s.backoff * 2u32.pow((failures - 1).min(5));
+        eprintln!(
+            "relay: partition {partition}: {e:#}; retrying in {delay:.1?} (attempt {failures} of {})",
+            s.retries
+        );
+        ctl.pause(delay).await;
+        if ctl.stopping() {
+            return Ok(Exit::Stopped);
+        }
+    }
+}
+
+/// One life of a partition's relay: rebuild from the committed offset, then relay round after
+/// round (invoke, produce, flush until acknowledged, commit) until idle, stopped or failed.
+pub async fn pump<L: Log, S: Sink>(
+    log: &mut L,
+    sink: &mut S,
+    make: &mut Make<'_>,
+    partition: u32,
+    s: &Settings,
+    ctl: &Control,
+) -> Result<Exit, Stop> {
+    ctl.update(partition, |st| st.live = false);
+    let pos = log.position().await.map_err(Stop::Cluster)?;
+    let start = match pos.committed {
+        Some(c) if c < pos.first => {
+            eprintln!(
+                "relay: partition {partition}: offsets {c}..{} are gone (retention): resuming at {}",
+                pos.first, pos.first
+            );
+            pos.first
+        }
+        Some(c) => c,
+        None => pos.first,
+    };
+    let from = start.saturating_sub(s.lookback as i64).max(pos.first);
+    let began = Instant::now();
+    let history = history(log, from, start, partition, s).await?;
+    let mut module =
+        make((!history.is_empty()).then_some((&history[..], from))).map_err(Stop::Fatal)?;
+    if !history.is_empty() {
+        eprintln!(
+            "relay: partition {partition}: state rebuilt through look_back from offsets \
+             {from}..{start} in {:.1?}; relaying from {start}",
+            began.elapsed()
+        );
+    }
+    drop(history);
+    log.seek(start).await.map_err(Stop::Cluster)?;
+    ctl.update(partition, |st| {
+        st.next = start;
+        st.end = st.end.max(pos.end);
+        st.live = true;
+    });
+    // A pump going live restarts the idle clock: idle means no record since every pump is live.
+    ctl.last_record.set(Instant::now());
+
+    let mut next = start;
+    let mut missing: Option<(i64, u32)> = None;
+    let mut lag_at = Instant::now();
+    loop {
+        if ctl.stopping() {
+            return Ok(Exit::Stopped);
+        }
+        let mut end = None;
+        if lag_at.elapsed() >= s.lag_every {
+            end = Some(log.end().await.map_err(Stop::Cluster)?);
+            lag_at = Instant::now();
+        }
+        let got = log.poll(s.batch, s.wait).await.map_err(Stop::Cluster)?;
+        // (expected offset, what came instead: a later offset, or the partition's end)
+        let mut gap = None;
+        if got.is_empty() {
+            let idle = ctl.idle(s.idle_exit);
+            if idle && end.is_none() {
+                end = Some(log.end().await.map_err(Stop::Cluster)?);
+            }
+            if let Some(e) = end {
+                ctl.update(partition, |st| st.end = e);
+            }
+            match end {
+                // Records below the end that the stream did not hand over: lost at its tail.
+                Some(e) if e > next => gap = Some((next, format!("the partition ends at {e}"))),
+                _ if idle => return Ok(Exit::Idle),
+                _ => continue,
+            }
+        }
+        let began = Instant::now();
+        // The contiguous run from `next`; offsets below it are a re-fetch's repeats.
+        let mut run = Vec::with_capacity(got.len());
+        for (offset, rec) in got {
+            let expected = next + run.len() as i64;
+            if offset < expected {
+                continue;
+            }
+            if offset > expected {
+                gap = Some((expected, format!("got {offset}")));
+                break;
+            }
+            run.push(rec);
+        }
+        if !run.is_empty() {
+            let (made, done) = relay(&mut module, &run, next, log, sink, partition).await?;
+            ctl.update(partition, |st| {
+                st.records_in += run.len() as u64;
+                st.records_out += made as u64;
+                st.next = done;
+                st.end = st.end.max(done);
+                st.busy += began.elapsed();
+            });
+            next = done;
+        }
+        // Idle time counts from the end of the last round: relaying is not idling.
+        ctl.last_record.set(Instant::now());
+        if let Some((expected, found)) = gap {
+            let tries = match missing {
+                Some((at, n)) if at == expected => n + 1,
+                _ => 1,
+            };
+            if tries > s.refetches {
+                return Err(Stop::Fatal(anyhow!(
+                    "partition {partition}: offset {expected} never came ({found}; \
+                     {tries} fetches; were records removed?); relayed and committed up to it"
+                )));
+            }
+            missing = Some((expected, tries));
+            eprintln!(
+                "relay: partition {partition}: expected offset {expected}, {found}: re-fetching from {expected}"
+            );
+            ctl.update(partition, |st| st.refetches += 1);
+            log.seek(expected).await.map_err(Stop::Cluster)?;
+        }
+    }
+}
+
+/// Records `[from, to)` of the partition, contiguous, for `look_back`.
+async fn history<L: Log>(
+    log: &mut L,
+    from: i64,
+    to: i64,
+    partition: u32,
+    s: &Settings,
+) -> Result<Vec<Rec>, Stop> {
+    let mut out = Vec::with_capacity((to - from).max(0) as usize);
+    let mut next = from;
+    let mut stalls = 0;
+    while next < to {
+        let got = log.read(next, to).await.map_err(Stop::Cluster)?;
+        let before = next;
+        for (offset, rec) in got {
+            if offset < next {
+                continue;
+            }
+            if offset > next || offset >= to {
+                break;
+            }
+            out.push(rec);
+            next += 1;
+        }
+        stalls = if next == before { stalls + 1 } else { 0 };
+        if stalls > s.refetches {
+            return Err(Stop::Fatal(anyhow!(
+                "partition {partition}: offset {next} cannot be read for the look-back \
+                 ({stalls} fetches came back without it)"
+            )));
+        }
+    }
+    Ok(out)
+}
+
+/// One round: the module over `run` (first offset `next`), its records produced and flushed
+/// until acknowledged, then the commit. Returns (records made, the new committed offset). On a
+/// refusal (`malformed=fail`) the records before the refused one are relayed and committed, and
+/// the relay stops, naming its offset: nothing is committed past it.
+async fn relay<L: Log, S: Sink>(
+    module: &mut Module,
+    run: &[Rec],
+    next: i64,
+    log: &mut L,
+    sink: &mut S,
+    partition: u32,
+) -> Result<(usize, i64), Stop> {
+    let refusal = match module.process(run, next) {
+        Ok(out) => {
+            let made = out.len();
+            let done = next + run.len() as i64;
+            deliver(out, done, log, sink).await?;
+            return Ok((made, done));
+        }
+        Err(e) => match e.downcast::<Refusal>() {
+            Ok(r) if (next..next + run.len() as i64).contains(&r.offset) => r,
+            Ok(r) => return Err(Stop::Fatal(r.into())),
+            Err(e) => return Err(Stop::Fatal(e)),
+        },
+    };
+    // A refused invocation changed no state: the records before the refused one go again alone.
+    let before = &run[..(refusal.offset - next) as usize];
+    if !before.is_empty() {
+        let out = module.process(before, next).map_err(Stop::Fatal)?;
+        deliver(out, refusal.offset, log, sink).await?;
+    }
+    Err(Stop::Fatal(anyhow!(
+        "partition {partition}: the module refused the record at offset {}; relayed and \
+         committed up to it, nothing past it: {}",
+        refusal.offset,
+        refusal.text
+    )))
+}
+
+/// Sends `out`, waits for the cluster's acknowledgement of all of it, then commits `done`.
+async fn deliver<L: Log, S: Sink>(
+    out: Vec<Rec>,
+    done: i64,
+    log: &mut L,
+    sink: &mut S,
+) -> Result<(), Stop> {
+    for r in out {
+        sink.send(r).await.map_err(Stop::Cluster)?;
+    }
+    sink.flush().await.map_err(Stop::Cluster)?;
+    log.commit(done).await.map_err(Stop::Cluster)
+}

@@ -1,0 +1,253 @@
+//! `agent-fold relay` without a cluster: the relay's own loop with the built `.wasm` in
+//! fluvio-smartengine over the in-memory stand-ins (gaps, kills, an adapter whose re-delivery
+//! rule rests on offsets), and the command line's refusals, spawned as a user runs it.
+//! Against a live cluster: scripts/e2e-fluvio.sh.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use agent_fold::corpus::corpus;
+use agent_fold::logs;
+use agent_fold::module::{Instance, Module};
+use agent_fold::relay::memory::{Cluster, commits_follow_acks, duplicates};
+use agent_fold::relay::pump::{self, Control, Exit, Settings};
+use common::{Rec, owned, wasm};
+
+fn settings() -> Settings {
+    Settings {
+        idle_exit: Some(Duration::from_millis(100)),
+        batch: 1000,
+        wait: Duration::from_millis(2),
+        backoff: Duration::from_millis(1),
+        lag_every: Duration::ZERO,
+        ..Settings::default()
+    }
+}
+
+fn block_on<F: Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a runtime")
+        .block_on(f)
+}
+
+/// What `agent-fold run --pressure-out` writes: one engine instance over the whole log.
+fn reference(params: &[(String, String)], records: &[Rec]) -> Vec<Rec> {
+    let mut i = Instance::new(wasm(), params, None).expect("the engine loads the module");
+    i.run(records, 1000).expect("no refusal")
+}
+
+/// Relays partition 0 with the `.wasm`; with `kills`, each (sends, commits) countdown kills
+/// the relay there (dropped mid-flight) and a new one starts.
+fn relay(c: &Cluster, params: &[(String, String)], kills: &[(Option<usize>, Option<usize>)]) {
+    let s = settings();
+    let mut make = |h: Option<(&[Rec], i64)>| -> anyhow::Result<Module> {
+        Ok(Module::Wasm(Box::new(Instance::new(wasm(), params, h)?)))
+    };
+    for &(sends, commits) in kills {
+        (
+            c.state().faults.hang_after_sends,
+            c.state().faults.hang_after_commits,
+        ) = (sends, commits);
+        let ctl = Control::new(&[0]);
+        let mut connect = c.connect(0);
+        let killed = block_on(async {
+            let hung = async {
+                while !c.state().hung {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            };
+            tokio::select! {
+                _ = pump::run(&mut connect, &mut make, 0, &s, &ctl) => false,
+                _ = hung => true,
+            }
+        });
+        assert!(
+            killed,
+            "the relay ended before the kill at {sends:?}/{commits:?}"
+        );
+        let mut st = c.state();
+        st.hung = false;
+        (st.faults.hang_after_sends, st.faults.hang_after_commits) = (None, None);
+    }
+    let ctl = Control::new(&[0]);
+    let exit = block_on(pump::run(&mut c.connect(0), &mut make, 0, &s, &ctl));
+    assert_eq!(exit.expect("the relay ends well"), Exit::Idle);
+}
+
+#[test]
+fn the_wasm_relay_gives_what_run_gives_through_gaps_and_kills_losing_nothing() {
+    let records = corpus(6000, 21);
+    let params = owned(&[("emit", "pressure"), ("capacity", "200000")]);
+    let want = reference(&params, &records);
+    let c = Cluster::new(vec![records]);
+    c.state().faults.skip_once = [(0, 777), (0, 4242)].into();
+    c.state().faults.fetch = Some(900);
+    relay(
+        &c,
+        &params,
+        &[(Some(150), None), (None, Some(1)), (Some(600), None)],
+    );
+    let st = c.state();
+    commits_follow_acks(&st.journal).unwrap();
+    let dups = duplicates(&want, &st.out).unwrap();
+    assert!(dups > 0, "kills repeat records");
+    assert_eq!(st.out.len(), want.len() + dups);
+    assert!(st.out.iter().all(|r| r.key.is_some()), "keyed by session");
+    assert_eq!(st.committed[0], Some(6000));
+}
+
+#[test]
+fn an_adapter_relayed_through_kills_applies_no_line_twice() {
+    // The adapter numbers a session's frames by the lines' offsets: a line at or below the
+    // last one applied is a re-delivery. Kills make the relay read lines again.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/adapt/codex.jsonl");
+    let records = logs::read_records(Some(&path)).unwrap();
+    assert!(records.len() > 20, "{}", records.len());
+    let params = owned(&[("emit", "pressure"), ("input", "codex")]);
+    let want = reference(&params, &records);
+    assert!(!want.is_empty());
+    let c = Cluster::new(vec![records]);
+    c.state().faults.fetch = Some(7);
+    relay(&c, &params, &[(Some(2), None), (None, Some(2))]);
+    let st = c.state();
+    let dups = duplicates(&want, &st.out).unwrap();
+    assert_eq!(st.out.len(), want.len() + dups);
+}
+
+#[test]
+fn malformed_fail_in_the_engine_stops_at_the_refused_offset() {
+    let records = corpus(4000, 22);
+    let bad = records
+        .iter()
+        .position(|r| serde_json::from_slice::<serde_json::Value>(&r.value).is_err())
+        .expect("the corpus has malformed records");
+    let params = owned(&[("emit", "pressure"), ("malformed", "fail")]);
+    let c = Cluster::new(vec![records.clone()]);
+    let ctl = Control::new(&[0]);
+    let mut make = |h: Option<(&[Rec], i64)>| -> anyhow::Result<Module> {
+        Ok(Module::Wasm(Box::new(Instance::new(wasm(), &params, h)?)))
+    };
+    let e = block_on(pump::run(
+        &mut c.connect(0),
+        &mut make,
+        0,
+        &settings(),
+        &ctl,
+    ))
+    .unwrap_err();
+    let text = format!("{e:#}");
+    assert!(
+        text.contains(&format!("refused the record at offset {bad}")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("Offset: {bad}")),
+        "the engine's own words: {text}"
+    );
+    let st = c.state();
+    assert_eq!(
+        st.committed[0],
+        Some(bad as i64),
+        "nothing committed past it"
+    );
+    let before = reference(&owned(&[("emit", "pressure")]), &records[..bad]);
+    assert_eq!(st.out, before);
+}
+
+fn agent_fold(args: &[&str], env: &[(&str, &Path)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_agent-fold"));
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("the agent-fold binary runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn the_command_line_refuses_bad_params_and_files_before_connecting() {
+    // A profile that points nowhere: a refusal must come before any connection attempt.
+    let dir = std::env::temp_dir().join(format!("agent-fold-relay-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let profile = dir.join("config");
+    std::fs::write(&profile, profile_text("127.0.0.1:1")).unwrap();
+    let env = [("FLV_PROFILE_PATH", profile.as_path())];
+    for (args, says) in [
+        (
+            &["relay", "--topic", "t", "-e", "emit=frames"][..],
+            "emit=frames is refused",
+        ),
+        (
+            &["relay", "--topic", "t", "-e", "projection=maybe"],
+            "projection",
+        ),
+        (
+            &["relay", "--topic", "t", "--wasm", "/nonexistent/m.wasm"],
+            "/nonexistent/m.wasm",
+        ),
+        (&["relay", "--topic", "T.x"], "no Fluvio topic name"),
+        (
+            &["relay", "--topic", "t", "--idle-exit", "0"],
+            "positive number of seconds",
+        ),
+    ] {
+        let o = agent_fold(args, &env);
+        assert!(!o.status.success(), "{args:?}");
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+        assert!(
+            !stderr(&o).contains("retrying"),
+            "{args:?} tried to connect"
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+fn profile_text(endpoint: &str) -> String {
+    format!(
+        "version = \"2.0\"\ncurrent_profile = \"t\"\n\n[profile.t]\ncluster = \"t\"\n\n\
+         [cluster.t]\nendpoint = \"{endpoint}\"\nuse_spu_local_address = false\n\n\
+         [cluster.t.tls]\ntls_policy = \"disabled\"\n"
+    )
+}
+
+#[test]
+fn an_unreachable_cluster_is_retried_with_back_off_then_a_clear_error() {
+    // A port nothing listens on: bound, then released.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = std::env::temp_dir().join(format!("agent-fold-relay-down-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let profile = dir.join("config");
+    std::fs::write(&profile, profile_text(&format!("127.0.0.1:{port}"))).unwrap();
+    let o = agent_fold(
+        &["relay", "--topic", "agent-events", "--retries", "2"],
+        &[("FLV_PROFILE_PATH", profile.as_path())],
+    );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "cannot reach the Fluvio cluster at 127.0.0.1:{port}"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("retrying in 500.0ms (attempt 1 of 3)"),
+        "{err}"
+    );
+    assert!(err.contains("retrying in 1.0s (attempt 2 of 3)"), "{err}");
+    assert!(err.contains("gave up after 3 attempts"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
