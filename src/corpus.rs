@@ -698,6 +698,13 @@ impl Iterator for Corpus {
     }
 }
 
+/// The index of the first record that is not a JSON object (the corpus has a few).
+pub fn first_malformed(records: &[Rec]) -> Option<usize> {
+    records
+        .iter()
+        .position(|r| !agent_fold_core::json::is_object(&r.value))
+}
+
 /// `records` records of the corpus `seed` shapes, with the default shape.
 pub fn corpus(records: usize, seed: u64) -> Vec<Rec> {
     Corpus::new(CorpusConfig {

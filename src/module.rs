@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::task::{Context, Poll, Waker};
 
-use agent_fold_core::Processor;
+use agent_fold_core::{Processor, View};
 use anyhow::{Context as _, Result, anyhow, bail};
 use fluvio_smartengine::metrics::SmartModuleChainMetrics;
 use fluvio_smartengine::{
@@ -155,6 +155,17 @@ pub fn native_process(p: &mut Processor, records: &[Rec], base_offset: i64) -> R
         }
     })?;
     Ok(emitted(records, emits))
+}
+
+/// `params` for a view: any `emit` they name is replaced by `emit=VIEW`.
+pub fn with_emit(params: &[(String, String)], view: View) -> Vec<(String, String)> {
+    let mut out: Vec<_> = params
+        .iter()
+        .filter(|(k, _)| k != "emit")
+        .cloned()
+        .collect();
+    out.push(("emit".into(), view.name().into()));
+    out
 }
 
 /// The module for `--wasm FILE` / `--native`: a named `.wasm`, the native library, else the

@@ -218,16 +218,7 @@ pub fn run(args: &Args) -> Result<Summary> {
     };
     let history = history.as_ref().map(|(h, b)| (&h[..], *b));
     let mut main = Module::new(&source, &args.params, history)?;
-    let pressure_params = || {
-        let mut params: Vec<_> = args
-            .params
-            .iter()
-            .filter(|(k, _)| k != "emit")
-            .cloned()
-            .collect();
-        params.push(("emit".into(), "pressure".into()));
-        params
-    };
+    let pressure_params = || module::with_emit(&args.params, View::Pressure);
     let mut pressure = match args.pressure_out.is_some() || args.plot.is_some() {
         true => Some(Module::new(&source, &pressure_params(), history)?),
         false => None,

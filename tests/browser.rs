@@ -351,40 +351,41 @@ fn bar_splits_the_occupancy_and_renders_no_empty_segment() {
 #[test]
 fn rows_are_raw_estimates_and_nulls_read_unknown() {
     let Some(mut b) = page() else { return };
-    let p = meter(&mut b, "en", "[rec({messageTokens: 123456})]");
-    assert_eq!(
-        p["rows"],
-        json!([
-            ["System prompt", "~180"],
-            ["Tools", "~2,310"],
-            ["Messages", "~123,456"]
-        ]),
-        "raw record figures, ~ on each, not scaled to pressureTokens"
-    );
-    assert_eq!(p["partialNote"], false);
-    let partial = meter(
-        &mut b,
-        "en",
-        "[rec({partial: true, systemTokens: null, toolsTokens: 0, messageTokens: null})]",
-    );
-    assert_eq!(
-        partial["rows"],
-        json!([
-            ["System prompt", "unknown"],
-            ["Tools", "~0"],
-            ["Messages", "unknown"]
-        ])
-    );
-    assert_eq!(partial["partialNote"], true);
-    let zh = meter(
-        &mut b,
-        "zh-CN",
-        "[rec({partial: true, messageTokens: null})]",
-    );
-    assert_eq!(
-        zh["rows"],
-        json!([["系统提示词", "~180"], ["工具", "~2,310"], ["对话", "未知"]])
-    );
+    // Raw record figures, ~ on each, not scaled to pressureTokens; nulls read unknown, and a
+    // partial session says why.
+    let cases = [
+        (
+            "en",
+            "[rec({messageTokens: 123456})]",
+            json!([
+                ["System prompt", "~180"],
+                ["Tools", "~2,310"],
+                ["Messages", "~123,456"]
+            ]),
+            false,
+        ),
+        (
+            "en",
+            "[rec({partial: true, systemTokens: null, toolsTokens: 0, messageTokens: null})]",
+            json!([
+                ["System prompt", "unknown"],
+                ["Tools", "~0"],
+                ["Messages", "unknown"]
+            ]),
+            true,
+        ),
+        (
+            "zh-CN",
+            "[rec({partial: true, messageTokens: null})]",
+            json!([["系统提示词", "~180"], ["工具", "~2,310"], ["对话", "未知"]]),
+            true,
+        ),
+    ];
+    for (lang, records, rows, note) in cases {
+        let p = meter(&mut b, lang, records);
+        assert_eq!(p["rows"], rows, "{records}");
+        assert_eq!(p["partialNote"], note, "{records}");
+    }
     // A figure that is missing, or not a number, is unknown too, never 0.
     let odd = meter(
         &mut b,

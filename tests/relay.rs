@@ -17,14 +17,7 @@ use agent_fold::relay::pump::{self, Control, Exit, Settings};
 use common::{Rec, owned, wasm};
 
 fn settings() -> Settings {
-    Settings {
-        idle_exit: Some(Duration::from_millis(100)),
-        batch: 1000,
-        wait: Duration::from_millis(2),
-        backoff: Duration::from_millis(1),
-        lag_every: Duration::ZERO,
-        ..Settings::default()
-    }
+    Settings::brisk(Duration::from_millis(100), 1000)
 }
 
 fn block_on<F: Future>(f: F) -> F::Output {
@@ -122,10 +115,8 @@ fn an_adapter_relayed_through_kills_applies_no_line_twice() {
 #[test]
 fn malformed_fail_in_the_engine_stops_at_the_refused_offset() {
     let records = corpus(4000, 22);
-    let bad = records
-        .iter()
-        .position(|r| serde_json::from_slice::<serde_json::Value>(&r.value).is_err())
-        .expect("the corpus has malformed records");
+    let bad =
+        agent_fold::corpus::first_malformed(&records).expect("the corpus has malformed records");
     let params = owned(&[("emit", "pressure"), ("malformed", "fail")]);
     let c = Cluster::new(vec![records.clone()]);
     let ctl = Control::new(&[0]);

@@ -19,6 +19,8 @@ use anyhow::{Result, bail};
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 
+use agent_fold_core::View;
+
 use crate::module::{Instance, Module, read_wasm};
 use crate::record::Rec;
 use crate::run;
@@ -102,13 +104,7 @@ impl Args {
                 "the relay serves the pressure view: -e emit={v} is refused (emit=pressure is implied)"
             );
         }
-        let mut params: Vec<_> = self
-            .params
-            .iter()
-            .filter(|(k, _)| k != "emit")
-            .cloned()
-            .collect();
-        params.push(("emit".into(), "pressure".into()));
+        let params = crate::module::with_emit(&self.params, View::Pressure);
         agent_fold_core::Config::from_params(params.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
         Ok(params)
     }

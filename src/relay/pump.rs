@@ -109,6 +109,21 @@ impl Default for Settings {
     }
 }
 
+impl Settings {
+    /// Waits of milliseconds, no lag refresh, an idle exit after `idle`: for the loop over the
+    /// in-memory stand-ins, where nothing takes long.
+    pub fn brisk(idle: Duration, batch: usize) -> Settings {
+        Settings {
+            idle_exit: Some(idle),
+            batch,
+            wait: Duration::from_millis(2),
+            backoff: Duration::from_millis(1),
+            lag_every: Duration::ZERO,
+            ..Settings::default()
+        }
+    }
+}
+
 /// Why a relay ended well.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {

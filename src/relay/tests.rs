@@ -11,24 +11,16 @@ use crate::module::{Module, Source};
 use crate::record::Rec;
 
 pub(crate) fn params(extra: &[(&str, &str)]) -> Vec<(String, String)> {
-    let mut p: Vec<(String, String)> = extra
+    let p: Vec<(String, String)> = extra
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    p.push(("emit".into(), "pressure".into()));
-    p
+    crate::module::with_emit(&p, agent_fold_core::View::Pressure)
 }
 
 /// Fast settings: short waits, an idle exit.
 pub(crate) fn settings() -> Settings {
-    Settings {
-        idle_exit: Some(Duration::from_millis(60)),
-        batch: 700,
-        wait: Duration::from_millis(2),
-        backoff: Duration::from_millis(1),
-        lag_every: Duration::ZERO,
-        ..Settings::default()
-    }
+    Settings::brisk(Duration::from_millis(60), 700)
 }
 
 pub(crate) fn block_on<F: Future>(f: F) -> F::Output {
@@ -52,10 +44,34 @@ fn reference(
 }
 
 /// Relays partition 0 of `cluster` until it ends; the native library as the module.
+/// `n` corpus records of `seed`, the relay's default params, and what `run` makes of them.
+fn one_partition(n: usize, seed: u64) -> (Vec<Rec>, Vec<(String, String)>, Vec<Rec>) {
+    let records = corpus(n, seed);
+    let p = params(&[]);
+    let want = reference(&p, None, &records, 0);
+    (records, p, want)
+}
+
 fn relay(cluster: &Cluster, p: &[(String, String)], s: &Settings) -> anyhow::Result<Exit> {
-    let ctl = Control::new(&[0]);
+    relay_beside(cluster, p, s, &Control::new(&[0]), std::future::pending())
+}
+
+/// Relays partition 0 while `beside` runs (it must not end first): what the relay ended with.
+fn relay_beside(
+    cluster: &Cluster,
+    p: &[(String, String)],
+    s: &Settings,
+    ctl: &Control,
+    beside: impl Future<Output = ()>,
+) -> anyhow::Result<Exit> {
     let mut make = |h: Option<(&[Rec], i64)>| Module::new(&Source::Native, p, h);
-    block_on(pump::run(&mut cluster.connect(0), &mut make, 0, s, &ctl))
+    block_on(async {
+        let mut connect = cluster.connect(0);
+        tokio::select! {
+            e = pump::run(&mut connect, &mut make, 0, s, ctl) => e,
+            _ = beside => unreachable!("the relay ends first"),
+        }
+    })
 }
 
 #[track_caller]
@@ -102,9 +118,7 @@ pub(crate) fn same(got: &[Rec], want: &[Rec], what: &str) {
 
 #[test]
 fn relays_everything_keyed_and_commits_the_end() {
-    let records = corpus(3000, 5);
-    let p = params(&[]);
-    let want = reference(&p, None, &records, 0);
+    let (records, p, want) = one_partition(3000, 5);
     let c = Cluster::new(vec![records.clone()]);
     assert_eq!(relay(&c, &p, &settings()).unwrap(), Exit::Idle);
     let st = c.state();
@@ -126,9 +140,7 @@ fn relays_everything_keyed_and_commits_the_end() {
 
 #[test]
 fn a_failed_flush_commits_nothing_and_the_retry_repeats_never_loses() {
-    let records = corpus(2500, 6);
-    let p = params(&[]);
-    let want = reference(&p, None, &records, 0);
+    let (records, p, want) = one_partition(2500, 6);
     let c = Cluster::new(vec![records]);
     c.state().faults.fail_flushes = [1, 2].into();
     assert_eq!(relay(&c, &p, &settings()).unwrap(), Exit::Idle);
@@ -143,9 +155,7 @@ fn a_failed_flush_commits_nothing_and_the_retry_repeats_never_loses() {
 
 #[test]
 fn a_gap_is_refetched_from_the_expected_offset() {
-    let records = corpus(3000, 7);
-    let p = params(&[]);
-    let want = reference(&p, None, &records, 0);
+    let (records, p, want) = one_partition(3000, 7);
     let c = Cluster::new(vec![records]);
     c.state().faults.skip_once = [(0, 1234), (0, 1235), (0, 2999)].into();
     c.state().faults.fetch = Some(400);
@@ -165,24 +175,18 @@ fn a_gap_is_refetched_from_the_expected_offset() {
 
 #[test]
 fn an_offset_that_never_comes_stops_with_its_offset_committed_below_it() {
-    let records = corpus(1000, 8);
-    let c = Cluster::new(vec![records]);
-    c.state().faults.skip_always = [(0, 640)].into();
-    let e = relay(&c, &params(&[]), &settings()).unwrap_err();
-    assert!(
-        format!("{e:#}").contains("offset 640 never came (got 641"),
-        "{e:#}"
-    );
-    assert_eq!(c.state().committed[0], Some(640));
-    // The last record missing: only the partition's end tells.
-    let c = Cluster::new(vec![corpus(1000, 8)]);
-    c.state().faults.skip_always = [(0, 999)].into();
-    let e = relay(&c, &params(&[]), &settings()).unwrap_err();
-    assert!(
-        format!("{e:#}").contains("offset 999 never came (the partition ends at 1000"),
-        "{e:#}"
-    );
-    assert_eq!(c.state().committed[0], Some(999));
+    // A record in the middle never comes, or the last one: only the partition's end tells.
+    for (missing, why) in [(640, "(got 641"), (999, "(the partition ends at 1000")] {
+        let c = Cluster::new(vec![corpus(1000, 8)]);
+        c.state().faults.skip_always = [(0, missing)].into();
+        let e = relay(&c, &params(&[]), &settings()).unwrap_err();
+        let said = format!("{e:#}");
+        assert!(
+            said.contains(&format!("offset {missing} never came {why}")),
+            "{said}"
+        );
+        assert_eq!(c.state().committed[0], Some(missing));
+    }
 }
 
 #[test]
@@ -237,9 +241,7 @@ fn a_restart_rebuilds_through_look_back_from_before_the_committed_offset() {
 
 #[test]
 fn kills_between_produce_and_commit_repeat_records_and_lose_none() {
-    let records = corpus(4000, 10);
-    let p = params(&[]);
-    let want = reference(&p, None, &records, 0);
+    let (records, p, want) = one_partition(4000, 10);
     let c = Cluster::new(vec![records]);
     let s = settings();
     // Killed while sending, after an acknowledgement before its commit, while sending again.
@@ -279,10 +281,8 @@ fn kills_between_produce_and_commit_repeat_records_and_lose_none() {
 #[test]
 fn malformed_fail_stops_naming_the_offset_with_nothing_committed_past_it() {
     let records = corpus(3000, 11);
-    let bad = records
-        .iter()
-        .position(|r| serde_json::from_slice::<serde_json::Value>(&r.value).is_err())
-        .expect("the corpus has malformed records") as i64;
+    let bad =
+        crate::corpus::first_malformed(&records).expect("the corpus has malformed records") as i64;
     let p = params(&[("malformed", "fail")]);
     for batch in [700, bad as usize] {
         let c = Cluster::new(vec![records.clone()]);
@@ -317,23 +317,15 @@ fn idle_exit_waits_for_a_live_producer_to_stop() {
         idle_exit: Some(Duration::from_millis(150)),
         ..settings()
     };
-    let ctl = Control::new(&[0]);
-    let mut make = |h: Option<(&[Rec], i64)>| Module::new(&Source::Native, &p, h);
     let started = std::time::Instant::now();
-    let exit = block_on(async {
-        let produce = async {
-            for chunk in records.chunks(100) {
-                tokio::time::sleep(Duration::from_millis(40)).await;
-                c.append(0, chunk.iter().cloned());
-            }
-            std::future::pending::<()>().await
-        };
-        let mut connect = c.connect(0);
-        tokio::select! {
-            e = pump::run(&mut connect, &mut make, 0, &s, &ctl) => e,
-            _ = produce => unreachable!(),
+    let produce = async {
+        for chunk in records.chunks(100) {
+            tokio::time::sleep(Duration::from_millis(40)).await;
+            c.append(0, chunk.iter().cloned());
         }
-    });
+        std::future::pending::<()>().await
+    };
+    let exit = relay_beside(&c, &p, &s, &Control::new(&[0]), produce);
     assert_eq!(exit.unwrap(), Exit::Idle);
     assert!(started.elapsed() >= Duration::from_millis(15 * 40 + 150));
     same(&c.state().out, &want, "live");
@@ -353,21 +345,14 @@ fn stop_ends_after_the_round_in_hand_flushed_and_committed() {
         ..settings()
     };
     let ctl = Control::new(&[0]);
-    let mut make = |h: Option<(&[Rec], i64)>| Module::new(&Source::Native, &p, h);
-    let exit = block_on(async {
-        let stop = async {
-            while c.state().committed[0].unwrap_or(0) < 1000 {
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-            ctl.stop();
-            std::future::pending::<()>().await
-        };
-        let mut connect = c.connect(0);
-        tokio::select! {
-            e = pump::run(&mut connect, &mut make, 0, &s, &ctl) => e,
-            _ = stop => unreachable!(),
+    let stop = async {
+        while c.state().committed[0].unwrap_or(0) < 1000 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
         }
-    });
+        ctl.stop();
+        std::future::pending::<()>().await
+    };
+    let exit = relay_beside(&c, &p, &s, &ctl, stop);
     assert_eq!(exit.unwrap(), Exit::Stopped);
     let st = c.state();
     let done = st.committed[0].unwrap();
