@@ -1,11 +1,12 @@
-//! Host tools for agent-fold, layered one way: the subcommands ([`run`], [`accuracy`],
-//! [`corpus`], [`relay`], [`serve`]) → shared host modules ([`module`]: an instance, `.wasm` in
-//! fluvio-smartengine or native; [`logs`], [`plot`], [`checkpoint`]) → records ([`record`],
-//! [`jsonl`]) → the core.
+//! Host tools for agent-fold, layered one way, no cycles: the subcommands ([`run`],
+//! [`accuracy`], [`corpus`], [`relay`], [`serve`]) → shared host modules ([`module`]: an
+//! instance, `.wasm` in fluvio-smartengine or native; [`flags`], [`logs`], [`plot`],
+//! [`checkpoint`]) → records ([`record`], [`jsonl`]) → the core.
 
 pub mod accuracy;
 pub mod checkpoint;
 pub mod corpus;
+pub mod flags;
 pub mod jsonl;
 pub mod logs;
 pub mod module;

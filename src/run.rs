@@ -8,32 +8,10 @@ use std::path::PathBuf;
 use agent_fold_core::{Adapter, Config, Frame, Input, Malformed, Subagents, View};
 use anyhow::{Context, Result, anyhow, bail};
 
+use crate::flags::{Format, format, param};
 use crate::module::{self, Module, Source};
 use crate::record::Rec;
 use crate::{checkpoint, logs, plot};
-
-/// `-e KEY=VALUE`: a module param.
-pub fn param(s: &str) -> Result<(String, String), String> {
-    s.split_once('=')
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .ok_or_else(|| format!("takes KEY=VALUE, got {s:?}"))
-}
-
-/// `--input`: a log format, or `auto` to detect it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Auto,
-    Is(Input),
-}
-
-pub fn format(s: &str) -> Result<Format, String> {
-    match s {
-        "auto" => Ok(Format::Auto),
-        _ => Input::parse(s)
-            .map(Format::Is)
-            .ok_or_else(|| format!("{s:?} is none of auto, {}", Input::NAMES.join(", "))),
-    }
-}
 
 /// The params, the module source and the log of one run.
 #[derive(Debug, Clone, clap::Args)]

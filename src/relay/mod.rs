@@ -23,7 +23,6 @@ use agent_fold_core::View;
 
 use crate::module::{Instance, Module, read_wasm};
 use crate::record::Rec;
-use crate::run;
 use pump::{Control, Exit, Settings, Stats};
 
 /// `--idle-exit SECS`: a positive number of seconds.
@@ -72,7 +71,7 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub wasm: Option<PathBuf>,
     /// A module param, repeatable (emit=pressure is implied; emit=frames is refused)
-    #[arg(short = 'e', long = "param", value_name = "KEY=VALUE", value_parser = run::param)]
+    #[arg(short = 'e', long = "param", value_name = "KEY=VALUE", value_parser = crate::flags::param)]
     pub params: Vec<(String, String)>,
     /// Records before the committed offset replayed through look_back on a (re)start
     #[arg(long, value_name = "N", default_value_t = 100_000)]

@@ -8,10 +8,10 @@ use std::collections::BTreeMap;
 use agent_fold_core::{Config, Frame, Input};
 use anyhow::Result;
 
+use crate::flags::Format;
 use crate::logs;
 use crate::module::{Module, Source, read_wasm};
 use crate::record::Rec;
-use crate::run::Format;
 
 /// Lines looked at to tell a log's format before reading it as agent-fold frames.
 const DETECT_LINES: usize = 200;

@@ -24,8 +24,8 @@ use axum::response::sse::{KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
+use crate::flags::{self, Format};
 use crate::module;
-use crate::run::{self, Format};
 use events::Hub;
 use fold::Fold;
 use source::Plan;
@@ -42,11 +42,11 @@ pub struct Args {
     pub topic: Option<String>,
     /// The followed log's format: claude-code, claude-stream, codex, agent-fold, or auto to
     /// tell it from its first lines (the default); the module adapts it (its input param)
-    #[arg(long = "input", value_name = "FORMAT", value_parser = run::format)]
+    #[arg(long = "input", value_name = "FORMAT", value_parser = flags::format)]
     pub format: Option<Format>,
     /// A module param for the followed log (capacity, input, projection, ...; emit is the
     /// server's own); repeatable
-    #[arg(short = 'e', long = "param", value_name = "KEY=VALUE", value_parser = run::param)]
+    #[arg(short = 'e', long = "param", value_name = "KEY=VALUE", value_parser = flags::param)]
     pub params: Vec<(String, String)>,
     /// The SmartModule to run in fluvio-smartengine (default: the project's build, else the
     /// native library, with a note on stderr)
