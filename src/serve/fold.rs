@@ -107,7 +107,7 @@ impl Fold {
     }
 
     /// Runs new lines through both instances. While the format is not yet told (auto), lines
-    /// wait; after [`DETECT_LINES`] that do not tell, the log is read as agent-fold frames.
+    /// wait; after `DETECT_LINES` (200) that do not tell, the log is read as agent-fold frames.
     pub fn push(&mut self, lines: Vec<Rec>) -> Result<Out> {
         let mut lines = lines;
         if self.views.is_none() {

@@ -34,7 +34,7 @@ pub async fn script() -> Response {
 /// One section per session, newest first: a mock composer with the session's meter (its panel
 /// opens upwards, hence a card tall enough for it below the figures), a line of figures, and
 /// the latest folded frames.
-/// The meters take the browser's language (no lang on <html>) unless `?lang=` names one; the
+/// The meters take the browser's language (no `lang` on `<html>`) unless `?lang=` names one; the
 /// page's own words are English.
 pub const PAGE: &str = r#"<!doctype html>
 <html>
