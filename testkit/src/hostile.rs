@@ -1,4 +1,4 @@
-//! Hostile logs (issue 10): the shapes that broke the module once — lone surrogates in any
+//! Hostile logs: the shapes that broke the module once — lone surrogates in any
 //! key, bytes that are not UTF-8, session keys past the limit, deep nesting in skipped fields,
 //! many compactions, eviction with replays, agents' own lines — drawn by `arbitrary`.
 
