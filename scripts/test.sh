@@ -22,6 +22,17 @@ if [[ -z ${AGENT_FOLD_CHROMIUM:-} ]] && ! command -v chromium >/dev/null; then
     echo "test.sh: no chromium and no apt-get: the browser tests will print skipped" >&2
   fi
 fi
+# What this machine lacks, said once here: cargo shows a passing test's "skipped:" line only
+# with --nocapture.
+if [[ -z ${AGENT_FOLD_CHROMIUM:-} ]] && ! command -v chromium >/dev/null; then
+  echo "test.sh: skipped: the browser tests (tests/browser.rs): no chromium on PATH" >&2
+fi
+if ! command -v fluvio >/dev/null || ! timeout 20 fluvio topic list >/dev/null 2>&1; then
+  echo "test.sh: skipped: the live-cluster tests (tests/serve/fluvio.rs; scripts/e2e-fluvio.sh is not run here): no fluvio on PATH that reaches a cluster" >&2
+fi
+if [[ ! -d ../shared/data/real ]]; then
+  echo "test.sh: skipped: the real logs and reproducers in tests/adapt.rs and tests/hostile.rs: no ../shared beside the repository" >&2
+fi
 log=$(mktemp)
 cargo test --locked --workspace 2>&1 | tee "$log"
 if [[ -x scripts/fuzz.sh && ${AGENT_FOLD_SKIP_FUZZ:-0} != 1 ]]; then
