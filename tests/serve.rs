@@ -404,15 +404,14 @@ fn the_page_and_the_script_are_served_from_the_binary() {
     let file = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/ui/context-meter.js")).unwrap();
     assert_eq!(js.body, file, "ui/context-meter.js as it is");
     assert_eq!(s.get("/nothing-here").status, 404);
+    // The status starts as "starting" before the first look at the file: wait for what it
+    // found.
     let state = s.wait_state("waiting for the file", |st| {
-        st["status"]["state"] == "starting"
-    });
-    assert!(
-        state["status"]["message"]
+        st["status"]["message"]
             .as_str()
-            .unwrap()
-            .contains("does not exist yet")
-    );
+            .is_some_and(|m| m.contains("does not exist yet"))
+    });
+    assert_eq!(state["status"]["state"], "starting", "{state:#}");
     // The file appears: read from its start.
     append(
         &log,
