@@ -62,6 +62,32 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
     }
 }
 
+/// The most bytes (keys and values) one invocation hands the module, `look_back` included: the
+/// engine's store is 1 GB and a `look_back` of 400 MB already asks it for 1.5 GB. A fetch of
+/// the relay's brings as much at most.
+pub const INVOCATION_BYTES: usize = 32 << 20;
+
+/// `records` (the first at offset `first`) cut in order into runs of at most `max` bytes of
+/// keys and values, each with its first offset; a record over `max` makes a run alone.
+pub fn cuts(records: &[Rec], first: i64, max: usize) -> impl Iterator<Item = (&[Rec], i64)> {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        let rest = &records[at..];
+        let (head, _) = rest.split_first()?;
+        let mut bytes = head.bytes();
+        let n = 1 + rest[1..]
+            .iter()
+            .take_while(|r| {
+                bytes += r.bytes();
+                bytes <= max
+            })
+            .count();
+        let run = (&rest[..n], first + at as i64);
+        at += n;
+        Some(run)
+    })
+}
+
 /// A module instance in the engine: one consumer stream's worth of state.
 pub struct Instance {
     chain: SmartModuleChainInstance,
@@ -84,7 +110,7 @@ fn fluvio_records(records: &[Rec], first: i64) -> Vec<Record> {
 impl Instance {
     /// Loads the module with params; when `history` is given, it goes through `look_back`
     /// first, as a transform with `lookback: {last: N}` does in a cluster, its records at the
-    /// offsets from `history_base` on.
+    /// offsets from `history_base` on (in calls of [`INVOCATION_BYTES`] at most).
     pub fn new(
         wasm: &[u8],
         params: &[(String, String)],
@@ -96,22 +122,31 @@ impl Instance {
         for (k, v) in params {
             config.param(k.clone(), v.clone());
         }
-        if let Some((h, _)) = history {
-            config.lookback(Some(Lookback::Last(h.len().max(1) as u64)));
-        }
+        // The engine calls a module's look_back only when the config asks for one; how many
+        // records it names matters to an SPU only (the records come from the caller here).
+        config.lookback(Some(Lookback::Last(1)));
         let config = config.build().map_err(|e| anyhow!("{e}"))?;
         let mut builder = SmartModuleChainBuilder::default();
         builder.add_smart_module(config, wasm.to_vec());
-        let mut chain = builder.initialize(&engine).map_err(|e| anyhow!("{e:#}"))?;
+        let chain = builder.initialize(&engine).map_err(|e| anyhow!("{e:#}"))?;
+        let mut instance = Instance { chain };
         if let Some((h, base)) = history {
-            let records = fluvio_records(h, base);
-            block_on(chain.look_back(|_| {
-                let records = records.clone();
-                async move { Ok(records) }
-            }))
-            .map_err(|e| anyhow!("look_back: {e:#}"))?;
+            for (cut, first) in cuts(h, base, INVOCATION_BYTES) {
+                instance.look_back(cut, first)?;
+            }
         }
-        Ok(Instance { chain })
+        Ok(instance)
+    }
+
+    /// One `look_back` call over `records`, at the offsets from `first` on: the whole input is
+    /// in the engine's store at once (several times over), so callers cut it with [`cuts`].
+    pub fn look_back(&mut self, records: &[Rec], first: i64) -> Result<()> {
+        let records = fluvio_records(records, first);
+        block_on(self.chain.look_back(|_| {
+            let records = records.clone();
+            async move { Ok(records) }
+        }))
+        .map_err(|e| anyhow!("look_back: {e:#}"))
     }
 
     /// One invocation, its first record at `base_offset`; a refusal is a [`Refusal`].
@@ -215,12 +250,13 @@ impl Module {
     ) -> Result<Module> {
         match source {
             Source::Native => {
-                let mut p =
+                let p =
                     Processor::from_params(params.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+                let mut m = Module::Native(Box::new(p));
                 if let Some((h, base)) = history {
-                    p.look_back(&inputs(h, base));
+                    m.look_back(h, base, INVOCATION_BYTES)?;
                 }
-                Ok(Module::Native(Box::new(p)))
+                Ok(m)
             }
             Source::Wasm(path) => Ok(Module::Wasm(Box::new(Instance::new(
                 &read_wasm(path)?,
@@ -228,6 +264,18 @@ impl Module {
                 history,
             )?))),
         }
+    }
+
+    /// Replays `records` (at the offsets from `first` on) into the state, emitting nothing, in
+    /// `look_back` calls of at most `max` bytes: the state is the one a single call leaves.
+    pub fn look_back(&mut self, records: &[Rec], first: i64, max: usize) -> Result<()> {
+        for (cut, first) in cuts(records, first, max) {
+            match self {
+                Module::Wasm(i) => i.look_back(cut, first)?,
+                Module::Native(p) => p.look_back(&inputs(cut, first)),
+            }
+        }
+        Ok(())
     }
 
     /// One invocation, its first record at `base_offset`.
@@ -252,5 +300,39 @@ impl Module {
             Module::Native(p) => p.restore(text).map_err(|e| anyhow!("{e}")),
             Module::Wasm(_) => bail!("a module in the engine cannot be restored from a checkpoint"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(key: usize, value: usize) -> Rec {
+        Rec::new(Some(&vec![b'k'; key]), &vec![b'v'; value])
+    }
+
+    #[test]
+    fn cuts_keep_order_and_offsets_and_stay_under_the_bound_but_for_a_record_alone() {
+        let records: Vec<Rec> = (0..200).map(|i| rec(i % 5, (i * 37) % 300)).collect();
+        for max in [0, 1, 150, 299, 300, 1000, 10_000, usize::MAX] {
+            let runs: Vec<(&[Rec], i64)> = cuts(&records, 7, max).collect();
+            let mut at = 0;
+            for (run, first) in &runs {
+                assert_eq!(*first, 7 + at as i64, "max {max}: the run's first offset");
+                assert_eq!(*run, &records[at..at + run.len()], "max {max}: in order");
+                let bytes: usize = run.iter().map(Rec::bytes).sum();
+                assert!(bytes <= max || run.len() == 1, "max {max}: {bytes} bytes");
+                at += run.len();
+            }
+            assert_eq!(at, records.len(), "max {max}: every record in a run");
+            // Greedy: a run ends only where the next record would not fit.
+            for w in runs.windows(2) {
+                let bytes: usize = w[0].0.iter().chain(&w[1].0[..1]).map(Rec::bytes).sum();
+                assert!(bytes > max, "max {max}: a run ended early");
+            }
+        }
+        assert_eq!(cuts(&[], 0, 10).count(), 0);
+        assert_eq!(rec(3, 4).bytes(), 7);
+        assert_eq!(Rec::new(None, b"abc").bytes(), 3);
     }
 }

@@ -19,6 +19,11 @@ impl Rec {
         }
     }
 
+    /// Its key's and value's bytes: what an invocation's size is counted in.
+    pub fn bytes(&self) -> usize {
+        self.key.as_ref().map_or(0, Vec::len) + self.value.len()
+    }
+
     /// As a Fluvio record.
     pub fn to_fluvio(&self) -> Record {
         match &self.key {

@@ -28,6 +28,11 @@ fn block_on<F: Future>(f: F) -> F::Output {
         .block_on(f)
 }
 
+/// Makes fresh instances of the `.wasm` in the engine, as the relay's pumps do.
+fn fresh(params: &[(String, String)]) -> impl FnMut() -> anyhow::Result<Module> + '_ {
+    || Ok(Module::Wasm(Box::new(Instance::new(wasm(), params, None)?)))
+}
+
 /// What `agent-fold run --pressure-out` writes: one engine instance over the whole log.
 fn reference(params: &[(String, String)], records: &[Rec]) -> Vec<Rec> {
     let mut i = Instance::new(wasm(), params, None).expect("the engine loads the module");
@@ -38,9 +43,7 @@ fn reference(params: &[(String, String)], records: &[Rec]) -> Vec<Rec> {
 /// the relay there (dropped mid-flight) and a new one starts.
 fn relay(c: &Cluster, params: &[(String, String)], kills: &[(Option<usize>, Option<usize>)]) {
     let s = settings();
-    let mut make = |h: Option<(&[Rec], i64)>| -> anyhow::Result<Module> {
-        Ok(Module::Wasm(Box::new(Instance::new(wasm(), params, h)?)))
-    };
+    let mut make = fresh(params);
     for &(sends, commits) in kills {
         (
             c.state().faults.hang_after_sends,
@@ -112,6 +115,42 @@ fn an_adapter_relayed_through_kills_applies_no_line_twice() {
     assert_eq!(st.out.len(), want.len() + dups);
 }
 
+/// A restart's look-back of 420 MB (before: one `look_back` call, and the engine's 1 GB store
+/// trapped from 400 MB on) is fed fetch by fetch, each cut to `invocation_bytes`: the relay
+/// rebuilds the state and answers the records after the commit as one instance that saw all.
+#[test]
+fn a_look_back_larger_than_the_engines_store_rebuilds_in_bounded_calls() {
+    let big = "x".repeat(1 << 20);
+    let frame = |session: usize, seq: usize, body: &str| {
+        let line = format!(
+            r#"{{"type":"user/message","session_id":"s{session}","seq":{seq},"message":{{"role":"user","content":"{body}"}},"usage":{{"input_tokens":{}}}}}"#,
+            1000 + seq
+        );
+        Rec::new(Some(format!("s{session}").as_bytes()), line.as_bytes())
+    };
+    let history: Vec<Rec> = (0..420).map(|i| frame(i % 7, i / 7, &big)).collect();
+    let tail: Vec<Rec> = (0..14).map(|i| frame(i % 7, 60 + i / 7, "hi")).collect();
+    let params = owned(&[("emit", "pressure"), ("capacity", "200000")]);
+    let mut whole = Instance::new(wasm(), &params, None).expect("the engine loads the module");
+    whole.run(&history, 16).expect("16 MiB invocations fit");
+    let want = whole.process(&tail, 420).expect("no refusal");
+    assert_eq!(want.len(), 14, "one pressure record a frame");
+
+    let c = Cluster::new(vec![history.into_iter().chain(tail).collect()]);
+    c.state().committed[0] = Some(420);
+    c.state().faults.fetch = Some(40);
+    let mut make = fresh(&params);
+    let exit = block_on(pump::run(
+        &mut c.connect(0),
+        &mut make,
+        0,
+        &settings(),
+        &Control::new(&[0]),
+    ));
+    assert_eq!(exit.expect("the relay rebuilds and ends well"), Exit::Idle);
+    assert_eq!(c.state().out, want);
+}
+
 #[test]
 fn malformed_fail_in_the_engine_stops_at_the_refused_offset() {
     let records = corpus(4000, 22);
@@ -120,9 +159,7 @@ fn malformed_fail_in_the_engine_stops_at_the_refused_offset() {
     let params = owned(&[("emit", "pressure"), ("malformed", "fail")]);
     let c = Cluster::new(vec![records.clone()]);
     let ctl = Control::new(&[0]);
-    let mut make = |h: Option<(&[Rec], i64)>| -> anyhow::Result<Module> {
-        Ok(Module::Wasm(Box::new(Instance::new(wasm(), &params, h)?)))
-    };
+    let mut make = fresh(&params);
     let e = block_on(pump::run(
         &mut c.connect(0),
         &mut make,

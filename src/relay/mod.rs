@@ -22,7 +22,6 @@ use futures_util::stream::FuturesUnordered;
 use agent_fold_core::View;
 
 use crate::module::{Instance, Module, read_wasm};
-use crate::record::Rec;
 use pump::{Control, Exit, Settings, Stats};
 
 /// `--idle-exit SECS`: a positive number of seconds.
@@ -194,8 +193,8 @@ async fn relay(args: &Args, params: Vec<(String, String)>, local: Option<Vec<u8>
             };
             let (wasm, params, settings, ctl) = (wasm.clone(), &params, &settings, &ctl);
             async move {
-                let mut make = |h: Option<(&[Rec], i64)>| -> Result<Module> {
-                    Ok(Module::Wasm(Box::new(Instance::new(&wasm, params, h)?)))
+                let mut make = || -> Result<Module> {
+                    Ok(Module::Wasm(Box::new(Instance::new(&wasm, params, None)?)))
                 };
                 pump::run(&mut connect, &mut make, partition, settings, ctl).await
             }

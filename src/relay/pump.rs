@@ -7,7 +7,9 @@
 //! - the module sees each offset once per instance, in order, at its absolute position: a gap in
 //!   what the stream hands over is re-fetched from the expected offset, never skipped;
 //! - a (re)start rebuilds the state through `look_back` from up to `lookback` records before the
-//!   committed offset, at their own offsets, then processes from the committed offset on.
+//!   committed offset, at their own offsets, then processes from the committed offset on;
+//! - no invocation, `look_back` included, hands the module more than `invocation_bytes`, and the
+//!   history is fed as it is fetched: memory is bounded whatever the look-back's length.
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -15,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow};
 
-use crate::module::{Module, Refusal};
+use crate::module::{INVOCATION_BYTES, Module, Refusal, cuts};
 use crate::record::Rec;
 
 /// A record of the event topic at its offset.
@@ -70,8 +72,8 @@ pub trait Connect {
     async fn open(&mut self) -> Result<(Self::Log, Self::Sink)>;
 }
 
-/// Makes a module instance, its history (records, first offset) through `look_back`.
-pub type Make<'a> = dyn FnMut(Option<(&[Rec], i64)>) -> Result<Module> + 'a;
+/// Makes a fresh module instance (the pump rebuilds its state through `look_back`).
+pub type Make<'a> = dyn FnMut() -> Result<Module> + 'a;
 
 /// How a relay runs.
 #[derive(Debug, Clone)]
@@ -82,6 +84,9 @@ pub struct Settings {
     pub idle_exit: Option<Duration>,
     /// Most records per invocation (and per produce-flush-commit round).
     pub batch: usize,
+    /// Most bytes (keys and values) per invocation, `look_back` included; a record over it goes
+    /// alone.
+    pub invocation_bytes: usize,
     /// How long a poll waits before the loop looks at stop and idle again.
     pub wait: Duration,
     /// Fetches of one missing offset before giving up on it.
@@ -100,6 +105,7 @@ impl Default for Settings {
             lookback: 100_000,
             idle_exit: None,
             batch: 5_000,
+            invocation_bytes: INVOCATION_BYTES,
             wait: Duration::from_millis(200),
             refetches: 5,
             retries: 8,
@@ -282,17 +288,15 @@ pub async fn pump<L: Log, S: Sink>(
     };
     let from = start.saturating_sub(s.lookback as i64).max(pos.first);
     let began = Instant::now();
-    let history = history(log, from, start, partition, s).await?;
-    let mut module =
-        make((!history.is_empty()).then_some((&history[..], from))).map_err(Stop::Fatal)?;
-    if !history.is_empty() {
+    let mut module = make().map_err(Stop::Fatal)?;
+    rebuild(log, &mut module, from, start, partition, s).await?;
+    if from < start {
         eprintln!(
             "relay: partition {partition}: state rebuilt through look_back from offsets \
              {from}..{start} in {:.1?}; relaying from {start}",
             began.elapsed()
         );
     }
-    drop(history);
     log.seek(start).await.map_err(Stop::Cluster)?;
     ctl.update(partition, |st| {
         st.next = start;
@@ -346,10 +350,10 @@ pub async fn pump<L: Log, S: Sink>(
             }
             run.push(rec);
         }
-        if !run.is_empty() {
-            let (made, done) = relay(&mut module, &run, next, log, sink, partition).await?;
+        for (piece, first) in cuts(&run, next, s.invocation_bytes) {
+            let (made, done) = relay(&mut module, piece, first, log, sink, partition).await?;
             ctl.update(partition, |st| {
-                st.records_in += run.len() as u64;
+                st.records_in += piece.len() as u64;
                 st.records_out += made as u64;
                 st.next = done;
                 st.end = st.end.max(done);
@@ -380,39 +384,44 @@ pub async fn pump<L: Log, S: Sink>(
     }
 }
 
-/// Records `[from, to)` of the partition, contiguous, for `look_back`.
-async fn history<L: Log>(
+/// Replays records `[from, to)` of the partition into `module` through `look_back`, contiguous,
+/// each fetch as it comes (cut to `invocation_bytes`): the history is never held whole.
+async fn rebuild<L: Log>(
     log: &mut L,
+    module: &mut Module,
     from: i64,
     to: i64,
     partition: u32,
     s: &Settings,
-) -> Result<Vec<Rec>, Stop> {
-    let mut out = Vec::with_capacity((to - from).max(0) as usize);
+) -> Result<(), Stop> {
     let mut next = from;
     let mut stalls = 0;
     while next < to {
         let got = log.read(next, to).await.map_err(Stop::Cluster)?;
-        let before = next;
+        let mut run = Vec::with_capacity(got.len());
         for (offset, rec) in got {
-            if offset < next {
+            let expected = next + run.len() as i64;
+            if offset < expected {
                 continue;
             }
-            if offset > next || offset >= to {
+            if offset > expected || offset >= to {
                 break;
             }
-            out.push(rec);
-            next += 1;
+            run.push(rec);
         }
-        stalls = if next == before { stalls + 1 } else { 0 };
+        stalls = if run.is_empty() { stalls + 1 } else { 0 };
         if stalls > s.refetches {
             return Err(Stop::Fatal(anyhow!(
                 "partition {partition}: offset {next} cannot be read for the look-back \
                  ({stalls} fetches came back without it)"
             )));
         }
+        module
+            .look_back(&run, next, s.invocation_bytes)
+            .map_err(Stop::Fatal)?;
+        next += run.len() as i64;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// One round: the module over `run` (first offset `next`), its records produced and flushed
