@@ -210,8 +210,9 @@ while ((kills < 3 && attempts < 8)); do
   # A random moment of the relay's expected life: the start (connect, compile; measured
   # above), the look-back of what is committed (about as costly as relaying it), the rest.
   delay=$(python3 -c "import random; random.seed($seed * 10 + $attempts); print(round(random.uniform(0.3, 0.95) * ($startup + (1.5 - 1.5 * $remaining + $remaining) * $busy), 2))")
+  # Settling every 0.1 s (not 1 s): the kills land between commits, and restarts rebuild.
   "$af" relay --topic "$corpus" --consumer "e2e-kill-$run_id" --smartmodule "$sm" \
-    2>>"$work/kill.log" &
+    --commit-every 0.1 2>>"$work/kill.log" &
   pid=$!
   sleep "$delay"
   if ! kill -0 $pid 2>/dev/null; then wait $pid || true; say "relay ended before the kill"; break; fi

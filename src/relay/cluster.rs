@@ -152,6 +152,7 @@ impl Connect for FluvioConnect {
             fluvio: fluvio.clone(),
             target: self.target.clone(),
             stream: None,
+            history: None,
         };
         let sink = FluvioSink {
             _fluvio: fluvio,
@@ -167,6 +168,8 @@ pub struct FluvioLog {
     fluvio: Rc<Fluvio>,
     target: Target,
     stream: Option<BoxConsumerStream>,
+    /// The look-back's stream, kept between reads, and the offset it hands over next.
+    history: Option<(i64, BoxConsumerStream)>,
 }
 
 impl FluvioLog {
@@ -244,25 +247,33 @@ impl Log for FluvioLog {
     }
 
     async fn read(&mut self, from: i64, to: i64) -> Result<Vec<Entry>> {
-        let mut stream = self.open(from, false, MAX_BYTES).await?;
-        let mut out = Vec::new();
+        let mut stream = match self.history.take() {
+            Some((at, stream)) if at == from => stream,
+            _ => self.open(from, false, MAX_BYTES).await?,
+        };
+        let (mut out, mut bytes) = (Vec::new(), 0);
         let mut expected = from;
-        // Up to `to`, a gap (the caller re-reads from it) or a pause in what the cluster sends.
-        while expected < to {
+        // Up to `to`, a fetch's bytes (the stream is kept for the next read), a gap (the
+        // caller reads again from it) or a pause in what the cluster sends.
+        while expected < to && bytes < MAX_BYTES as usize {
             match next(&mut stream, Duration::from_secs(5)).await? {
                 Some((offset, rec)) if offset == expected => {
+                    bytes += rec.bytes();
                     out.push((offset, rec));
                     expected += 1;
                 }
                 Some((offset, _)) if offset < expected => {}
-                _ => break,
+                _ => return Ok(out),
             }
+        }
+        if expected < to {
+            self.history = Some((expected, stream));
         }
         Ok(out)
     }
 
     async fn seek(&mut self, from: i64) -> Result<()> {
-        self.stream = None;
+        (self.stream, self.history) = (None, None);
         self.stream = Some(self.open(from, false, MAX_BYTES).await?);
         Ok(())
     }

@@ -24,7 +24,7 @@ use agent_fold_core::View;
 use crate::module::{Instance, Module, read_wasm};
 use pump::{Control, Exit, Settings, Stats};
 
-/// `--idle-exit SECS`: a positive number of seconds.
+/// `--idle-exit SECS`, `--commit-every SECS`: a positive number of seconds.
 fn secs(s: &str) -> Result<Duration, String> {
     match s.parse::<f64>() {
         Ok(v) if v > 0.0 && v.is_finite() => Ok(Duration::from_secs_f64(v)),
@@ -78,6 +78,10 @@ pub struct Args {
     /// Exit 0 after SECS with no new record
     #[arg(long, value_name = "SECS", value_parser = secs)]
     pub idle_exit: Option<Duration>,
+    /// While records keep coming, settle (wait for the cluster's acknowledgements, then commit)
+    /// every SECS; a pause in the stream settles at once. A crash repeats up to SECS of records
+    #[arg(long, value_name = "SECS", value_parser = secs, default_value = "1")]
+    pub commit_every: Duration,
     /// Cluster failures in a row before giving up (back-off from 0.5 s, doubling to 16 s)
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub retries: u32,
@@ -113,6 +117,7 @@ impl Args {
             lookback: self.lookback,
             idle_exit: self.idle_exit,
             retries: self.retries,
+            commit_every: self.commit_every,
             ..Settings::default()
         }
     }

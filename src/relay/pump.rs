@@ -4,6 +4,8 @@
 //! What holds, and why:
 //! - commit after ack: the consumer offset moves to `n` only after [`Sink::flush`] returned, i.e.
 //!   after the cluster acknowledged every record made from the inputs below `n` (at-least-once);
+//!   rounds are produced as they come and settled (flushed, then committed) every
+//!   `commit_every`, when the stream pauses, and before the pump ends well;
 //! - the module sees each offset once per instance, in order, at its absolute position: a gap in
 //!   what the stream hands over is re-fetched from the expected offset, never skipped;
 //! - a (re)start rebuilds the state through `look_back` from up to `lookback` records before the
@@ -41,8 +43,8 @@ pub trait Log {
     async fn position(&mut self) -> Result<Position>;
     /// The partition's end, for the lag.
     async fn end(&mut self) -> Result<i64>;
-    /// Records from `from` on, none at or past `to`: as many as one fetch brings (possibly none,
-    /// possibly with gaps; the caller checks).
+    /// Records from `from` on, none at or past `to`: a fetch's worth, some 32 MiB at most (possibly
+    /// none, possibly with gaps; the caller checks and reads again).
     async fn read(&mut self, from: i64, to: i64) -> Result<Vec<Entry>>;
     /// (Re)starts the live stream at `from`.
     async fn seek(&mut self, from: i64) -> Result<()>;
@@ -97,6 +99,9 @@ pub struct Settings {
     pub backoff: Duration,
     /// How often the lag is refreshed.
     pub lag_every: Duration,
+    /// How long relayed rounds may wait to be settled (flushed, acknowledged, committed) while
+    /// records keep coming: fewer round trips, more records repeated after a crash.
+    pub commit_every: Duration,
 }
 
 impl Default for Settings {
@@ -111,13 +116,14 @@ impl Default for Settings {
             retries: 8,
             backoff: Duration::from_millis(500),
             lag_every: Duration::from_secs(5),
+            commit_every: Duration::from_secs(1),
         }
     }
 }
 
 impl Settings {
-    /// Waits of milliseconds, no lag refresh, an idle exit after `idle`: for the loop over the
-    /// in-memory stand-ins, where nothing takes long.
+    /// Waits of milliseconds, no lag refresh, every round settled, an idle exit after `idle`:
+    /// for the loop over the in-memory stand-ins, where nothing takes long.
     pub fn brisk(idle: Duration, batch: usize) -> Settings {
         Settings {
             idle_exit: Some(idle),
@@ -125,6 +131,7 @@ impl Settings {
             wait: Duration::from_millis(2),
             backoff: Duration::from_millis(1),
             lag_every: Duration::ZERO,
+            commit_every: Duration::ZERO,
             ..Settings::default()
         }
     }
@@ -153,8 +160,10 @@ pub enum Stop {
 pub struct Stats {
     pub records_in: u64,
     pub records_out: u64,
-    /// The next offset to relay (everything below it is committed).
+    /// The next offset to relay (everything below it is produced).
     pub next: i64,
+    /// Everything below it is acknowledged and committed.
+    pub committed: i64,
     pub end: i64,
     /// Live: rebuilt and reading the stream.
     pub live: bool,
@@ -299,7 +308,7 @@ pub async fn pump<L: Log, S: Sink>(
     }
     log.seek(start).await.map_err(Stop::Cluster)?;
     ctl.update(partition, |st| {
-        st.next = start;
+        (st.next, st.committed) = (start, start);
         st.end = st.end.max(pos.end);
         st.live = true;
     });
@@ -307,10 +316,14 @@ pub async fn pump<L: Log, S: Sink>(
     ctl.last_record.set(Instant::now());
 
     let mut next = start;
+    // Relayed, not yet settled: everything below `next` is produced, below this committed.
+    let mut committed = start;
+    let mut settled_at = Instant::now();
     let mut missing: Option<(i64, u32)> = None;
     let mut lag_at = Instant::now();
     loop {
         if ctl.stopping() {
+            settle(log, sink, &mut committed, next, partition, ctl).await?;
             return Ok(Exit::Stopped);
         }
         let mut end = None;
@@ -322,6 +335,11 @@ pub async fn pump<L: Log, S: Sink>(
         // (expected offset, what came instead: a later offset, or the partition's end)
         let mut gap = None;
         if got.is_empty() {
+            // The stream paused: what was relayed is settled now, not after the next record.
+            let began = Instant::now();
+            settle(log, sink, &mut committed, next, partition, ctl).await?;
+            settled_at = Instant::now();
+            ctl.update(partition, |st| st.busy += began.elapsed());
             let idle = ctl.idle(s.idle_exit);
             if idle && end.is_none() {
                 end = Some(log.end().await.map_err(Stop::Cluster)?);
@@ -351,16 +369,33 @@ pub async fn pump<L: Log, S: Sink>(
             run.push(rec);
         }
         for (piece, first) in cuts(&run, next, s.invocation_bytes) {
-            let (made, done) = relay(&mut module, piece, first, log, sink, partition).await?;
+            let relayed = relay(&mut module, piece, first, sink).await;
+            let (made, done) = match relayed {
+                Ok(r) => r,
+                Err(Relayed::Stop(stop)) => return Err(stop),
+                Err(Relayed::Refused { made, at, why }) => {
+                    // Everything before the refused record is settled; nothing past it.
+                    settle(log, sink, &mut committed, at, partition, ctl).await?;
+                    ctl.update(partition, |st| st.records_out += made as u64);
+                    return Err(Stop::Fatal(anyhow!(
+                        "partition {partition}: the module refused the record at offset {at}; \
+                         relayed and committed up to it, nothing past it: {why}"
+                    )));
+                }
+            };
             ctl.update(partition, |st| {
                 st.records_in += piece.len() as u64;
                 st.records_out += made as u64;
                 st.next = done;
                 st.end = st.end.max(done);
-                st.busy += began.elapsed();
             });
             next = done;
         }
+        if settled_at.elapsed() >= s.commit_every {
+            settle(log, sink, &mut committed, next, partition, ctl).await?;
+            settled_at = Instant::now();
+        }
+        ctl.update(partition, |st| st.busy += began.elapsed());
         // Idle time counts from the end of the last round: relaying is not idling.
         ctl.last_record.set(Instant::now());
         if let Some((expected, found)) = gap {
@@ -424,55 +459,78 @@ async fn rebuild<L: Log>(
     Ok(())
 }
 
-/// One round: the module over `run` (first offset `next`), its records produced and flushed
-/// until acknowledged, then the commit. Returns (records made, the new committed offset). On a
-/// refusal (`malformed=fail`) the records before the refused one are relayed and committed, and
-/// the relay stops, naming its offset: nothing is committed past it.
-async fn relay<L: Log, S: Sink>(
+/// Why a round was not relayed whole.
+enum Relayed {
+    Stop(Stop),
+    /// The module refused the record at offset `at` (`malformed=fail`): the `made` records of
+    /// the ones before it are produced.
+    Refused {
+        made: usize,
+        at: i64,
+        why: String,
+    },
+}
+
+/// One round: the module over `run` (first offset `next`), its records produced (not yet
+/// acknowledged). Returns (records made, the next offset to relay). A refused invocation
+/// changed no state: the records before the refused one go again alone, and are produced.
+async fn relay<S: Sink>(
     module: &mut Module,
     run: &[Rec],
     next: i64,
-    log: &mut L,
     sink: &mut S,
-    partition: u32,
-) -> Result<(usize, i64), Stop> {
+) -> Result<(usize, i64), Relayed> {
+    let fatal = |e| Relayed::Stop(Stop::Fatal(e));
     let refusal = match module.process(run, next) {
         Ok(out) => {
             let made = out.len();
-            let done = next + run.len() as i64;
-            deliver(out, done, log, sink).await?;
-            return Ok((made, done));
+            produce(out, sink).await.map_err(Relayed::Stop)?;
+            return Ok((made, next + run.len() as i64));
         }
         Err(e) => match e.downcast::<Refusal>() {
             Ok(r) if (next..next + run.len() as i64).contains(&r.offset) => r,
-            Ok(r) => return Err(Stop::Fatal(r.into())),
-            Err(e) => return Err(Stop::Fatal(e)),
+            Ok(r) => return Err(fatal(r.into())),
+            Err(e) => return Err(fatal(e)),
         },
     };
-    // A refused invocation changed no state: the records before the refused one go again alone.
     let before = &run[..(refusal.offset - next) as usize];
+    let mut made = 0;
     if !before.is_empty() {
-        let out = module.process(before, next).map_err(Stop::Fatal)?;
-        deliver(out, refusal.offset, log, sink).await?;
+        let out = module.process(before, next).map_err(fatal)?;
+        made = out.len();
+        produce(out, sink).await.map_err(Relayed::Stop)?;
     }
-    Err(Stop::Fatal(anyhow!(
-        "partition {partition}: the module refused the record at offset {}; relayed and \
-         committed up to it, nothing past it: {}",
-        refusal.offset,
-        refusal.text
-    )))
+    Err(Relayed::Refused {
+        made,
+        at: refusal.offset,
+        why: refusal.text,
+    })
 }
 
-/// Sends `out`, waits for the cluster's acknowledgement of all of it, then commits `done`.
-async fn deliver<L: Log, S: Sink>(
-    out: Vec<Rec>,
-    done: i64,
-    log: &mut L,
-    sink: &mut S,
-) -> Result<(), Stop> {
+/// Queues `out` on the sibling topic.
+async fn produce<S: Sink>(out: Vec<Rec>, sink: &mut S) -> Result<(), Stop> {
     for r in out {
         sink.send(r).await.map_err(Stop::Cluster)?;
     }
+    Ok(())
+}
+
+/// Settles what was relayed below `to`: waits for the cluster's acknowledgement of every record
+/// produced so far, then commits `to`. Nothing to settle: no round trip.
+async fn settle<L: Log, S: Sink>(
+    log: &mut L,
+    sink: &mut S,
+    committed: &mut i64,
+    to: i64,
+    partition: u32,
+    ctl: &Control,
+) -> Result<(), Stop> {
+    if to <= *committed {
+        return Ok(());
+    }
     sink.flush().await.map_err(Stop::Cluster)?;
-    log.commit(done).await.map_err(Stop::Cluster)
+    log.commit(to).await.map_err(Stop::Cluster)?;
+    *committed = to;
+    ctl.update(partition, |st| st.committed = to);
+    Ok(())
 }

@@ -267,9 +267,10 @@ fn invocations_cut_by_bytes_through_restarts_give_what_one_invocation_gives() {
         invocation_bytes: max,
         ..settings()
     };
-    // A round is a few records: the kills come after 1,000 of them or so, then each look-back
-    // (the whole log before the commit) takes a dozen fetches or more.
-    for commits in [300, 200] {
+    // A fetch is a round of invocations of a few records, settled by one commit: the kills
+    // come after 1,000 records or so, then each look-back (the whole log before the commit)
+    // takes ten fetches or more.
+    for commits in [10, 7] {
         c.state().faults.hang_after_commits = Some(commits);
         assert!(killed(&c, &p, &s), "killed after {commits} commits");
     }
@@ -404,6 +405,73 @@ fn stop_ends_after_the_round_in_hand_flushed_and_committed() {
     );
 }
 
+/// Rounds are settled (flushed, acknowledged, committed) every `commit_every` while records
+/// keep coming, and at once when the stream pauses or the relay stops.
+#[test]
+fn rounds_settle_every_commit_every_on_a_pause_and_on_stop() {
+    let (records, p, want) = one_partition(3000, 15);
+    let backlog = || {
+        let c = Cluster::new(vec![records.clone()]);
+        c.state().faults.fetch = Some(100);
+        c
+    };
+    let commits = |c: &Cluster| -> Vec<i64> {
+        let st = c.state();
+        commits_follow_acks(&st.journal);
+        st.journal
+            .iter()
+            .filter_map(|e| match e {
+                Event::Committed { next, .. } => Some(*next),
+                _ => None,
+            })
+            .collect()
+    };
+    // Every round settled: a commit a fetch.
+    let c = backlog();
+    assert_eq!(relay(&c, &p, &settings()).unwrap(), Exit::Idle);
+    assert_eq!(commits(&c), (1..=30).map(|i| i * 100).collect::<Vec<i64>>());
+    // Settled hourly: the backlog comes without a pause, so one commit, at its end.
+    let hourly = Settings {
+        commit_every: Duration::from_secs(3600),
+        ..settings()
+    };
+    let c = backlog();
+    assert_eq!(relay(&c, &p, &hourly).unwrap(), Exit::Idle);
+    assert_eq!(commits(&c), [3000]);
+    same(&c.state().out, &want, "settled hourly");
+    // Stopped in the backlog: what was relayed is settled before the exit.
+    let c = backlog();
+    let ctl = Control::new(&[0]);
+    let stop = async {
+        while c
+            .state()
+            .journal
+            .iter()
+            .filter(|e| **e == Event::Sent)
+            .count()
+            < 300
+        {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        ctl.stop();
+        std::future::pending::<()>().await
+    };
+    let s = Settings {
+        idle_exit: None,
+        ..hourly
+    };
+    assert_eq!(relay_beside(&c, &p, &s, &ctl, stop).unwrap(), Exit::Stopped);
+    let done = commits(&c);
+    assert!(matches!(done[..], [d] if d > 0 && d < 3000), "{done:?}");
+    let st = c.state();
+    assert!(st.pending.is_empty(), "nothing sent without a flush");
+    same(
+        &st.out,
+        &reference(&p, None, &records[..done[0] as usize], 0),
+        "until stopped",
+    );
+}
+
 #[test]
 fn an_unreachable_cluster_is_retried_with_back_off_then_a_clear_error() {
     let p = params(&[]);
@@ -505,6 +573,7 @@ fn flags_parse_into_the_relay_settings() {
     assert_eq!(a.select(3).unwrap(), [0, 1, 2]);
     let s = a.settings();
     assert_eq!((s.lookback, s.idle_exit, s.retries), (100_000, None, 8));
+    assert_eq!(s.commit_every, Duration::from_secs(1));
     assert_eq!(a.params().unwrap(), params(&[]));
 
     let a = args(&[
@@ -526,6 +595,8 @@ fn flags_parse_into_the_relay_settings() {
         "1.5",
         "--retries",
         "2",
+        "--commit-every",
+        "0.25",
         "-e",
         "capacity=200000",
         "-e",
@@ -545,6 +616,7 @@ fn flags_parse_into_the_relay_settings() {
     assert_eq!(s.lookback, 500);
     assert_eq!(s.idle_exit, Some(Duration::from_millis(1500)));
     assert_eq!(s.retries, 2);
+    assert_eq!(s.commit_every, Duration::from_millis(250));
     assert_eq!(a.params().unwrap(), params(&[("capacity", "200000")]));
     assert_eq!(a.smartmodule.as_deref(), Some("af"));
     assert_eq!(a.module_name(), "SmartModule af");
@@ -574,6 +646,7 @@ fn bad_flags_are_refused_before_any_work() {
         &["--topic", "t", "--to", "t.pressure"],
         &["--topic", "t", "--idle-exit", "0"],
         &["--topic", "t", "--idle-exit", "soon"],
+        &["--topic", "t", "--commit-every", "-1"],
         &["--topic", "t", "--smartmodule", "a", "--wasm", "b.wasm"],
         &["--topic", "t", "-e", "emit"],
         &["--to", "x"],
