@@ -33,10 +33,11 @@ pub struct Args {
     /// Records replayed through look_back before the input
     #[arg(long, value_name = "FILE")]
     pub lookback: Option<PathBuf>,
-    /// The log is an agent's own (claude-code, claude-stream, codex, or auto to detect it): its
-    /// lines are adapted to frames here, --batch lines to an invocation, before the module sees
-    /// them (the same output as the module's own -e input=FORMAT). A claude-code DIR is a session
-    /// directory: the transcript beside it and its subagents/*.jsonl, merged by time
+    /// The log is an agent's own (claude-code, claude-stream, codex; agent-fold: frames already;
+    /// auto to detect it): its lines are adapted to frames here, --batch lines to an invocation,
+    /// before the module sees them (the same output as the module's own -e input=FORMAT). A
+    /// claude-code DIR is a session directory: the transcript beside it and its
+    /// subagents/*.jsonl, merged by time
     #[arg(long = "input", value_name = "FORMAT", value_parser = format)]
     pub format: Option<Format>,
     /// Also run an emit=pressure instance and write its records to FILE

@@ -215,7 +215,7 @@ fn the_command_line_refuses_bad_params_and_files_before_connecting() {
         ),
         (
             &["relay", "--topic", "t", "-e", "projection=maybe"],
-            "projection",
+            "agent-fold: bad value \"maybe\" for param `projection`",
         ),
         (
             &["relay", "--topic", "t", "--wasm", "/nonexistent/m.wasm"],
@@ -230,6 +230,7 @@ fn the_command_line_refuses_bad_params_and_files_before_connecting() {
         let o = agent_fold(args, &env);
         assert!(!o.status.success(), "{args:?}");
         assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("agent-fold: agent-fold:"), "{args:?}");
         assert!(
             !stderr(&o).contains("retrying"),
             "{args:?} tried to connect"

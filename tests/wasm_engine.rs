@@ -181,6 +181,8 @@ fn init_refuses_every_bad_param_naming_it() {
             .unwrap_or_else(|| panic!("{k}={v:?} is accepted"));
         let text = format!("{err:#}");
         assert!(text.contains(&format!("`{k}`")), "{k}={v:?}: {text}");
+        // An SPU's log names no module: the message does.
+        assert!(text.contains("agent-fold: "), "{k}={v:?}: {text}");
     }
     // Every other bad value, natively (the same `Config::from_params` runs in `init`).
     for (k, v) in [

@@ -152,11 +152,7 @@ impl fmt::Display for ParamError {
         match self {
             ParamError::Unknown { key } => {
                 let known: Vec<&str> = PARAMS.iter().map(|p| p.name).collect();
-                write!(
-                    f,
-                    "agent-fold: unknown param `{key}` (known: {})",
-                    known.join(", ")
-                )
+                write!(f, "unknown param `{key}` (known: {})", known.join(", "))
             }
             ParamError::BadValue {
                 key,
@@ -165,7 +161,7 @@ impl fmt::Display for ParamError {
             } => {
                 write!(
                     f,
-                    "agent-fold: bad value {value:?} for param `{key}`: expected {expected}"
+                    "bad value {value:?} for param `{key}`: expected {expected}"
                 )
             }
         }

@@ -70,8 +70,9 @@ pub unsafe extern "C" fn init(ptr: *mut u8, len: usize, version: i16) -> i32 {
     match crate::init(&params) {
         Ok(()) => 0,
         Err(e) => {
+            // An SPU's log names no module: the message does.
             let output = SmartModuleInitOutput {
-                error: SmartModuleInitRuntimeError::new(eyre!("{e}")),
+                error: SmartModuleInitRuntimeError::new(eyre!("agent-fold: {e}")),
             };
             match hand_over(&output, version) {
                 Ok(()) => SmartModuleInitErrorStatus::InitError as i32,
