@@ -207,9 +207,9 @@ while ((kills < 3 && attempts < 8)); do
   attempts=$((attempts + 1))
   before=$(committed)
   remaining=$(python3 -c "print(max(0.05, 1 - $before / $records))")
-  # A random moment of the relay's expected life: the start (connect, compile; measured
-  # above), the look-back of what is committed (about as costly as relaying it), the rest.
-  delay=$(python3 -c "import random; random.seed($seed * 10 + $attempts); print(round(random.uniform(0.3, 0.95) * ($startup + (1.5 - 1.5 * $remaining + $remaining) * $busy), 2))")
+  # A random moment of the relay's work, after its start (connect, compile; measured above):
+  # the look-back of what is committed (about as costly as relaying it), then the rest.
+  delay=$(python3 -c "import random; random.seed($seed * 10 + $attempts); print(round($startup + random.uniform(0.05, 0.95) * (1.5 - 1.5 * $remaining + $remaining) * $busy, 2))")
   # Settling every 0.1 s (not 1 s): the kills land between commits, and restarts rebuild.
   "$af" relay --topic "$corpus" --consumer "e2e-kill-$run_id" --smartmodule "$sm" \
     --commit-every 0.1 2>>"$work/kill.log" &
