@@ -162,8 +162,6 @@ pub struct Stats {
     pub records_out: u64,
     /// The next offset to relay (everything below it is produced).
     pub next: i64,
-    /// Everything below it is acknowledged and committed.
-    pub committed: i64,
     pub end: i64,
     /// Live: rebuilt and reading the stream.
     pub live: bool,
@@ -308,7 +306,7 @@ pub async fn pump<L: Log, S: Sink>(
     }
     log.seek(start).await.map_err(Stop::Cluster)?;
     ctl.update(partition, |st| {
-        (st.next, st.committed) = (start, start);
+        st.next = start;
         st.end = st.end.max(pos.end);
         st.live = true;
     });
@@ -316,14 +314,12 @@ pub async fn pump<L: Log, S: Sink>(
     ctl.last_record.set(Instant::now());
 
     let mut next = start;
-    // Relayed, not yet settled: everything below `next` is produced, below this committed.
-    let mut committed = start;
-    let mut settled_at = Instant::now();
+    let mut settled = Settled::at(start);
     let mut missing: Option<(i64, u32)> = None;
     let mut lag_at = Instant::now();
     loop {
         if ctl.stopping() {
-            settle(log, sink, &mut committed, next, partition, ctl).await?;
+            settled.up_to(next, log, sink).await?;
             return Ok(Exit::Stopped);
         }
         let mut end = None;
@@ -337,8 +333,7 @@ pub async fn pump<L: Log, S: Sink>(
         if got.is_empty() {
             // The stream paused: what was relayed is settled now, not after the next record.
             let began = Instant::now();
-            settle(log, sink, &mut committed, next, partition, ctl).await?;
-            settled_at = Instant::now();
+            settled.up_to(next, log, sink).await?;
             ctl.update(partition, |st| st.busy += began.elapsed());
             let idle = ctl.idle(s.idle_exit);
             if idle && end.is_none() {
@@ -355,18 +350,9 @@ pub async fn pump<L: Log, S: Sink>(
             }
         }
         let began = Instant::now();
-        // The contiguous run from `next`; offsets below it are a re-fetch's repeats.
-        let mut run = Vec::with_capacity(got.len());
-        for (offset, rec) in got {
-            let expected = next + run.len() as i64;
-            if offset < expected {
-                continue;
-            }
-            if offset > expected {
-                gap = Some((expected, format!("got {offset}")));
-                break;
-            }
-            run.push(rec);
+        let (run, instead) = contiguous(got, next);
+        if let Some(offset) = instead {
+            gap = Some((next + run.len() as i64, format!("got {offset}")));
         }
         for (piece, first) in cuts(&run, next, s.invocation_bytes) {
             let relayed = relay(&mut module, piece, first, sink).await;
@@ -375,7 +361,7 @@ pub async fn pump<L: Log, S: Sink>(
                 Err(Relayed::Stop(stop)) => return Err(stop),
                 Err(Relayed::Refused { made, at, why }) => {
                     // Everything before the refused record is settled; nothing past it.
-                    settle(log, sink, &mut committed, at, partition, ctl).await?;
+                    settled.up_to(at, log, sink).await?;
                     ctl.update(partition, |st| st.records_out += made as u64);
                     return Err(Stop::Fatal(anyhow!(
                         "partition {partition}: the module refused the record at offset {at}; \
@@ -391,9 +377,8 @@ pub async fn pump<L: Log, S: Sink>(
             });
             next = done;
         }
-        if settled_at.elapsed() >= s.commit_every {
-            settle(log, sink, &mut committed, next, partition, ctl).await?;
-            settled_at = Instant::now();
+        if settled.at.elapsed() >= s.commit_every {
+            settled.up_to(next, log, sink).await?;
         }
         ctl.update(partition, |st| st.busy += began.elapsed());
         // Idle time counts from the end of the last round: relaying is not idling.
@@ -433,17 +418,8 @@ async fn rebuild<L: Log>(
     let mut stalls = 0;
     while next < to {
         let got = log.read(next, to).await.map_err(Stop::Cluster)?;
-        let mut run = Vec::with_capacity(got.len());
-        for (offset, rec) in got {
-            let expected = next + run.len() as i64;
-            if offset < expected {
-                continue;
-            }
-            if offset > expected || offset >= to {
-                break;
-            }
-            run.push(rec);
-        }
+        let (mut run, _) = contiguous(got, next);
+        run.truncate((to - next) as usize);
         stalls = if run.is_empty() { stalls + 1 } else { 0 };
         if stalls > s.refetches {
             return Err(Stop::Fatal(anyhow!(
@@ -457,6 +433,22 @@ async fn rebuild<L: Log>(
         next += run.len() as i64;
     }
     Ok(())
+}
+
+/// The contiguous run of `got` from offset `next` (offsets below it are a re-fetch's repeats),
+/// and the offset that came where the run ends, if one did (a gap).
+fn contiguous(got: Vec<Entry>, next: i64) -> (Vec<Rec>, Option<i64>) {
+    let mut run = Vec::with_capacity(got.len());
+    for (offset, rec) in got {
+        let expected = next + run.len() as i64;
+        if offset > expected {
+            return (run, Some(offset));
+        }
+        if offset == expected {
+            run.push(rec);
+        }
+    }
+    (run, None)
 }
 
 /// Why a round was not relayed whole.
@@ -515,22 +507,35 @@ async fn produce<S: Sink>(out: Vec<Rec>, sink: &mut S) -> Result<(), Stop> {
     Ok(())
 }
 
-/// Settles what was relayed below `to`: waits for the cluster's acknowledgement of every record
-/// produced so far, then commits `to`. Nothing to settle: no round trip.
-async fn settle<L: Log, S: Sink>(
-    log: &mut L,
-    sink: &mut S,
-    committed: &mut i64,
-    to: i64,
-    partition: u32,
-    ctl: &Control,
-) -> Result<(), Stop> {
-    if to <= *committed {
-        return Ok(());
+/// What is settled: every record made from the offsets below `committed` is acknowledged by
+/// the cluster and the offset committed; `at`: when the last settling ended.
+struct Settled {
+    committed: i64,
+    at: Instant,
+}
+
+impl Settled {
+    fn at(committed: i64) -> Settled {
+        Settled {
+            committed,
+            at: Instant::now(),
+        }
     }
-    sink.flush().await.map_err(Stop::Cluster)?;
-    log.commit(to).await.map_err(Stop::Cluster)?;
-    *committed = to;
-    ctl.update(partition, |st| st.committed = to);
-    Ok(())
+
+    /// Settles what was relayed below `to`: waits for the cluster's acknowledgement of every
+    /// record produced so far, then commits `to`. Nothing to settle: no round trip.
+    async fn up_to<L: Log, S: Sink>(
+        &mut self,
+        to: i64,
+        log: &mut L,
+        sink: &mut S,
+    ) -> Result<(), Stop> {
+        if to > self.committed {
+            sink.flush().await.map_err(Stop::Cluster)?;
+            log.commit(to).await.map_err(Stop::Cluster)?;
+            self.committed = to;
+        }
+        self.at = Instant::now();
+        Ok(())
+    }
 }
