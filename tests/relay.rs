@@ -51,24 +51,11 @@ fn relay(c: &Cluster, params: &[(String, String)], kills: &[(Option<usize>, Opti
         ) = (sends, commits);
         let ctl = Control::new(&[0]);
         let mut connect = c.connect(0);
-        let killed = block_on(async {
-            let hung = async {
-                while !c.state().hung {
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                }
-            };
-            tokio::select! {
-                _ = pump::run(&mut connect, &mut make, 0, &s, &ctl) => false,
-                _ = hung => true,
-            }
-        });
+        let ended = block_on(c.unless_killed(pump::run(&mut connect, &mut make, 0, &s, &ctl)));
         assert!(
-            killed,
+            ended.is_none(),
             "the relay ended before the kill at {sends:?}/{commits:?}"
         );
-        let mut st = c.state();
-        st.hung = false;
-        (st.faults.hang_after_sends, st.faults.hang_after_commits) = (None, None);
     }
     let ctl = Control::new(&[0]);
     let exit = block_on(pump::run(&mut c.connect(0), &mut make, 0, &s, &ctl));

@@ -95,6 +95,25 @@ impl Cluster {
         self.state().partitions[partition as usize].extend(records);
     }
 
+    /// Runs `relay` until it ends (`Some`) or a send or commit hangs on an injected fault
+    /// (`None`: the relay is dropped there, as a kill would stop it); then the hang and the
+    /// hang faults are cleared for the next relay.
+    pub async fn unless_killed<T>(&self, relay: impl Future<Output = T>) -> Option<T> {
+        let hung = async {
+            while !self.state().hung {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        };
+        let ended = tokio::select! {
+            r = relay => Some(r),
+            _ = hung => None,
+        };
+        let mut st = self.state();
+        st.hung = false;
+        (st.faults.hang_after_sends, st.faults.hang_after_commits) = (None, None);
+        ended
+    }
+
     /// A connector for one partition.
     pub fn connect(&self, partition: u32) -> Connector {
         Connector {

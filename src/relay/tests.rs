@@ -74,27 +74,13 @@ fn relay_beside(
     })
 }
 
-/// Relays partition 0 with the faults set until a send or commit hangs (then the relay is
-/// dropped: a kill, and the faults are cleared) or it ends: whether it was killed.
+/// Relays partition 0 with the faults set until a send or commit hangs (a kill) or it ends:
+/// whether it was killed.
 fn killed(c: &Cluster, p: &[(String, String)], s: &Settings) -> bool {
     let ctl = Control::new(&[0]);
     let mut make = || Module::new(&Source::Native, p, None);
-    let killed = block_on(async {
-        let hung = async {
-            while !c.state().hung {
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-        };
-        let mut connect = c.connect(0);
-        tokio::select! {
-            _ = pump::run(&mut connect, &mut make, 0, s, &ctl) => false,
-            _ = hung => true,
-        }
-    });
-    let mut st = c.state();
-    st.hung = false;
-    (st.faults.hang_after_sends, st.faults.hang_after_commits) = (None, None);
-    killed
+    let mut connect = c.connect(0);
+    block_on(c.unless_killed(pump::run(&mut connect, &mut make, 0, s, &ctl))).is_none()
 }
 
 #[track_caller]
