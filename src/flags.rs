@@ -2,6 +2,10 @@
 
 use agent_fold_core::Input;
 
+/// Records (log lines) per invocation unless `--batch` says otherwise: what `run` and `serve`
+/// hand the module at a time.
+pub const BATCH: usize = 1000;
+
 /// `-e KEY=VALUE`: a module param.
 pub fn param(s: &str) -> Result<(String, String), String> {
     s.split_once('=')

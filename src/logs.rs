@@ -137,11 +137,14 @@ pub fn read_records(path: Option<&Path>) -> Result<Vec<Rec>> {
     Ok(merge(files))
 }
 
+/// Lines looked at to tell a log's format.
+pub const DETECT_LINES: usize = 200;
+
 /// The format of a log, from its first lines that tell.
 pub fn detect(records: &[Rec]) -> Option<Input> {
     records
         .iter()
-        .take(200)
+        .take(DETECT_LINES)
         .find_map(|r| Input::detect(&r.value))
 }
 

@@ -28,7 +28,7 @@ pub struct Args {
     #[arg(short = 'e', long = "param", value_name = "KEY=VALUE", value_parser = param)]
     pub params: Vec<(String, String)>,
     /// Records (log lines) per invocation
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = crate::flags::BATCH as u64, value_parser = clap::value_parser!(u64).range(1..))]
     pub batch: u64,
     /// Records replayed through look_back before the input
     #[arg(long, value_name = "FILE")]

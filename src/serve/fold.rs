@@ -5,18 +5,13 @@
 
 use std::collections::BTreeMap;
 
-use agent_fold_core::{Config, Frame, Input};
+use agent_fold_core::{Config, Frame, Input, View};
 use anyhow::Result;
 
-use crate::flags::Format;
-use crate::logs;
-use crate::module::{Module, Source, read_wasm};
+use crate::flags::{BATCH, Format};
+use crate::logs::{self, DETECT_LINES};
+use crate::module::{Module, Source, read_wasm, with_emit};
 use crate::record::Rec;
-
-/// Lines looked at to tell a log's format before reading it as agent-fold frames.
-const DETECT_LINES: usize = 200;
-/// Lines per invocation, as `agent-fold run` feeds them.
-const BATCH: usize = 1000;
 
 /// What a batch of lines gave.
 #[derive(Debug, Default)]
@@ -96,14 +91,13 @@ impl Fold {
         }
     }
 
-    /// An instance of `emit`, with `input` set when --input names the format.
-    fn instance(&self, emit: &str) -> Result<Module> {
+    /// An instance of `view`, with `input` set when --input names the format.
+    fn instance(&self, view: View) -> Result<Module> {
         let mut params: Vec<(String, String)> = self.params.clone();
         if let (Some(_), Some(input)) = (self.format, self.input) {
             params.push(("input".into(), input.name().into()));
         }
-        params.push(("emit".into(), emit.into()));
-        Module::new(&self.source, &params, None)
+        Module::new(&self.source, &with_emit(&params, view), None)
     }
 
     /// Runs new lines through both instances. While the format is not yet told (auto), lines
@@ -120,7 +114,7 @@ impl Fold {
                 };
                 lines = std::mem::take(&mut self.held);
             }
-            self.views = Some((self.instance("pressure")?, self.instance("frames")?));
+            self.views = Some((self.instance(View::Pressure)?, self.instance(View::Frames)?));
         }
         let Some((pressure, frames)) = &mut self.views else {
             unreachable!("made above")
