@@ -291,11 +291,6 @@ impl Batch<'_> {
         self.0.status.message = message.into();
     }
 
-    /// Names the module that folds (known once the log's format is).
-    pub fn module(&mut self, module: Option<String>) {
-        self.0.status.module = module;
-    }
-
     /// Everything starts again (a rewritten or replaced log): sessions go, a `reset` tells
     /// the pages, and the counts restart.
     pub fn reset(&mut self, why: &str) {

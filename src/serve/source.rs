@@ -69,9 +69,14 @@ impl Plan {
     }
 }
 
-/// Counts one record and applies it, or counts it skipped.
+/// Counts one record read from the source, then [`apply`]s it.
 fn pressure(b: &mut Batch, bytes: &[u8]) {
     b.read(1);
+    apply(b, bytes);
+}
+
+/// Applies a pressure record, or counts it skipped.
+fn apply(b: &mut Batch, bytes: &[u8]) {
     if let Err(why) = b.pressure(bytes) {
         b.skip(why);
     }
@@ -95,9 +100,7 @@ fn follow(path: PathBuf, mut fold: Fold, hub: &Hub) {
             let failed = match out {
                 Ok(out) => {
                     for r in &out.pressure {
-                        if let Err(why) = b.pressure(&r.value) {
-                            b.skip(why);
-                        }
+                        apply(b, &r.value);
                     }
                     for f in &out.frames {
                         b.frame(f.key.as_deref(), &f.value);
