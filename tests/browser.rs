@@ -119,16 +119,20 @@ fn serve(mut stream: TcpStream) {
     let _ = stream.write_all(&body);
 }
 
-/// A browser on the test page, or `None` (after printing why) when there is no Chromium.
-fn page() -> Option<Browser> {
-    let exe = match cdp::find_chromium() {
-        Ok(exe) => exe,
+/// A browser, or `None` (after printing why) when there is no Chromium.
+fn chromium() -> Option<Browser> {
+    match cdp::find_chromium() {
+        Ok(exe) => Some(Browser::launch(&exe).expect("Chromium starts and answers CDP")),
         Err(reason) => {
             println!("skipped: {reason}");
-            return None;
+            None
         }
-    };
-    let mut b = Browser::launch(&exe).expect("Chromium starts and answers CDP");
+    }
+}
+
+/// A browser on the test page, or `None` (after printing why) when there is no Chromium.
+fn page() -> Option<Browser> {
+    let mut b = chromium()?;
     b.goto(&format!("http://127.0.0.1:{}/test.html", server()))
         .expect("the test page loads");
     b.wait_for("customElements.get('context-meter') !== undefined")

@@ -11,12 +11,11 @@ mod harness;
 
 use std::io::Write;
 use std::net::TcpListener;
-use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
 use agent_fold::module::{Module, Source};
-use harness::{Server, append, refused, scratch};
+use harness::{Server, append, frame, last_pressure, real_session, refused, scratch};
 use serde_json::{Value, json};
 
 fn p(session: &str, seq: u64, occupancy: f64) -> String {
@@ -199,16 +198,6 @@ fn bad_records_on_stdin_are_skipped_and_counted() {
     assert_eq!(s.get("/").status, 200);
 }
 
-/// An agent-fold frames log of one session: header (window 1000), then messages.
-fn frame(seq: u64, kind: &str, extra: Value) -> String {
-    let mut v = json!({"type": kind, "session_id": "s-1", "id": format!("f{seq}"), "seq": seq,
-                       "timestamp": format!("2026-11-29T10:00:{seq:02}Z")});
-    for (k, x) in extra.as_object().unwrap() {
-        v[k] = x.clone();
-    }
-    v.to_string() + "\n"
-}
-
 fn counter(id: &str, second: u64, delta: u64) -> String {
     json!({"type": "thinking/tokens", "session_id": "s-1", "id": id,
            "timestamp": format!("2026-11-29T10:01:{second:02}Z"), "estimated_tokens_delta": delta})
@@ -216,30 +205,18 @@ fn counter(id: &str, second: u64, delta: u64) -> String {
         + "\n"
 }
 
-/// What the module says of a whole log: its last pressure record.
-fn expected_last(text: &str, params: &[(&str, &str)]) -> Value {
-    let mut params: Vec<(String, String)> = params
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    params.push(("emit".into(), "pressure".into()));
-    let mut m = Module::new(&Source::Native, &params, None).unwrap();
-    let out = m
-        .process(&agent_fold::jsonl::records(text.as_bytes()), 0)
-        .unwrap();
-    serde_json::from_slice(&out.last().expect("a pressure record").value).unwrap()
-}
-
 #[test]
 fn a_followed_log_updates_live_a_half_line_waits_and_runs_fold() {
     let dir = scratch("follow");
     let log = dir.join("session.jsonl");
     let mut text = frame(
+        "s-1",
         0,
         "request/header",
         json!({"system": "be brief", "tools": [], "context_window": 1000}),
-    ) + &frame(1, "user/message", json!({"message": "hello"}))
+    ) + &frame("s-1", 1, "user/message", json!({"message": "hello"}))
         + &frame(
+            "s-1",
             2,
             "assistant/message",
             json!({"message": "hi", "usage": {"input_tokens": 200}}),
@@ -249,7 +226,7 @@ fn a_followed_log_updates_live_a_half_line_waits_and_runs_fold() {
     let state = s.wait_state("seq 2", |st| seq_of(st, "s-1") == Some(2));
     assert_eq!(
         session(&state, "s-1").unwrap()["pressure"],
-        expected_last(&text, &[])
+        last_pressure(&agent_fold::jsonl::records(text.as_bytes()), &[])
     );
     assert_eq!(state["status"]["state"], "live");
     assert_eq!(state["status"]["message"], "following (agent-fold)");
@@ -258,6 +235,7 @@ fn a_followed_log_updates_live_a_half_line_waits_and_runs_fold() {
 
     // Half a line: nothing happens until its newline comes.
     let next = frame(
+        "s-1",
         3,
         "user/message",
         json!({"message": "a longer question, written in two parts"}),
@@ -271,7 +249,11 @@ fn a_followed_log_updates_live_a_half_line_waits_and_runs_fold() {
     append(&log, tail.as_bytes());
     text += &next;
     let e = events.next_of("pressure");
-    assert_eq!(e.json(), expected_last(&text, &[]), "the whole line, once");
+    assert_eq!(
+        e.json(),
+        last_pressure(&agent_fold::jsonl::records(text.as_bytes()), &[]),
+        "the whole line, once"
+    );
     let state = s.wait_state("4 lines", |st| st["status"]["records"] == 4);
     assert_eq!(seq_of(&state, "s-1"), Some(3));
 
@@ -296,17 +278,17 @@ fn a_followed_log_updates_live_a_half_line_waits_and_runs_fold() {
 fn hello_log(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     let dir = scratch(name);
     let log = dir.join("log.jsonl");
-    let text = frame(0, "request/header", json!({"context_window": 1000}))
-        + &frame(1, "user/message", json!({"message": "hello"}));
+    let text = frame("s-1", 0, "request/header", json!({"context_window": 1000}))
+        + &frame("s-1", 1, "user/message", json!({"message": "hello"}));
     append(&log, text.as_bytes());
     (dir, log)
 }
 
 #[test]
 fn bad_lines_of_a_log_are_skipped_and_counted() {
-    let good = frame(0, "request/header", json!({"context_window": 1000}))
+    let good = frame("s-1", 0, "request/header", json!({"context_window": 1000}))
         + "this is not JSON\n"
-        + &frame(1, "user/message", json!({"message": "hello"}));
+        + &frame("s-1", 1, "user/message", json!({"message": "hello"}));
     for (params, why) in [
         (vec![], "line 2: not a JSON object"),
         // The invocation fails as a whole; line by line, only the bad line is lost.
@@ -352,8 +334,8 @@ fn a_vanished_log_is_reported_the_server_keeps_serving_and_recovers() {
     assert_eq!(s.events(None).next().kind, "snapshot");
 
     // It comes back (another log): the pages reset, and it is read from its start.
-    let again = frame(0, "request/header", json!({"context_window": 2000}))
-        + &frame(7, "user/message", json!({"message": "new"})).replace("s-1", "s-2");
+    let again = frame("s-1", 0, "request/header", json!({"context_window": 2000}))
+        + &frame("s-2", 7, "user/message", json!({"message": "new"}));
     append(&log, again.as_bytes());
     let reset = events.next_of("reset").json();
     assert!(
@@ -369,7 +351,7 @@ fn a_vanished_log_is_reported_the_server_keeps_serving_and_recovers() {
     // Truncated to less than was read: read again from its start too.
     std::fs::write(
         &log,
-        frame(0, "request/header", json!({"context_window": 5})),
+        frame("s-1", 0, "request/header", json!({"context_window": 5})),
     )
     .unwrap();
     let reset = events.next_of("reset").json();
@@ -415,7 +397,7 @@ fn the_page_and_the_script_are_served_from_the_binary() {
     // The file appears: read from its start.
     append(
         &log,
-        frame(0, "request/header", json!({"context_window": 10})).as_bytes(),
+        frame("s-1", 0, "request/header", json!({"context_window": 10})).as_bytes(),
     );
     s.wait_state("the file read", |st| seq_of(st, "s-1") == Some(0));
     let _ = std::fs::remove_dir_all(&dir);
@@ -492,7 +474,7 @@ fn flags_are_checked_before_the_server_starts() {
 fn wasm_and_native_modules_fold_alike() {
     let (dir, log) = hello_log("modules");
     let reply = json!({"message": "hi", "usage": {"input_tokens": 50}});
-    append(&log, frame(2, "assistant/message", reply).as_bytes());
+    append(&log, frame("s-1", 2, "assistant/message", reply).as_bytes());
     let text = std::fs::read_to_string(&log).unwrap();
     let wasm = agent_fold::module::default_wasm_path();
     let mut runs = vec![(vec!["--native"], "native library".to_owned())];
@@ -513,32 +495,17 @@ fn wasm_and_native_modules_fold_alike() {
         assert_eq!(state["status"]["module"], module.as_str());
         assert_eq!(
             session(&state, "s-1").unwrap()["pressure"],
-            expected_last(&text, &[]),
+            last_pressure(&agent_fold::jsonl::records(text.as_bytes()), &[]),
             "{flags:?}"
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The real Claude Code session in ../shared, when it is there.
-fn real_session() -> Option<&'static Path> {
-    let dir = Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/data/real/claude-code/ae4a77f8-aedd-4bc1-888f-c94edc91af04"
-    ));
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        println!(
-            "skipped: no ../shared/data/real/claude-code (the real logs live outside the repo)"
-        );
-        None
-    }
-}
-
 #[test]
 fn a_claude_code_session_directory_is_adapted_by_the_module() {
     let Some(dir) = real_session() else { return };
+    let dir = dir.as_path();
     let lines = agent_fold::logs::read_records(Some(dir)).unwrap();
     let mut m = Module::new(
         &Source::Native,

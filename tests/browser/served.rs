@@ -5,29 +5,14 @@
 //! the provider's next reading. Screenshots go to the target's tmp dir, and to docs/ when
 //! AGENT_FOLD_DOCS_SHOTS=1.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use agent_fold::module::{Module, Source};
 use serde_json::{Value, json};
 
-use super::cdp::{self, Browser};
-use super::harness::{Server, append, scratch};
-
-/// A browser, or `None` (after printing why) when there is no Chromium.
-fn chromium() -> Option<Browser> {
-    match cdp::find_chromium() {
-        Ok(exe) => Some(Browser::launch(&exe).expect("Chromium starts and answers CDP")),
-        Err(reason) => {
-            println!("skipped: {reason}");
-            None
-        }
-    }
-}
-
-fn js(b: &mut Browser, expr: &str) -> Value {
-    b.eval(expr).unwrap_or_else(|e| panic!("{e:#}"))
-}
+use super::cdp::Browser;
+use super::harness::{Server, append, frame, last_pressure, real_session, scratch};
+use super::{chromium, js, s as text};
 
 /// Opens the server's page (with `query`) and waits for its first event (the snapshot).
 fn open(b: &mut Browser, s: &Server, query: &str) {
@@ -68,15 +53,6 @@ fn until_seq(b: &mut Browser, id: &str, seq: u64, t: Instant) -> Duration {
     ))
     .unwrap_or_else(|e| panic!("{id} never showed seq {seq}: {e:#}"));
     t.elapsed()
-}
-
-fn frame(session: &str, seq: u64, kind: &str, extra: Value) -> String {
-    let mut v = json!({"type": kind, "session_id": session, "id": format!("{session}-{seq}"),
-                       "seq": seq, "timestamp": format!("2026-11-29T10:00:{seq:02}Z")});
-    for (k, x) in extra.as_object().unwrap() {
-        v[k] = x.clone();
-    }
-    v.to_string() + "\n"
 }
 
 #[test]
@@ -128,7 +104,7 @@ fn served_page_shows_each_session_and_follows_the_log_live() {
         )
     );
     assert!(
-        s_(&one["figures"]).contains("of 1,000 tokens"),
+        text(&one["figures"]).contains("of 1,000 tokens"),
         "{}",
         one["figures"]
     );
@@ -200,14 +176,14 @@ fn served_page_shows_each_session_and_follows_the_log_live() {
     open(&mut b, &s, "?lang=zh-CN");
     until_seq(&mut b, "s-1", 3, Instant::now());
     let label = shown(&mut b, "s-1")["label"].clone();
-    assert!(s_(&label).starts_with("上下文已使用 "), "{label}");
+    assert!(text(&label).starts_with("上下文已使用 "), "{label}");
 
     // The log vanishes: the status line says so and the meters keep their figures.
     std::fs::remove_file(&log).unwrap();
     b.wait_for("document.getElementById('status').dataset.state === 'error'")
         .unwrap();
     let message = js(&mut b, "document.getElementById('message').textContent");
-    assert!(s_(&message).contains("vanished"), "{message}");
+    assert!(text(&message).contains("vanished"), "{message}");
     assert_eq!(shown(&mut b, "s-1")["state"]["seq"], 3);
     // It comes back as another log: the page starts again with it.
     append(
@@ -227,43 +203,16 @@ fn served_page_shows_each_session_and_follows_the_log_live() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-fn s_(v: &Value) -> &str {
-    v.as_str().unwrap_or_else(|| panic!("a string, got {v}"))
-}
-
-/// The real session, when ../shared is there (it is never copied into the repository).
-fn real_log() -> Option<PathBuf> {
-    let p = Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/data/real/claude-code/ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"
-    ));
-    if p.is_file() {
-        Some(p.to_owned())
-    } else {
-        println!(
-            "skipped: no ../shared/data/real/claude-code (the real logs live outside the repo)"
-        );
-        None
-    }
-}
-
 /// The module's last pressure record over the first `n` lines, read at once.
 fn expected(lines: &[&[u8]], n: usize) -> Value {
-    let params: Vec<(String, String)> = [
-        ("input", "claude-code"),
-        ("capacity", "200000"),
-        ("emit", "pressure"),
-    ]
-    .iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
-    let mut m = Module::new(&Source::Native, &params, None).unwrap();
     let records: Vec<_> = lines[..n]
         .iter()
         .map(|l| agent_fold::jsonl::line_record(l))
         .collect();
-    let out = m.process(&records, 0).unwrap();
-    serde_json::from_slice(&out.last().unwrap().value).unwrap()
+    last_pressure(
+        &records,
+        &[("input", "claude-code"), ("capacity", "200000")],
+    )
 }
 
 /// Saves a screenshot to the target's tmp dir, and to docs/ when asked.
@@ -284,7 +233,9 @@ fn shot(b: &mut Browser, name: &str) {
 
 #[test]
 fn a_real_compaction_drops_the_ring_before_the_next_reading() {
-    let Some(real) = real_log() else { return };
+    let Some(real) = real_session().map(|dir| dir.with_extension("jsonl")) else {
+        return;
+    };
     let Some(mut b) = chromium() else { return };
     let text = std::fs::read(&real).unwrap();
     let lines: Vec<&[u8]> = text.split_inclusive(|c| *c == b'\n').collect();

@@ -9,7 +9,10 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use agent_fold::module::{Module, Source, with_emit};
+use agent_fold::record::Rec;
+use agent_fold_core::View;
+use serde_json::{Value, json};
 
 /// How long anything may take before the test fails instead of hanging.
 pub const TIMEOUT: Duration = Duration::from_secs(60);
@@ -402,3 +405,41 @@ pub fn scratch(name: &str) -> std::path::PathBuf {
 }
 
 pub use agent_fold_testkit::append;
+
+/// An agent-fold frame of `session` as a log line: `type` `kind`, `extra`'s members added.
+pub fn frame(session: &str, seq: u64, kind: &str, extra: Value) -> String {
+    let mut v = json!({"type": kind, "session_id": session, "id": format!("{session}-{seq}"),
+                       "seq": seq, "timestamp": format!("2026-11-29T10:00:{seq:02}Z")});
+    for (k, x) in extra.as_object().unwrap() {
+        v[k] = x.clone();
+    }
+    v.to_string() + "\n"
+}
+
+/// The module's last pressure record over `records` in one invocation, with `params`.
+pub fn last_pressure(records: &[Rec], params: &[(&str, &str)]) -> Value {
+    let params: Vec<(String, String)> = params
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let mut m = Module::new(&Source::Native, &with_emit(&params, View::Pressure), None).unwrap();
+    let out = m.process(records, 0).unwrap();
+    serde_json::from_slice(&out.last().expect("a pressure record").value).unwrap()
+}
+
+/// The real Claude Code session's directory (its transcript is the `.jsonl` beside it), when
+/// ../shared is there: the real logs live outside the repository and are never copied in.
+pub fn real_session() -> Option<std::path::PathBuf> {
+    let dir = std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/data/real/claude-code/ae4a77f8-aedd-4bc1-888f-c94edc91af04"
+    ));
+    if dir.is_dir() && dir.with_extension("jsonl").is_file() {
+        Some(dir.to_owned())
+    } else {
+        println!(
+            "skipped: no ../shared/data/real/claude-code (the real logs live outside the repo)"
+        );
+        None
+    }
+}
