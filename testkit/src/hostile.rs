@@ -2,6 +2,7 @@
 //! key, bytes that are not UTF-8, session keys past the limit, deep nesting in skipped fields,
 //! many compactions, eviction with replays, agents' own lines — drawn by `arbitrary`.
 
+use agent_fold_core::MAX_KEY_LEN;
 use arbitrary::{Arbitrary, Unstructured};
 
 use crate::GenRecord;
@@ -84,7 +85,8 @@ impl HostileLog {
                     continue;
                 }
                 HostileOp::LongKey { extra } => {
-                    let s = "L".repeat(1024 + *extra as usize % 3 * 512 + usize::from(*extra > 0));
+                    let s = "L"
+                        .repeat(MAX_KEY_LEN + *extra as usize % 3 * 512 + usize::from(*extra > 0));
                     let body = self.frame(&s, n as u64, 0, &mut Vec::new(), Odd::None);
                     (Some(s), body)
                 }

@@ -1,7 +1,9 @@
 //! Target `hostile`: the shapes that broke the module once ([`HostileLog`]), through
 //! [`Processor::process`] in invocations.
 
-use agent_fold_core::{Adapter, Config, Emit, Frame, Input, Malformed, Processor, RecordIn, View};
+use agent_fold_core::{
+    Adapter, Config, Emit, Frame, Input, MAX_KEY_LEN, Malformed, Processor, RecordIn, View,
+};
 use serde_json::Value;
 
 use super::{
@@ -26,8 +28,10 @@ pub fn hostile_config(log: &HostileLog) -> Config {
 fn holds_a_long_key(checkpoint: &str) -> bool {
     let doc: Value = serde_json::from_str(checkpoint).expect("a written checkpoint is JSON");
     let long = |s: &Value| {
-        s["session"].as_str().is_some_and(|k| k.len() > 1024)
-            || s["sessionBytes"].as_array().is_some_and(|b| b.len() > 1024)
+        s["session"].as_str().is_some_and(|k| k.len() > MAX_KEY_LEN)
+            || s["sessionBytes"]
+                .as_array()
+                .is_some_and(|b| b.len() > MAX_KEY_LEN)
     };
     doc["sessions"]
         .as_array()
