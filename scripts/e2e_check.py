@@ -43,6 +43,23 @@ def names(fmt, v):
     return s if isinstance(s, str) else None
 
 
+def utf8(path):
+    """Leaves out of the file the lines that are not UTF-8, saying how many: `fluvio produce -f`
+    stops at such a line and loses the rest of its file, so the topic could not hold them."""
+    with open(path, "rb") as f:
+        lines = f.read().split(b"\n")
+    kept = []
+    for line in lines:
+        try:
+            line.decode("utf-8")
+            kept.append(line)
+        except UnicodeDecodeError:
+            pass
+    with open(path, "wb") as f:
+        f.write(b"\n".join(kept))
+    print(len(lines) - len(kept))
+
+
 def key(fmt, path, outdir):
     """Frames (agent-fold) are keyed by their session_id, unkeyed without one, as `run` keys
     them; an agent's own lines by the session they name, else the session of the line before
@@ -170,4 +187,4 @@ def pressure(name, ref_path, got_path):
 
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
-    {"key": key, "frames": frames, "pressure": pressure}[cmd](*args)
+    {"utf8": utf8, "key": key, "frames": frames, "pressure": pressure}[cmd](*args)
