@@ -1,5 +1,5 @@
 //! Host tools for agent-fold, layered one way, no cycles: the subcommands ([`run`],
-//! [`accuracy`], [`corpus`], [`relay`], [`serve`]) → shared host modules ([`module`]: an
+//! [`accuracy`], [`corpus`], [`relay`], [`serve`], [`statusline`]) → shared host modules ([`module`]: an
 //! instance, `.wasm` in fluvio-smartengine or native; [`flags`], [`logs`], [`plot`],
 //! [`checkpoint`]) → records ([`record`], [`jsonl`]) → the core.
 
@@ -15,3 +15,4 @@ pub mod record;
 pub mod relay;
 pub mod run;
 pub mod serve;
+pub mod statusline;

@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
-use agent_fold::{accuracy, corpus, relay, run, serve};
+use agent_fold::{accuracy, corpus, relay, run, serve, statusline};
 
 /// agent-fold: folds an LLM coding agent's event stream into what its users look at, and
 /// projects its context pressure.
@@ -19,7 +19,8 @@ enum Command {
     /// session_id); every output record's value is printed as one line on stdout
     Run(run::Args),
     /// For each provider reading after a session's first, how far the figure shown just before
-    /// it was: projectedTokens (calibrated and fixed) and a meter that only shows the last reading
+    /// it was: projectedTokens (rebased, calibrated, fixed) and a meter that only shows the last
+    /// reading; every compaction listed, and the compaction level shown before each automatic one
     Accuracy(accuracy::Args),
     /// Write a deterministic corpus of realistic agent logs as JSONL on stdout
     Corpus(corpus::Args),
@@ -31,6 +32,10 @@ enum Command {
     /// followed as it grows (run through the module), pressure records on stdin (-), or a
     /// Fluvio topic of them (--topic); prints the page's URL
     Serve(serve::Args),
+    /// A Claude Code status line: reads the session's JSON on stdin, runs the module over its
+    /// transcript (only what it gained since the last call) and prints one line: occupancy,
+    /// ~used/window, how far the automatic compaction is
+    Statusline(statusline::Args),
 }
 
 fn main() {
@@ -41,6 +46,7 @@ fn main() {
         Command::Corpus(a) => corpus::main(a),
         Command::Relay(a) => relay::main(a),
         Command::Serve(a) => serve::main(a),
+        Command::Statusline(a) => statusline::main(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

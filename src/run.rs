@@ -180,26 +180,41 @@ pub fn run(args: &Args) -> Result<Summary> {
     }
     let mut adapter = format.map(|f| Adapter::new(f, config.max_sessions));
     // Look-back history stands before the input: offsets −n … −1.
+    let mut raw_history = None;
     let history = match &args.lookback {
         Some(p) => {
             let lines = logs::read_records(Some(p))?;
             let base = -(lines.len() as i64);
-            Some(match (&mut adapter, adapt_here) {
-                (Some(a), true) => (logs::adapt_chunk(a, &lines, base), base),
+            let h = match (&mut adapter, adapt_here) {
+                (Some(a), true) => logs::adapt_chunk(a, &lines, base),
                 (Some(a), false) => {
                     logs::adapt_chunk(a, &lines, base);
-                    (lines, base)
+                    lines.clone()
                 }
-                (None, _) => (lines, base),
-            })
+                (None, _) => lines.clone(),
+            };
+            raw_history = Some((lines, base));
+            Some((h, base))
         }
         None => None,
     };
     let history = history.as_ref().map(|(h, b)| (&h[..], *b));
     let mut main = Module::new(&source, &args.params, history)?;
-    let pressure_params = || module::with_emit(&args.params, View::Pressure);
+    // The pressure view reads the log's own lines and adapts them itself, as a relay over the
+    // topic does: the agent's defaults (contract §3.4, §3.5) come with its `input`.
+    let pressure_params = || {
+        let mut p = module::with_emit(&args.params, View::Pressure);
+        if let (true, Some(f)) = (adapt_here, format) {
+            p.push(("input".to_owned(), f.name().to_owned()));
+        }
+        p
+    };
+    let pressure_history = match adapt_here {
+        true => raw_history.as_ref().map(|(h, b)| (&h[..], *b)),
+        false => history,
+    };
     let mut pressure = match args.pressure_out.is_some() || args.plot.is_some() {
-        true => Some(Module::new(&source, &pressure_params(), history)?),
+        true => Some(Module::new(&source, &pressure_params(), pressure_history)?),
         false => None,
     };
     // Where the log goes on: 0, or where a checkpoint left it.
@@ -250,7 +265,7 @@ pub fn run(args: &Args) -> Result<Summary> {
         summary.add(&Summary::of(&frames, recs.len(), &config));
         write_lines(&mut out, &recs)?;
         if let Some(pm) = &mut pressure {
-            let precs = pm.process(fed, base)?;
+            let precs = pm.process(chunk, base)?;
             if let Some(w) = &mut pout {
                 write_lines(w, &precs)?;
             }

@@ -266,7 +266,7 @@ fn unknown_versions_are_refused_by_name() {
     let session = r#"{"session":"s","cursor":0,"partial":false,"surface":[]}"#;
     for (version, named) in [
         ("0", "stateVersion 0 "),
-        ("5", "stateVersion 5 "),
+        ("6", "stateVersion 6 "),
         ("\"3\"", "stateVersion \"3\" "),
         ("3.0", "stateVersion 3.0 "),
         ("-1", "stateVersion -1 "),

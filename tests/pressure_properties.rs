@@ -71,6 +71,28 @@ struct MSession {
     provider_growth: u64,
     /// A replacement since the last sample: the interval is not clean.
     replaced: bool,
+    /// `rebased` (contract §3.4): what the first reading counted beyond the surface; what the
+    /// agent put back at the last compaction, learnt from the reading after it; and, between a
+    /// replacement and the next reading, the surface the replacement left.
+    base: Option<u64>,
+    restore: Option<u64>,
+    kept: Option<u64>,
+    /// Contract §3.5: the last automatic compaction's level, and the agent's own threshold.
+    auto_compact: Option<u64>,
+    agent_compact: Option<u64>,
+}
+
+/// What the figures read besides a session: the params, as the contract words them.
+#[derive(Clone, Copy)]
+struct Rules {
+    capacity: Option<u64>,
+    fixed: bool,
+    rebased: bool,
+    restore_prior: u64,
+    /// `compact_at`: `None` unset, `Some(None)` for `none`, `Some(Some(n))`.
+    compact_at: Option<Option<u64>>,
+    /// Claude Code input: the documented default is the window less 33,000.
+    claude: bool,
 }
 
 impl MSession {
@@ -83,19 +105,32 @@ impl MSession {
         agent_fold_testkit::reference::ratio(self.provider_growth, self.est_growth, fixed)
     }
 
-    fn figures(&self, default_capacity: Option<u64>, fixed: bool) -> Value {
+    fn figures(&self, rules: &Rules) -> Value {
+        let (default_capacity, fixed) = (rules.capacity, rules.fixed);
         let total = self.total();
         let (n, d) = self.ratio(fixed);
+        let scale = |t: i128| agent_fold_testkit::reference::scale(t, (n, d));
         let projected = match (self.pressure, self.anchor) {
+            (Some(_), Some(_)) if rules.rebased && self.base.is_some() && self.kept.is_some() => {
+                let envelope = self
+                    .system
+                    .unwrap_or(0)
+                    .saturating_add(self.tools.unwrap_or(0));
+                let (base, kept) = (self.base.unwrap().max(envelope), self.kept.unwrap());
+                let restore = self.restore.unwrap_or(rules.restore_prior) as i128;
+                let joined = scale(total.saturating_sub(kept) as i128);
+                Some(
+                    (base as i128 + scale(kept as i128) + joined.max(restore))
+                        .clamp(0, u64::MAX as i128) as u64,
+                )
+            }
             (Some(p), Some(a)) => Some(
-                (p as i128
-                    + agent_fold_testkit::reference::scale(total as i128 - a as i128, (n, d)))
-                .clamp(0, u64::MAX as i128) as u64,
+                (p as i128 + scale(total as i128 - a as i128)).clamp(0, u64::MAX as i128) as u64,
             ),
             _ => None,
         };
         let milli = agent_fold_testkit::reference::scale(1000, (n, d));
-        let scale = if milli % 1000 == 0 {
+        let scale_shown = if milli % 1000 == 0 {
             json!(milli / 1000)
         } else {
             json!(milli as f64 / 1000.0)
@@ -104,6 +139,20 @@ impl MSession {
         let occupancy = match (projected.or(self.pressure), capacity) {
             (Some(u), Some(c)) => json!(u as f64 / c as f64),
             _ => Value::Null,
+        };
+        let compact_at = match rules.compact_at {
+            Some(given) => given,
+            None => self
+                .auto_compact
+                .or(self.agent_compact)
+                .or(match (rules.claude, capacity) {
+                    (true, Some(c)) if c > 33_000 => Some(c - 33_000),
+                    _ => None,
+                }),
+        };
+        let until = match (compact_at, projected) {
+            (Some(c), Some(p)) => Some(c.saturating_sub(p)),
+            _ => None,
         };
         let env = |v: Option<u64>| {
             if self.partial {
@@ -120,15 +169,16 @@ impl MSession {
             "systemTokens": env(self.system),
             "toolsTokens": env(self.tools),
             "messageTokens": (!self.partial).then_some(total),
-            "estimateScale": scale,
+            "estimateScale": scale_shown,
+            "compactAtTokens": compact_at,
+            "untilCompactTokens": until,
             "partial": self.partial,
         })
     }
 }
 
 struct Model {
-    capacity: Option<u64>,
-    fixed: bool,
+    rules: Rules,
     sessions: HashMap<Vec<u8>, MSession>,
 }
 
@@ -141,7 +191,7 @@ fn error(key: &[u8], seq: Option<u64>, msg: &str) -> String {
     m.insert("session".into(), String::from_utf8_lossy(key).into());
     m.insert("seq".into(), json!(seq));
     m.insert("error".into(), msg.into());
-    m.insert("stateVersion".into(), 4.into());
+    m.insert("stateVersion".into(), 5.into());
     Value::Object(m).to_string()
 }
 
@@ -150,10 +200,29 @@ fn int(v: Option<&Value>) -> Option<u64> {
 }
 
 impl Model {
-    fn new(capacity: Option<u64>, fixed: bool) -> Model {
+    /// The model of an instance with these params (read as the contract's §4 words them).
+    fn new(params: &[(&str, &str)]) -> Model {
+        let get = |k: &str| params.iter().rev().find(|(n, _)| *n == k).map(|(_, v)| *v);
+        let input = get("input").unwrap_or("agent-fold");
+        let claude = matches!(input, "claude-code" | "claude-stream");
+        let prior = match input {
+            "claude-code" | "claude-stream" => 15_000,
+            "codex" => 7_000,
+            _ => 0,
+        };
+        let projection = get("projection").unwrap_or("rebased");
         Model {
-            capacity,
-            fixed,
+            rules: Rules {
+                capacity: get("capacity").map(|c| c.parse().unwrap()),
+                fixed: projection == "fixed",
+                rebased: projection == "rebased",
+                restore_prior: get("compact_restore").map_or(prior, |r| r.parse().unwrap()),
+                compact_at: get("compact_at").map(|c| match c {
+                    "none" => None,
+                    n => Some(n.parse().unwrap()),
+                }),
+                claude,
+            },
             sessions: HashMap::new(),
         }
     }
@@ -222,7 +291,7 @@ impl Model {
             partial: seq != 0,
             ..MSession::default()
         });
-        let before = existed.map(|e| e.figures(self.capacity, self.fixed));
+        let before = existed.map(|e| e.figures(&self.rules));
         let node = (message.is_some() || span.is_some()).then(|| (seq, message.unwrap_or(0)));
 
         // Validate the span against the surface before anything changes.
@@ -260,8 +329,30 @@ impl Model {
             if let Some(w) = int(obj.get("context_window")).filter(|w| *w >= 1) {
                 s.capacity = Some(w);
             }
+            if let Some(t) = int(obj.get("auto_compact_tokens")).filter(|t| *t >= 1) {
+                s.agent_compact = Some(t);
+            }
+        }
+        if kind == Some("compact/start")
+            && obj.get("trigger").and_then(Value::as_str) == Some("auto")
+            && let Some(n) = int(obj.get("preTokens")).filter(|n| *n >= 1)
+        {
+            s.auto_compact = Some(n);
         }
         if let Some(p) = sample {
+            // `rebased` learns before the interval moves the calibration (contract §3.4).
+            if !s.partial {
+                let ratio = s.ratio(false);
+                let beyond = |t: u64| {
+                    (p as i128 - agent_fold_testkit::reference::scale(t as i128, ratio)).max(0)
+                        as u64
+                };
+                match (s.base, s.kept.take()) {
+                    (None, _) => s.base = Some(beyond(s.total())),
+                    (Some(b), Some(k)) => s.restore = Some(beyond(k).saturating_sub(b)),
+                    (Some(_), None) => {}
+                }
+            }
             if let (Some(previous), Some(anchor), false) = (s.pressure, s.anchor, s.replaced) {
                 let d_est = s.total() as i128 - anchor as i128;
                 let d_provider = p as i128 - previous as i128;
@@ -281,6 +372,9 @@ impl Model {
                 Edit::Splice(i, j) => {
                     s.nodes.splice(i..j, [n]);
                     s.replaced = true;
+                    if s.base.is_some() {
+                        s.kept = Some(s.total());
+                    }
                 }
                 Edit::Front(j) => {
                     s.nodes.splice(..j, [n]);
@@ -290,7 +384,7 @@ impl Model {
             }
         }
         s.cursor = seq;
-        let now = s.figures(self.capacity, self.fixed);
+        let now = s.figures(&self.rules);
         self.sessions.insert(key.clone(), s);
         if before.as_ref() == Some(&now) {
             return vec![];
@@ -310,17 +404,14 @@ impl Model {
         if now["partial"] == true {
             m.insert("partial".into(), true.into());
         }
-        m.insert("stateVersion".into(), 4.into());
+        m.insert("stateVersion".into(), 5.into());
         vec![Value::Object(m).to_string()]
     }
 }
 
-fn assert_model_agrees(params: &[(&str, &str)], capacity: Option<u64>, recs: &[Rec], what: &str) {
+fn assert_model_agrees(params: &[(&str, &str)], recs: &[Rec], what: &str) {
     let mut p = processor(params);
-    let fixed = params
-        .iter()
-        .any(|&(k, v)| k == "projection" && v == "fixed");
-    let mut m = Model::new(capacity, fixed);
+    let mut m = Model::new(params);
     for (i, r) in recs.iter().enumerate() {
         let got = lines(&one(&mut p, r));
         let want = m.frame(r.key.as_deref(), &r.value);
@@ -336,7 +427,7 @@ fn assert_model_agrees(params: &[(&str, &str)], capacity: Option<u64>, recs: &[R
 #[test]
 fn the_records_match_a_reference_model_of_the_spec() {
     for (seed, recs) in logs(0..SEEDS) {
-        assert_model_agrees(P, Some(100_000), &recs, &format!("seed {seed}"));
+        assert_model_agrees(P, &recs, &format!("seed {seed}"));
     }
     let example = jsonl::records(
         &std::fs::read(concat!(
@@ -345,13 +436,8 @@ fn the_records_match_a_reference_model_of_the_spec() {
         ))
         .unwrap(),
     );
-    assert_model_agrees(P, Some(100_000), &example, "the example");
-    assert_model_agrees(
-        &[("emit", "pressure")],
-        None,
-        &example,
-        "the example, no param",
-    );
+    assert_model_agrees(P, &example, "the example");
+    assert_model_agrees(&[("emit", "pressure")], &example, "the example, no param");
     // Sessions long enough to calibrate, at ratios inside and beyond the clamp, with
     // compactions between samples; under both projection methods.
     let fixed = [
@@ -359,15 +445,29 @@ fn the_records_match_a_reference_model_of_the_spec() {
         ("capacity", "100000"),
         ("projection", "fixed"),
     ];
+    let calibrated = [
+        ("emit", "pressure"),
+        ("capacity", "100000"),
+        ("projection", "calibrated"),
+    ];
+    // A prior that matters, a threshold from the window, one from the param.
+    let restoring = [
+        ("emit", "pressure"),
+        ("capacity", "100000"),
+        ("compact_restore", "1500"),
+        ("input", "agent-fold"),
+        ("compact_at", "90000"),
+    ];
     for seed in 0..40 {
         let recs = calibrating(seed);
-        assert_model_agrees(P, Some(100_000), &recs, &format!("calibrating seed {seed}"));
-        assert_model_agrees(
-            &fixed,
-            Some(100_000),
-            &recs,
-            &format!("calibrating seed {seed}, fixed"),
-        );
+        assert_model_agrees(P, &recs, &format!("calibrating seed {seed}"));
+        for method in [&fixed[..], &calibrated[..], &restoring[..]] {
+            assert_model_agrees(
+                method,
+                &recs,
+                &format!("calibrating seed {seed}, {method:?}"),
+            );
+        }
     }
 }
 
@@ -413,8 +513,8 @@ fn calibrating(seed: u64) -> Vec<Rec> {
 
 /// Invariant 6, and the records' promise: after every frame, the last record of the session
 /// shows the state's figures — `messageTokens` (when not partial) is Σ the checkpoint's surface,
-/// `projectedTokens` is `max(0, pressure + Σ surface − anchor)` and never negative — and no
-/// record repeats the figures of the one before it.
+/// `projectedTokens` is `max(0, pressure + Σ surface − anchor)`, or re-based after a compaction,
+/// and never negative — and no record repeats the figures of the one before it.
 #[test]
 fn message_tokens_are_the_surface_sum_and_projections_never_negative() {
     let mut checked = 0;
@@ -452,8 +552,24 @@ fn message_tokens_are_the_surface_sum_and_projections_never_negative() {
                 assert_eq!(l["messageTokens"], sum, "{at}");
                 assert!(l.get("partial").is_none(), "{at}");
             }
-            let projected = match (s["pressureTokens"].as_u64(), s["anchorTokens"].as_u64()) {
-                (Some(pr), Some(a)) => json!((pr as i128 + sum as i128 - a as i128).max(0)),
+            // Between a compaction and the next reading `rebased` re-bases (contract §3.4; the
+            // agent-fold input's restore prior is 0; these sessions never calibrate).
+            let envelope =
+                s["systemTokens"].as_u64().unwrap_or(0) + s["toolsTokens"].as_u64().unwrap_or(0);
+            let rebase = (
+                s["baseTokens"].as_u64().map(|b| b.max(envelope)),
+                s["rebaseFrom"].as_u64(),
+            );
+            let restore = s["restoreTokens"].as_u64().unwrap_or(0) as i128;
+            let projected = match (
+                s["pressureTokens"].as_u64(),
+                s["anchorTokens"].as_u64(),
+                rebase,
+            ) {
+                (Some(_), Some(_), (Some(b), Some(k))) => {
+                    json!(b as i128 + k as i128 + (sum as i128 - k as i128).max(restore))
+                }
+                (Some(pr), Some(a), _) => json!((pr as i128 + sum as i128 - a as i128).max(0)),
                 _ => Value::Null,
             };
             assert_eq!(l["projectedTokens"], projected, "{at}");

@@ -1,4 +1,4 @@
-//! The pressure view (SPEC §3, §5), session by session: each named session runs natively and
+//! The pressure view (contract §3, §5), session by session: each named session runs natively and
 //! as the built `.wasm` in fluvio-smartengine, in invocations of 1, 3 and all records, which
 //! must agree byte for byte; then its figures are checked against hand-computed ones and its
 //! records are pinned in `snapshots/pressure__<case>.snap`.
@@ -7,7 +7,8 @@
 //! stands; `text(n)` in this file is a JSON string of exactly `4n` chars (quotes included), so
 //! it prices at `n`. In the briefs below: `P` pressureTokens, `J` projectedTokens, `C` capacity,
 //! `O` contextOccupancy, `S` systemTokens, `T` toolsTokens, `M` messageTokens, `X` estimateScale
-//! (shown when not 1), `-` null.
+//! (shown when not 1), `K` compactAtTokens and `U` untilCompactTokens (shown when K is known),
+//! `-` null.
 
 mod common;
 
@@ -43,7 +44,7 @@ fn brief(v: &Value) -> String {
     let at = format!("{}@{}", v["session"].as_str().unwrap(), n(&v["seq"]));
     match v["type"].as_str() {
         Some("context/pressure") => format!(
-            "{at} P{} J{} C{} O{} S{} T{} M{}{}{}",
+            "{at} P{} J{} C{} O{} S{} T{} M{}{}{}{}",
             n(&v["pressureTokens"]),
             n(&v["projectedTokens"]),
             n(&v["capacity"]),
@@ -55,6 +56,15 @@ fn brief(v: &Value) -> String {
                 String::new()
             } else {
                 format!(" X{}", v["estimateScale"])
+            },
+            if v["compactAtTokens"].is_null() {
+                String::new()
+            } else {
+                format!(
+                    " K{} U{}",
+                    n(&v["compactAtTokens"]),
+                    n(&v["untilCompactTokens"])
+                )
             },
             if v["partial"] == true { " partial" } else { "" },
         ),
@@ -114,10 +124,8 @@ fn header_then_messages_then_a_sample() {
     assert!(v.iter().all(|r| r.get("partial").is_none()));
 }
 
-/// The seed's run: BEFORE compact pressure=4227 projected=4323, AFTER compact pressure=4227
-/// projected=244, rows [18, 0, 4365] → [18, 0, 286].
-#[test]
-fn compaction_after_a_sample_drops_the_projection_not_the_pressure() {
+/// The seed's session: a header, two messages, a sample, a tool result, a compaction, a sample.
+fn seed_run() -> Vec<Rec> {
     let sys = r#""You are a careful coding agent. Keep changes small and tested, always.""#;
     let line = |seq: u64, kind: &str, rest: String| {
         format!(
@@ -161,14 +169,25 @@ fn compaction_after_a_sample_drops_the_projection_not_the_pressure() {
             ),
         ),
     ];
-    let recs: Vec<Rec> = lines.iter().map(|l| frame(l)).collect();
+    lines.iter().map(|l| frame(l)).collect()
+}
+
+/// The seed's run: BEFORE compact pressure=4227 projected=4323, AFTER compact pressure=4227
+/// projected=244, rows [18, 0, 4365] → [18, 0, 286]: the `calibrated` method, as the seed has it.
+#[test]
+fn compaction_after_a_sample_drops_the_projection_not_the_pressure() {
+    let recs = seed_run();
     // system 72 chars → 18; no tools → 0. Surface 2000 + 2269 = 4269 when the sample
     // (12 + 4100 + 115 = 4227) is taken; +50 +46 → 4365, projected 4227 + 4365 − 4269 = 4323.
     // The replacement of seqs 1..=4 by a 286-token summary: 4227 + 286 − 4269 = 244.
     // The next sample (530) re-anchors at 286: 530 + 296 − 286 = 540.
     case(
         "compaction_after_sample",
-        P,
+        &[
+            ("emit", "pressure"),
+            ("capacity", "100000"),
+            ("projection", "calibrated"),
+        ],
         &recs,
         &[
             "s-42@0 P- J- C100000 O- S18 T0 M0",
@@ -178,6 +197,103 @@ fn compaction_after_a_sample_drops_the_projection_not_the_pressure() {
             "s-42@4 P4227 J4323 C100000 O0.04323 S18 T0 M4365",
             "s-42@8 P4227 J244 C100000 O0.00244 S18 T0 M286",
             "s-42@9 P530 J540 C100000 O0.0054 S18 T0 M296",
+        ],
+    );
+}
+
+/// The seed's run under `rebased` (the default): its first reading (4,227 with 4,269 of surface)
+/// implies a base of 0, under the envelope's own 18 (the system prompt), which stands instead;
+/// the agent-fold input's restore prior is 0, so after the compaction the meter shows 18 + the
+/// summary's 286 — where `calibrated` subtracted 4,269 priced tokens from 4,227 read. The next
+/// reading re-anchors both alike.
+#[test]
+fn rebased_compaction_rebuilds_from_the_base() {
+    case(
+        "rebased_compaction",
+        P,
+        &seed_run(),
+        &[
+            "s-42@0 P- J- C100000 O- S18 T0 M0",
+            "s-42@1 P- J- C100000 O- S18 T0 M2000",
+            "s-42@2 P- J- C100000 O- S18 T0 M4269",
+            "s-42@3 P4227 J4277 C100000 O0.04277 S18 T0 M4319",
+            "s-42@4 P4227 J4323 C100000 O0.04323 S18 T0 M4365",
+            "s-42@8 P4227 J304 C100000 O0.00304 S18 T0 M286",
+            "s-42@9 P530 J540 C100000 O0.0054 S18 T0 M296",
+        ],
+    );
+    // A prior restore of 3,000 stands on the base until the next reading.
+    case(
+        "rebased_compaction_restore",
+        &[
+            ("emit", "pressure"),
+            ("capacity", "100000"),
+            ("compact_restore", "3000"),
+        ],
+        &seed_run(),
+        &[
+            "s-42@0 P- J- C100000 O- S18 T0 M0",
+            "s-42@1 P- J- C100000 O- S18 T0 M2000",
+            "s-42@2 P- J- C100000 O- S18 T0 M4269",
+            "s-42@3 P4227 J4277 C100000 O0.04277 S18 T0 M4319",
+            "s-42@4 P4227 J4323 C100000 O0.04323 S18 T0 M4365",
+            "s-42@8 P4227 J3304 C100000 O0.03304 S18 T0 M286",
+            "s-42@9 P530 J540 C100000 O0.0054 S18 T0 M296",
+        ],
+    );
+}
+
+/// Where `compactAtTokens` comes from (contract §3.5): nothing known; the agent's own threshold
+/// on a header; the session's last automatic compaction (a manual one, or one with a bad level,
+/// changes nothing); the param over all of them; `none`.
+#[test]
+fn the_compaction_level_and_its_sources() {
+    let recs = frames(&[
+        r#"{"type":"user/message","session_id":"a","seq":0,"message":"Start."}"#,
+        r#"{"type":"assistant/message","session_id":"a","seq":1,"message":"Ok.","usage":{"input_tokens":40000}}"#,
+        r#"{"type":"request/header","session_id":"a","seq":2,"auto_compact_tokens":180000}"#,
+        r#"{"type":"compact/start","session_id":"a","seq":3,"trigger":"manual","preTokens":60000}"#,
+        r#"{"type":"compact/start","session_id":"a","seq":4,"trigger":"auto","preTokens":"155241"}"#,
+        r#"{"type":"compact/start","session_id":"a","seq":5,"trigger":"auto","preTokens":155241}"#,
+        r#"{"type":"compact/start","session_id":"a","seq":6,"trigger":"auto","preTokens":156699}"#,
+    ]);
+    // "Start." 8 chars → 2, "Ok." 5 → 2: 40,000 read at 2, projected 40,002.
+    case(
+        "compact_at_sources",
+        P,
+        &recs,
+        &[
+            "a@0 P- J- C100000 O- S0 T0 M2",
+            "a@1 P40000 J40002 C100000 O0.40002 S0 T0 M4",
+            "a@2 P40000 J40002 C100000 O0.40002 S0 T0 M4 K180000 U139998",
+            "a@5 P40000 J40002 C100000 O0.40002 S0 T0 M4 K155241 U115239",
+            "a@6 P40000 J40002 C100000 O0.40002 S0 T0 M4 K156699 U116697",
+        ],
+    );
+    case(
+        "compact_at_param",
+        &[
+            ("emit", "pressure"),
+            ("capacity", "100000"),
+            ("compact_at", "30000"),
+        ],
+        &recs,
+        &[
+            "a@0 P- J- C100000 O- S0 T0 M2 K30000 U-",
+            "a@1 P40000 J40002 C100000 O0.40002 S0 T0 M4 K30000 U0",
+        ],
+    );
+    case(
+        "compact_at_none",
+        &[
+            ("emit", "pressure"),
+            ("capacity", "100000"),
+            ("compact_at", "none"),
+        ],
+        &recs,
+        &[
+            "a@0 P- J- C100000 O- S0 T0 M2",
+            "a@1 P40000 J40002 C100000 O0.40002 S0 T0 M4",
         ],
     );
 }
@@ -274,7 +390,7 @@ fn a_corrupt_span_is_refused_and_changes_nothing() {
     assert_eq!(
         String::from_utf8(first_error.unwrap().remove(0)).unwrap(),
         format!(
-            r#"{{"type":"context/error","session":"c","seq":3,"error":"replacement span 1..9 {CORRUPT}","stateVersion":4}}"#
+            r#"{{"type":"context/error","session":"c","seq":3,"error":"replacement span 1..9 {CORRUPT}","stateVersion":5}}"#
         )
     );
 }

@@ -3,7 +3,42 @@
 
 use std::fmt;
 
-pub use crate::adapt::Input;
+/// The format of the records an instance reads (param `input`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Input {
+    /// Frames as they are: nothing is adapted.
+    #[default]
+    AgentFold,
+    /// Claude Code session transcripts (`~/.claude/projects/…/<session>.jsonl`).
+    ClaudeCode,
+    /// `claude -p --output-format stream-json --verbose` output.
+    ClaudeStream,
+    /// OpenAI Codex rollouts (`~/.codex/sessions/…/rollout-*.jsonl`).
+    Codex,
+}
+
+impl Input {
+    pub const NAMES: [&'static str; 4] = ["agent-fold", "claude-code", "claude-stream", "codex"];
+
+    pub fn parse(name: &str) -> Option<Input> {
+        Some(match name {
+            "agent-fold" => Input::AgentFold,
+            "claude-code" => Input::ClaudeCode,
+            "claude-stream" => Input::ClaudeStream,
+            "codex" => Input::Codex,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Input::AgentFold => "agent-fold",
+            Input::ClaudeCode => "claude-code",
+            Input::ClaudeStream => "claude-stream",
+            Input::Codex => "codex",
+        }
+    }
+}
 
 /// Which view an instance serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,10 +80,47 @@ pub enum Malformed {
 /// How the projection prices what the surface gained or lost since the provider's reading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Projection {
-    /// The estimate scaled by what the session's own readings say it is worth (SPEC §3).
+    /// [`Projection::Calibrated`] until a compaction; after one, until the next reading, the
+    /// session's base plus what the context holds now (contract §3.4).
+    Rebased,
+    /// The estimate scaled by what the session's own readings say it is worth (contract §3.3).
     Calibrated,
     /// The seed's fixed "4 chars ≈ 1 token".
     Fixed,
+}
+
+impl Projection {
+    pub const NAMES: [&'static str; 3] = ["rebased", "calibrated", "fixed"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Projection::Rebased => "rebased",
+            Projection::Calibrated => "calibrated",
+            Projection::Fixed => "fixed",
+        }
+    }
+}
+
+/// Param `compact_at`: where the prompt size an agent compacts at comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CompactAt {
+    /// The session's last automatic compaction, else the agent's documented default.
+    #[default]
+    Learnt,
+    /// Given.
+    Tokens(u64),
+    /// Never shown.
+    Never,
+}
+
+/// What an agent puts back into the context at a compaction, before a session has learnt its
+/// own (contract §3.4): measured on the real logs `docs/accuracy.md` lists.
+pub fn restore_prior(input: Input) -> u64 {
+    match input {
+        Input::ClaudeCode | Input::ClaudeStream => 15_000,
+        Input::Codex => 7_000,
+        Input::AgentFold => 0,
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,6 +134,9 @@ pub struct Config {
     /// The records' format: frames as they are, or an agent's log to adapt first.
     pub input: Input,
     pub projection: Projection,
+    pub compact_at: CompactAt,
+    /// What the agent puts back at a compaction, until a session has learnt its own.
+    pub compact_restore: u64,
 }
 
 /// One param: its name, the values it takes (the default first) and what it does.
@@ -76,8 +151,8 @@ pub struct Param {
 /// A cap on `max_sessions` that keeps a typo from reserving the SPU's memory.
 pub const MAX_MAX_SESSIONS: usize = 10_000_000;
 
-/// Every param, in the order SPEC §4 lists them.
-pub const PARAMS: [Param; 8] = [
+/// Every param, in the order the contract (§4) lists them.
+pub const PARAMS: [Param; 10] = [
     Param {
         name: "emit",
         values: "frames | pressure",
@@ -122,9 +197,21 @@ pub const PARAMS: [Param; 8] = [
     },
     Param {
         name: "projection",
-        values: "calibrated | fixed",
-        default: "calibrated",
-        doc: "pressure view: scale the estimated delta by the session's calibration, or the seed's fixed heuristic",
+        values: "rebased | calibrated | fixed",
+        default: "rebased",
+        doc: "pressure view: re-base at compactions, scale the estimated delta by the session's calibration, or the seed's fixed heuristic",
+    },
+    Param {
+        name: "compact_at",
+        values: "an integer ≥ 1 | none",
+        default: "",
+        doc: "pressure view: the prompt size the agent compacts at on its own (unset: the session's last automatic compaction, else the agent's documented default)",
+    },
+    Param {
+        name: "compact_restore",
+        values: "an integer ≥ 0",
+        default: "",
+        doc: "pressure view, rebased: what the agent puts back at a compaction before a session has learnt its own (unset: 15000 for claude-code and claude-stream, 7000 for codex, 0 for agent-fold)",
     },
 ];
 
@@ -193,15 +280,25 @@ impl Config {
             max_sessions: 0,
             malformed: Malformed::Pass,
             input: Input::AgentFold,
-            projection: Projection::Calibrated,
+            projection: Projection::Rebased,
+            compact_at: CompactAt::Learnt,
+            compact_restore: 0,
         };
         for p in PARAMS {
             if !p.default.is_empty() {
                 c.set(p.name, p.default)?;
             }
         }
+        let mut restore = None;
         for (key, value) in params {
+            if key == "compact_restore" {
+                restore = Some(value);
+            }
             c.set(key, value)?;
+        }
+        // The prior follows the input unless the param named one, in whichever order they came.
+        if restore.is_none() {
+            c.compact_restore = restore_prior(c.input);
         }
         Ok(c)
     }
@@ -259,11 +356,25 @@ impl Config {
             }
             "input" => self.input = Input::parse(value).ok_or_else(bad)?,
             "projection" => {
-                self.projection = match value {
-                    "calibrated" => Projection::Calibrated,
-                    "fixed" => Projection::Fixed,
-                    _ => return Err(bad()),
+                self.projection = [
+                    Projection::Rebased,
+                    Projection::Calibrated,
+                    Projection::Fixed,
+                ]
+                .into_iter()
+                .find(|p| p.name() == value)
+                .ok_or_else(bad)?;
+            }
+            "compact_at" => {
+                self.compact_at = match value {
+                    "none" => CompactAt::Never,
+                    n => CompactAt::Tokens(
+                        n.parse::<u64>().ok().filter(|n| *n >= 1).ok_or_else(bad)?,
+                    ),
                 }
+            }
+            "compact_restore" => {
+                self.compact_restore = value.parse::<u64>().map_err(|_| bad())?;
             }
             _ => unreachable!("every param of the table is read"),
         }
@@ -281,8 +392,24 @@ mod tests {
         assert_eq!(c.view, View::Frames);
         assert_eq!(c.counter_type, "thinking/tokens");
         assert_eq!(c.max_sessions, 10_000);
-        assert_eq!(c.projection, Projection::Calibrated);
+        assert_eq!(c.projection, Projection::Rebased);
         assert_eq!(c.capacity, None);
+        assert_eq!(c.compact_at, CompactAt::Learnt);
+        assert_eq!(c.compact_restore, 0);
+    }
+
+    #[test]
+    fn the_restore_prior_follows_the_input_unless_given() {
+        let restore = |params: &[(&str, &str)]| {
+            Config::from_params(params.iter().copied())
+                .unwrap()
+                .compact_restore
+        };
+        assert_eq!(restore(&[("input", "claude-code")]), 15_000);
+        assert_eq!(restore(&[("input", "claude-stream")]), 15_000);
+        assert_eq!(restore(&[("input", "codex")]), 7_000);
+        assert_eq!(restore(&[("compact_restore", "9"), ("input", "codex")]), 9);
+        assert_eq!(restore(&[("input", "codex"), ("compact_restore", "0")]), 0);
     }
 
     #[test]
@@ -296,6 +423,8 @@ mod tests {
             ("malformed", "fail"),
             ("input", "codex"),
             ("projection", "fixed"),
+            ("compact_at", "150000"),
+            ("compact_restore", "1234"),
         ])
         .unwrap();
         assert_eq!(c.view, View::Pressure);
@@ -306,6 +435,19 @@ mod tests {
         assert_eq!(c.malformed, Malformed::Fail);
         assert_eq!(c.input, Input::Codex);
         assert_eq!(c.projection, Projection::Fixed);
+        assert_eq!(c.compact_at, CompactAt::Tokens(150_000));
+        assert_eq!(c.compact_restore, 1234);
+        let c = Config::from_params([("compact_at", "none"), ("projection", "calibrated")]);
+        assert_eq!(c.as_ref().unwrap().compact_at, CompactAt::Never);
+        assert_eq!(c.unwrap().projection, Projection::Calibrated);
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for n in Input::NAMES {
+            assert_eq!(Input::parse(n).unwrap().name(), n);
+        }
+        assert_eq!(Input::parse("claude"), None);
     }
 
     #[test]
@@ -336,6 +478,11 @@ mod tests {
             ("input", "json"),
             ("input", ""),
             ("projection", "smart"),
+            ("compact_at", "0"),
+            ("compact_at", "-1"),
+            ("compact_at", "never"),
+            ("compact_restore", "-5"),
+            ("compact_restore", "lots"),
         ] {
             let e = Config::from_params([(k, v)]).unwrap_err();
             assert!(

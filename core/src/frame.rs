@@ -9,6 +9,17 @@ use std::ops::Range;
 
 use crate::json::{self, Isa, Member};
 
+/// The frame types the views and the adapters name (contract §1).
+pub mod kind {
+    pub const REQUEST_HEADER: &str = "request/header";
+    pub const ASSISTANT_MESSAGE: &str = "assistant/message";
+    pub const USER_MESSAGE: &str = "user/message";
+    pub const TOOL_CALL: &str = "tool/call";
+    pub const TOOL_RESULT: &str = "tool/result";
+    pub const COMPACT_START: &str = "compact/start";
+    pub const COMPACT_END: &str = "compact/end";
+}
+
 /// 2^53: the largest integer every JSON reader holds exactly, and the fold's ceiling.
 pub const MAX_SAFE: u64 = 1 << 53;
 
@@ -47,6 +58,9 @@ pub struct Frame<'a> {
     tools: Option<&'a str>,
     context_window: Option<u64>,
     replaces: Option<&'a str>,
+    auto_trigger: bool,
+    pre_tokens: Option<u64>,
+    auto_compact_tokens: Option<u64>,
     delta_place: Place,
     from_place: Place,
     frames_place: Place,
@@ -107,6 +121,9 @@ impl<'a> Frame<'a> {
             "tools" => self.tools = Some(raw),
             "context_window" => self.context_window = json::uint(raw).filter(|w| *w >= 1),
             "replaces" => self.replaces = (raw != "null").then_some(raw),
+            "trigger" => self.auto_trigger = json::string(raw).as_deref() == Some("auto"),
+            "preTokens" => self.pre_tokens = json::uint(raw).filter(|n| *n >= 1),
+            "auto_compact_tokens" => self.auto_compact_tokens = json::uint(raw).filter(|n| *n >= 1),
             _ => {}
         }
     }
@@ -175,6 +192,15 @@ impl<'a> Frame<'a> {
     pub fn replaces(&self) -> Option<&'a str> {
         self.replaces
     }
+    /// On `compact/start`: `preTokens` when `trigger` is `"auto"`, the level an automatic
+    /// compaction fired at (an integer ≥ 1).
+    pub fn auto_compaction(&self) -> Option<u64> {
+        self.pre_tokens.filter(|_| self.auto_trigger)
+    }
+    /// On `request/header`: the agent's own compaction threshold, when an integer ≥ 1.
+    pub fn auto_compact_tokens(&self) -> Option<u64> {
+        self.auto_compact_tokens
+    }
     /// Where `estimated_tokens_delta`, `folded_from` and `folded_frames` stand.
     pub fn places(&self) -> [&Place; 3] {
         [&self.delta_place, &self.from_place, &self.frames_place]
@@ -200,6 +226,24 @@ pub fn object_uints<const N: usize>(raw: &str, names: [&str; N]) -> Option<[Fiel
         }
     }
     Some(out)
+}
+
+/// The provider's prompt size from a `usage` object: `input_tokens` +
+/// `cache_read_input_tokens` + `cache_creation_input_tokens`; missing or bad fields count 0.
+pub fn usage_tokens(usage: &str) -> u64 {
+    let fields = object_uints(
+        usage,
+        [
+            "input_tokens",
+            "cache_read_input_tokens",
+            "cache_creation_input_tokens",
+        ],
+    )
+    .unwrap_or_default();
+    fields.iter().fold(0u64, |s, f| match f {
+        Field::Valid(n) => s.saturating_add(*n),
+        _ => s,
+    })
 }
 
 #[cfg(test)]

@@ -24,7 +24,6 @@
 
 mod adapt;
 mod config;
-mod entry;
 mod estimate;
 mod frame;
 mod frames;
@@ -34,14 +33,15 @@ mod processor;
 mod record;
 mod state;
 
-pub use adapt::{Adapter, Input};
+pub use adapt::Adapter;
 pub use config::{
-    Config, MAX_MAX_SESSIONS, Malformed, PARAMS, Param, ParamError, Projection, Subagents, View,
+    CompactAt, Config, Input, MAX_MAX_SESSIONS, Malformed, PARAMS, Param, ParamError, Projection,
+    Subagents, View, restore_prior,
 };
 pub use estimate::estimate;
-pub use frame::{Field, Frame, MAX_SAFE, Place, object_uints};
+pub use frame::{Field, Frame, MAX_SAFE, Place, kind, object_uints, usage_tokens};
 pub use frames::{compact_counters, compact_counters_with};
-pub use pressure::{Corrupt, Node, Plan, Replaces, Surface, usage_tokens};
+pub use pressure::{Corrupt, Node, Plan, Replaces, Surface};
 pub use processor::Processor;
 pub use record::{BatchError, Emit, MAX_KEY_LEN, RecordIn, session_key};
 pub use state::checkpoint::{CheckpointError, STATE_VERSION};

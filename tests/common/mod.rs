@@ -7,12 +7,47 @@
 pub mod frames;
 pub mod pressure;
 
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use agent_fold::module::{Instance, default_wasm_path, native_process};
 pub use agent_fold::record::Rec;
 use agent_fold::record::inputs;
 use agent_fold_core::Processor;
+
+/// A file of the repository's own test data (`tests/data`).
+pub fn data(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(rel)
+}
+
+/// A file of the real agent logs and reproducers beside the repository (`../shared/`), or
+/// `None` with the reason printed where it is absent — and under `CI=true` a failure: CI is
+/// meant to have them.
+pub fn shared(rel: &str) -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared")
+        .join(rel);
+    if p.exists() {
+        return Some(p);
+    }
+    let why = format!(
+        "{} is absent (the real logs and reproducers live in ../shared beside the repository)",
+        p.display()
+    );
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "CI=true: {why}"
+    );
+    eprintln!("skipped: {why}");
+    None
+}
+
+/// A real agent log of `../shared/data/real` (see [`shared`]).
+pub fn real_data(rel: &str) -> Option<PathBuf> {
+    shared(&format!("data/real/{rel}"))
+}
 
 /// Module params as literals: `&[("emit", "frames"), ...]`.
 pub type Params<'a> = &'a [(&'a str, &'a str)];

@@ -26,6 +26,8 @@ pub(crate) struct Frame {
     /// A sub-agent's frame: never joins the surface.
     sub: bool,
     has_message: bool,
+    /// The fingerprint of the line's own id (a Claude `uuid`), when it has one.
+    print: Option<u64>,
 }
 
 impl Frame {
@@ -42,6 +44,32 @@ impl Frame {
         Frame::key(&mut self.buf, name);
         json::canonical_into(&mut self.buf, value);
         self.has_message |= name == "message";
+        self
+    }
+
+    /// `message`: a Claude message's `content`, as the provider counts it. A thinking block's
+    /// `signature` is an integrity check, not context: it is left out (contract §3, pricing).
+    pub fn content(&mut self, content: &str) -> &mut Frame {
+        Frame::key(&mut self.buf, "message");
+        self.has_message = true;
+        if !content.starts_with('[') {
+            json::canonical_into(&mut self.buf, content);
+            return self;
+        }
+        self.buf.push(b'[');
+        for (i, block) in json::elements(content).enumerate() {
+            if i > 0 {
+                self.buf.push(b',');
+            }
+            let thinking = block.starts_with('{')
+                && json::get(block, "type").and_then(json::string).as_deref() == Some("thinking");
+            if thinking {
+                write_without(&mut self.buf, block, &["signature"]);
+            } else {
+                json::canonical_into(&mut self.buf, block);
+            }
+        }
+        self.buf.push(b']');
         self
     }
 
@@ -141,6 +169,10 @@ impl Cx<'_> {
         parent: Option<&str>,
     ) -> Frame {
         let seq = self.st.take_seq();
+        let print = match id {
+            Id::Raw(raw) => json::string(raw).map(|u| fingerprint(&u)),
+            _ => None,
+        };
         let mut buf = Vec::with_capacity(256);
         buf.push(b'{');
         Frame::key(&mut buf, "type");
@@ -174,6 +206,7 @@ impl Cx<'_> {
             source: None,
             sub: parent.is_some(),
             has_message: false,
+            print,
         };
         if let Some(p) = parent {
             f.extra_str("parent_tool_use_id", p);
@@ -188,6 +221,9 @@ impl Cx<'_> {
                 Some((first, _)) => (first, seq),
                 None => (seq, seq),
             });
+            if let Some(p) = f.print {
+                self.st.remember(p, seq);
+            }
         }
         let Frame {
             mut buf,
@@ -209,19 +245,28 @@ impl Cx<'_> {
     }
 
     /// Writes a compaction's replacement: a main `user/message` whose `replaces` spans the
-    /// whole current surface (none when the surface is empty); after it, the surface is it.
+    /// surface (none when it is empty) up to what the compaction keeps verbatim, if the
+    /// boundary named it ([`State::keep_from`]); after it, the surface is it and what was kept.
     pub fn emit_replacement(&mut self, mut f: Frame, message: &str) {
         f.raw("message", message);
-        if let Some((from_seq, to_seq)) = self.st.surface {
+        let kept = self.st.keep.take();
+        let span = self.st.surface.map(|(first, last)| match kept {
+            Some(k) => (first, k.before, Some(last)),
+            None => (first, last, None),
+        });
+        if let Some((from_seq, to_seq, _)) = span {
             f.json(
                 "replaces",
                 &format!("{{\"from_seq\":{from_seq},\"to_seq\":{to_seq}}}"),
             );
         }
-        let seq = f.seq;
+        let (seq, print) = (f.seq, f.print);
         self.emit(f);
         if let Some(seq) = seq {
-            self.st.surface = Some((seq, seq));
+            let last = span.and_then(|(_, _, kept_last)| kept_last).unwrap_or(seq);
+            self.st.surface = Some((seq, last));
+            self.st
+                .replaced(print.map(|p| (p, seq)), kept.map(|k| k.head));
         }
     }
 
@@ -239,6 +284,13 @@ impl Cx<'_> {
         f.source(line, &[], &[]);
         self.emit(f);
     }
+}
+
+/// A line id's fingerprint (FNV-1a, 64 bits): what the adapter remembers of recent nodes.
+pub(crate) fn fingerprint(id: &str) -> u64 {
+    id.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// `type`, with `/<sub>` when the line names a subtype: the pass-through frame's kind.

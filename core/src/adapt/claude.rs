@@ -2,24 +2,25 @@
 //! (`{"role", "content", "id", "usage", "model", …}`) becomes one frame.
 
 use super::build::{Cx, Frame, Id};
-use super::line::{at, is_object, str_at};
+use super::line::{at, is_object, str_at, uint_at};
+use crate::frame::kind::{ASSISTANT_MESSAGE, TOOL_RESULT, USER_MESSAGE};
+use crate::frame::usage_tokens;
 use crate::json;
-use crate::pressure::usage_tokens;
 
 /// The frame type of a Claude message: content that is all `tool_result` blocks is a
 /// `tool/result`.
 pub(crate) fn kind(role: &str, content: &str) -> &'static str {
     if role == "assistant" {
-        return "assistant/message";
+        return ASSISTANT_MESSAGE;
     }
     let mut blocks = json::elements(content).peekable();
     let tool_results = content.starts_with('[')
         && blocks.peek().is_some()
         && blocks.all(|b| str_at(Some(b), "type").as_deref() == Some("tool_result"));
     if tool_results {
-        "tool/result"
+        TOOL_RESULT
     } else {
-        "user/message"
+        USER_MESSAGE
     }
 }
 
@@ -52,7 +53,7 @@ pub(crate) fn message(
 ) -> Frame {
     let content = at(Some(msg), "content").unwrap_or("null");
     let mut f = cx.frame(kind(role, content), id, stamp, parent);
-    f.raw("message", content);
+    f.content(content);
     if role == "assistant" {
         let message_id = str_at(Some(msg), "id");
         if let Some(usage) = at(Some(msg), "usage").filter(|u| is_object(u)) {
@@ -75,4 +76,16 @@ pub(crate) fn message(
         }
     }
     f
+}
+
+/// A compaction boundary's `trigger` and its pre-compaction size (`preTokens` in a transcript's
+/// `compactMetadata`, `pre_tokens` in a stream's `compact_metadata`) on its `compact/start`
+/// frame, where the pressure view reads the level an automatic compaction fired at (contract §3).
+pub(crate) fn compaction(f: &mut Frame, meta: Option<&str>, pre_tokens: &str) {
+    if let Some(t) = at(meta, "trigger").filter(|t| crate::json::is_string(t)) {
+        f.raw("trigger", t);
+    }
+    if let Some(n) = uint_at(meta, pre_tokens).filter(|n| *n >= 1) {
+        f.uint("preTokens", n);
+    }
 }

@@ -18,9 +18,13 @@
 //! - Everything else (hook and bash progress, file-history snapshots, other system lines,
 //!   types to come) passes through as `claude-code/<type>[/<subtype>]`.
 
-use super::build::{Cx, Id, kind_of};
+use super::build::{Cx, Id, fingerprint, kind_of};
 use super::claude;
 use super::line::{Line, at, str_at};
+use crate::frame::kind::{COMPACT_END, COMPACT_START, USER_MESSAGE};
+
+/// The frame type of an `attachment` line.
+const ATTACHMENT: &str = "claude-code/attachment";
 
 pub(crate) fn adapt(cx: &mut Cx, line: &Line) {
     let stamp = line.get("timestamp");
@@ -39,7 +43,7 @@ pub(crate) fn adapt(cx: &mut Cx, line: &Line) {
         "assistant" | "user" if line.object("message").is_some() => {
             let msg = line.object("message").unwrap_or("{}");
             if kind == "user" && !sidechain && line.is_true("isCompactSummary") {
-                let mut f = cx.frame("user/message", id(), stamp, None);
+                let mut f = cx.frame(USER_MESSAGE, id(), stamp, None);
                 f.extra_str("source_type", "user")
                     .extra_raw("compact_summary", "true");
                 cx.emit_replacement(f, at(Some(msg), "content").unwrap_or("null"));
@@ -47,7 +51,7 @@ pub(crate) fn adapt(cx: &mut Cx, line: &Line) {
                     Some(u) => Id::Text(format!("{u}#end")),
                     None => Id::Numbered,
                 };
-                let mut end = cx.frame("compact/end", end_id, stamp, None);
+                let mut end = cx.frame(COMPACT_END, end_id, stamp, None);
                 end.extra_str("source_type", "user");
                 cx.emit(end);
                 return;
@@ -96,10 +100,28 @@ pub(crate) fn adapt(cx: &mut Cx, line: &Line) {
             }
         }
         "system" if !sidechain && line.str("subtype").as_deref() == Some("compact_boundary") => {
-            let mut f = cx.frame("compact/start", id(), stamp, None);
+            let meta = line.object("compactMetadata");
+            let head = str_at(at(meta, "preservedSegment"), "headUuid");
+            if let Some(h) = head {
+                cx.st.keep_from(fingerprint(&h));
+            }
+            let mut f = cx.frame(COMPACT_START, id(), stamp, None);
+            claude::compaction(&mut f, meta, "preTokens");
             f.extra_str("source_type", "system/compact_boundary");
-            if let Some(m) = line.get("compactMetadata") {
+            if let Some(m) = meta {
                 f.extra_raw("compact_metadata", m);
+            }
+            cx.emit(f);
+        }
+        // What the agent attaches to the context (files read again after a compaction, skill
+        // and tool listings, reminders): context the provider counts, so it joins the surface.
+        "attachment" if line.object("attachment").is_some() => {
+            let attachment = line.object("attachment").unwrap_or("{}");
+            let mut f = cx.frame(ATTACHMENT, id(), stamp, parent);
+            f.raw("message", attachment);
+            f.extra_str("source_type", "attachment");
+            if let Some(t) = str_at(Some(attachment), "type") {
+                f.extra_str("attachment_type", &t);
             }
             cx.emit(f);
         }
@@ -234,11 +256,84 @@ mod tests {
         let frames = a.adapt_all(lines.iter().map(|l| (None, l.as_bytes())));
         assert_eq!(frames.len(), 3);
         let text = String::from_utf8(frames[0].clone()).unwrap();
-        assert!(text.contains(r#""message":"cut \ud83d here""#), "{text}");
+        // The lone surrogate reads, and is priced, as the U+FFFD it stands for.
+        assert!(text.contains("\"message\":\"cut \u{FFFD} here\""), "{text}");
         assert!(crate::Frame::parse(&frames[1]).unwrap().message().is_some());
         assert_eq!(
             crate::Frame::parse(&frames[2]).unwrap().usage(),
             Some(r#"{"input_tokens":7}"#)
         );
+    }
+
+    #[test]
+    fn thinking_is_priced_without_its_signature() {
+        let out = adapt(&[
+            assistant(
+                "a1",
+                "m1",
+                json!({"type":"thinking","thinking":"hmm","signature":"RXF1YWxseSBsb25nIGJhc2U2NA=="}),
+                3,
+            ),
+            assistant("a2", "m1", json!({"type":"text","text":"ok"}), 3),
+        ]);
+        assert_eq!(
+            out[0]["message"],
+            json!([{"type":"thinking","thinking":"hmm"}])
+        );
+        assert_eq!(out[1]["message"], json!([{"type":"text","text":"ok"}]));
+    }
+
+    #[test]
+    fn attachments_join_the_surface() {
+        let out = adapt(&[
+            json!({"type":"user","sessionId":"s","uuid":"u0","message":{"role":"user","content":"hi"}}),
+            json!({"type":"attachment","sessionId":"s","uuid":"at1","timestamp":"t",
+                   "attachment":{"type":"file","filename":"a.rs","content":{"type":"text","file":{"content":"fn main() {}"}}}}),
+        ]);
+        assert_eq!(out[1]["type"], "claude-code/attachment");
+        assert_eq!(out[1]["seq"], 1);
+        assert_eq!(out[1]["message"]["filename"], "a.rs");
+        assert_eq!(out[1]["extras"]["attachment_type"], "file");
+        assert!(out[1].get("source").is_none());
+    }
+
+    #[test]
+    fn a_compaction_keeps_what_it_preserves_and_says_its_level() {
+        let out = adapt(&[
+            json!({"type":"user","sessionId":"s","uuid":"u0","message":{"role":"user","content":"one"}}),
+            assistant("a1", "m1", json!({"type":"text","text":"two"}), 3),
+            json!({"type":"user","sessionId":"s","uuid":"u2","message":{"role":"user","content":"three"}}),
+            assistant("a3", "m2", json!({"type":"text","text":"four"}), 4),
+            json!({"type":"system","subtype":"compact_boundary","sessionId":"s","uuid":"b",
+                   "compactMetadata":{"trigger":"auto","preTokens":155241,"preservedSegment":{"headUuid":"u2","anchorUuid":"sum","tailUuid":"a3"}}}),
+            json!({"type":"user","sessionId":"s","uuid":"sum","isCompactSummary":true,"message":{"role":"user","content":"summary"}}),
+            json!({"type":"system","subtype":"compact_boundary","sessionId":"s","uuid":"b2","compactMetadata":{"trigger":"manual","preTokens":9}}),
+            json!({"type":"user","sessionId":"s","uuid":"sum2","isCompactSummary":true,"message":{"role":"user","content":"again"}}),
+        ]);
+        assert_eq!(out[4]["type"], "compact/start");
+        assert_eq!(
+            (&out[4]["trigger"], &out[4]["preTokens"]),
+            (&json!("auto"), &json!(155241))
+        );
+        // u2 and a3 stay verbatim: the summary replaces u0..a1 only.
+        assert_eq!(out[5]["replaces"], json!({"from_seq":0,"to_seq":1}));
+        // The next compaction keeps nothing: it replaces the summary through what was kept.
+        assert_eq!(out[7]["trigger"], "manual");
+        assert_eq!(out[8]["replaces"], json!({"from_seq":5,"to_seq":3}));
+    }
+
+    #[test]
+    fn a_kept_head_it_does_not_remember_replaces_everything() {
+        let mut lines = vec![
+            json!({"type":"user","sessionId":"s","uuid":"u0","message":{"role":"user","content":"x"}}),
+        ];
+        lines.push(
+            json!({"type":"system","subtype":"compact_boundary","sessionId":"s","uuid":"b",
+                          "compactMetadata":{"preservedSegment":{"headUuid":"unknown"}}}),
+        );
+        lines.push(json!({"type":"user","sessionId":"s","uuid":"sum","isCompactSummary":true,"message":{"role":"user","content":"s"}}));
+        let out = adapt(&lines);
+        assert!(out[1].get("trigger").is_none() && out[1].get("preTokens").is_none());
+        assert_eq!(out[2]["replaces"], json!({"from_seq":0,"to_seq":0}));
     }
 }

@@ -17,6 +17,7 @@ use super::build::{Cx, Id, kind_of};
 use super::claude;
 use super::line::{Line, at, str_at};
 use crate::estimate::estimate;
+use crate::frame::kind::{COMPACT_START, REQUEST_HEADER};
 use crate::json;
 
 pub(crate) fn adapt(cx: &mut Cx, line: &Line) {
@@ -29,7 +30,7 @@ pub(crate) fn adapt(cx: &mut Cx, line: &Line) {
     let subtype = line.str("subtype");
     match (&*kind, subtype.as_deref()) {
         ("system", Some("init")) => {
-            let mut f = cx.frame("request/header", id(), stamp, parent);
+            let mut f = cx.frame(REQUEST_HEADER, id(), stamp, parent);
             if let Some(t) = line.get("tools") {
                 f.raw("tools", t);
             }
@@ -41,7 +42,8 @@ pub(crate) fn adapt(cx: &mut Cx, line: &Line) {
             cx.emit(f);
         }
         ("system", Some("compact_boundary")) => {
-            let mut f = cx.frame("compact/start", id(), stamp, parent);
+            let mut f = cx.frame(COMPACT_START, id(), stamp, parent);
+            claude::compaction(&mut f, line.object("compact_metadata"), "pre_tokens");
             f.extra_str("source_type", "system/compact_boundary");
             f.source(line, &[], &[]);
             cx.emit(f);

@@ -13,7 +13,8 @@
 //!   sums to the provider's prompt size). `info: null`, all-zero readings and the repeat of the
 //!   last reading (same `total_tokens`) are no samples and pass through. `model_context_window`
 //!   (on `task_started` and `token_count`) becomes a `request/header`'s `context_window` when
-//!   it changes.
+//!   it changes; so does `model_auto_compact_token_limit` (on `session_meta` or `turn_context`,
+//!   where a rollout names it) as the header's `auto_compact_tokens`.
 //! - `compacted` becomes `compact/start` and the `user/message` carrying the
 //!   `replacement_history` whose `replaces` spans the surface; `event_msg`/`context_compacted`
 //!   becomes `compact/end`.
@@ -27,6 +28,10 @@
 use super::build::{Cx, Id, kind_of};
 use super::line::{Line, at, is_object, str_at, uint_at};
 use super::state::State;
+use crate::frame::kind::{
+    ASSISTANT_MESSAGE, COMPACT_END, COMPACT_START, REQUEST_HEADER, TOOL_CALL, TOOL_RESULT,
+    USER_MESSAGE,
+};
 
 pub(crate) fn adapt(cx: &mut Cx, line: &Line) {
     let stamp = line.get("timestamp");
@@ -40,11 +45,11 @@ pub(crate) fn adapt(cx: &mut Cx, line: &Line) {
                 "message" => None,
                 "reasoning" => Some("assistant/reasoning"),
                 "function_call" | "custom_tool_call" | "local_shell_call" | "web_search_call"
-                | "tool_search_call" => Some("tool/call"),
+                | "tool_search_call" => Some(TOOL_CALL),
                 "function_call_output"
                 | "custom_tool_call_output"
                 | "local_shell_call_output"
-                | "tool_search_output" => Some("tool/result"),
+                | "tool_search_output" => Some(TOOL_RESULT),
                 _ => {
                     let kind = kind_of(line, Some(t));
                     return cx.pass_through(&kind, Id::Numbered, stamp, None, line);
@@ -71,11 +76,11 @@ pub(crate) fn adapt(cx: &mut Cx, line: &Line) {
             cx.emit(f);
         }
         ("compacted", _) if payload.is_some() => {
-            let mut start = cx.frame("compact/start", Id::Numbered, stamp, None);
+            let mut start = cx.frame(COMPACT_START, Id::Numbered, stamp, None);
             start.extra_str("source_type", "compacted");
             cx.emit(start);
             let summary = at(payload, "message");
-            let mut f = cx.frame("user/message", Id::Numbered, stamp, None);
+            let mut f = cx.frame(USER_MESSAGE, Id::Numbered, stamp, None);
             f.extra_str("source_type", "compacted");
             let message = match at(payload, "replacement_history") {
                 Some(h) => {
@@ -93,7 +98,7 @@ pub(crate) fn adapt(cx: &mut Cx, line: &Line) {
             match uint_at(payload, "model_context_window").filter(|w| *w >= 1) {
                 Some(w) => {
                     cx.st.window = Some(w);
-                    let mut f = cx.frame("request/header", Id::Numbered, stamp, None);
+                    let mut f = cx.frame(REQUEST_HEADER, Id::Numbered, stamp, None);
                     f.uint("context_window", w);
                     f.extra_str("source_type", "event_msg/task_started");
                     f.source(line, &[], &[]);
@@ -105,8 +110,19 @@ pub(crate) fn adapt(cx: &mut Cx, line: &Line) {
                 }
             }
         }
+        ("turn_context", _)
+            if compact_limit(payload).is_some_and(|l| cx.st.compact_limit != Some(l)) =>
+        {
+            let limit = compact_limit(payload).unwrap_or_default();
+            cx.st.compact_limit = Some(limit);
+            let mut f = cx.frame(REQUEST_HEADER, Id::Numbered, stamp, None);
+            f.uint("auto_compact_tokens", limit);
+            f.extra_str("source_type", "turn_context");
+            f.source(line, &[], &[]);
+            cx.emit(f);
+        }
         ("event_msg", Some("context_compacted")) => {
-            let mut f = cx.frame("compact/end", Id::Numbered, stamp, None);
+            let mut f = cx.frame(COMPACT_END, Id::Numbered, stamp, None);
             f.extra_str("source_type", "event_msg/context_compacted");
             cx.emit(f);
         }
@@ -115,6 +131,12 @@ pub(crate) fn adapt(cx: &mut Cx, line: &Line) {
             cx.pass_through(&kind, Id::Numbered, stamp, None, line);
         }
     }
+}
+
+/// The automatic compaction threshold a rollout's configuration names
+/// (`model_auto_compact_token_limit`), when it names one.
+fn compact_limit(payload: Option<&str>) -> Option<u64> {
+    uint_at(payload, "model_auto_compact_token_limit").filter(|l| *l >= 1)
 }
 
 /// The session a Codex line names: its `session_meta`'s id.
@@ -138,9 +160,13 @@ fn session_meta(cx: &mut Cx, line: &Line, stamp: Option<&str>) {
         cx.st.session_id = Some(id.clone().into_owned());
         cx.session = Some(id.into_owned());
     }
-    let mut f = cx.frame("request/header", Id::Numbered, stamp, None);
+    let mut f = cx.frame(REQUEST_HEADER, Id::Numbered, stamp, None);
     if let Some(s) = at(payload, "base_instructions") {
         f.raw("system", s);
+    }
+    if let Some(limit) = compact_limit(payload) {
+        cx.st.compact_limit = Some(limit);
+        f.uint("auto_compact_tokens", limit);
     }
     f.extra_str("source_type", "session_meta");
     f.source(line, &[], &["base_instructions"]);
@@ -159,7 +185,7 @@ fn token_count(cx: &mut Cx, line: &Line, stamp: Option<&str>) {
 
     if let Some(w) = window.filter(|w| cx.st.window != Some(*w)) {
         cx.st.window = Some(w);
-        let mut h = cx.frame("request/header", Id::Numbered, stamp, None);
+        let mut h = cx.frame(REQUEST_HEADER, Id::Numbered, stamp, None);
         h.uint("context_window", w);
         h.extra_str("source_type", "event_msg/token_count");
         cx.emit(h);
@@ -172,7 +198,7 @@ fn token_count(cx: &mut Cx, line: &Line, stamp: Option<&str>) {
         let kind = kind_of(line, Some("token_count"));
         return cx.pass_through(&kind, Id::Numbered, stamp, None, line);
     }
-    let mut f = cx.frame("assistant/message", Id::Numbered, stamp, None);
+    let mut f = cx.frame(ASSISTANT_MESSAGE, Id::Numbered, stamp, None);
     let mut usage = format!(
         "{{\"input_tokens\":{},\"cache_read_input_tokens\":{cached},\"cache_creation_input_tokens\":0",
         input - cached
@@ -265,5 +291,20 @@ mod tests {
         assert_eq!(out[6]["type"], "compact/end");
         assert_eq!(out[7]["session_id"], "cx2");
         assert_eq!(out[7]["seq"], 0);
+    }
+
+    #[test]
+    fn a_named_compaction_limit_reaches_a_header() {
+        let out = adapt(&[
+            json!({"timestamp":"t","type":"session_meta","payload":{"id":"cx1","model_auto_compact_token_limit":200000}}),
+            json!({"timestamp":"t","type":"turn_context","payload":{"model":"m","model_auto_compact_token_limit":200000}}),
+            json!({"timestamp":"t","type":"turn_context","payload":{"model":"m","model_auto_compact_token_limit":180000}}),
+            json!({"timestamp":"t","type":"turn_context","payload":{"model":"m"}}),
+        ]);
+        assert_eq!(out[0]["auto_compact_tokens"], 200000);
+        assert_eq!(out[1]["type"], "codex/turn_context");
+        assert_eq!(out[2]["type"], "request/header");
+        assert_eq!(out[2]["auto_compact_tokens"], 180000);
+        assert_eq!(out[3]["type"], "codex/turn_context");
     }
 }

@@ -20,46 +20,12 @@ use build::Cx;
 pub(crate) use line::Line;
 use state::{Placed, Track};
 
+use crate::config::Input;
 use crate::record::MAX_KEY_LEN;
 use crate::state::checkpoint::{self, CheckpointError, Document, Members, STATE_VERSION};
 use crate::state::lru::Lru;
 
-/// The format of the records an instance reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Input {
-    /// Frames as they are (SPEC §1): nothing is adapted.
-    #[default]
-    AgentFold,
-    /// Claude Code session transcripts (`~/.claude/projects/…/<session>.jsonl`).
-    ClaudeCode,
-    /// `claude -p --output-format stream-json --verbose` output.
-    ClaudeStream,
-    /// OpenAI Codex rollouts (`~/.codex/sessions/…/rollout-*.jsonl`).
-    Codex,
-}
-
 impl Input {
-    pub const NAMES: [&'static str; 4] = ["agent-fold", "claude-code", "claude-stream", "codex"];
-
-    pub fn parse(name: &str) -> Option<Input> {
-        Some(match name {
-            "agent-fold" => Input::AgentFold,
-            "claude-code" => Input::ClaudeCode,
-            "claude-stream" => Input::ClaudeStream,
-            "codex" => Input::Codex,
-            _ => return None,
-        })
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Input::AgentFold => "agent-fold",
-            Input::ClaudeCode => "claude-code",
-            Input::ClaudeStream => "claude-stream",
-            Input::Codex => "codex",
-        }
-    }
-
     /// Guesses a log's format from one of its lines; `None` when the line does not tell.
     pub fn detect(line: &[u8]) -> Option<Input> {
         let l = Line::read(line)?;
@@ -112,16 +78,16 @@ pub(crate) enum Read<'a> {
     NotObject,
 }
 
-/// The adapting rules of an instance: its format, the session of the last line (a line that
-/// names none and has no record key belongs to it), and how many lines it has seen.
+/// The lines an instance has read: their format, the session of the last one (a line that
+/// names none and has no record key belongs to it), and how many it has seen.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Rules {
+pub(crate) struct Lines {
     pub input: Input,
     pub last: Option<Vec<u8>>,
     pub lines: u64,
 }
 
-impl Rules {
+impl Lines {
     /// Reads a line: its session is its record key, else the session it names, else the
     /// session of the line before (else the empty session).
     pub fn read<'a>(&self, key: Option<&[u8]>, bytes: &'a [u8]) -> Read<'a> {
@@ -204,7 +170,7 @@ impl Rules {
 /// A streaming adapter on its own, for hosts that adapt a log before the module sees it:
 /// one input line in, its frames out, per-session state in between, bounded by a cap.
 pub struct Adapter {
-    rules: Rules,
+    lines: Lines,
     sessions: Lru<Track>,
 }
 
@@ -212,16 +178,16 @@ impl Adapter {
     /// An adapter holding state for at most `max_sessions` sessions (least recently used out).
     pub fn new(input: Input, max_sessions: usize) -> Adapter {
         Adapter {
-            rules: Rules {
+            lines: Lines {
                 input,
-                ..Rules::default()
+                ..Lines::default()
             },
             sessions: Lru::new(max_sessions),
         }
     }
 
     pub fn input(&self) -> Input {
-        self.rules.input
+        self.lines.input
     }
 
     /// How many sessions hold state.
@@ -240,7 +206,7 @@ impl Adapter {
         offset: Option<i64>,
         out: &mut Vec<Vec<u8>>,
     ) -> usize {
-        if self.rules.input == Input::AgentFold {
+        if self.lines.input == Input::AgentFold {
             out.push(line.to_vec());
             return 1;
         }
@@ -248,12 +214,12 @@ impl Adapter {
             line: l,
             key: k,
             names,
-        } = self.rules.read(key, line)
+        } = self.lines.read(key, line)
         else {
             out.push(line.to_vec());
             return 1;
         };
-        let floor = self.rules.floor();
+        let floor = self.lines.floor();
         let track = if k.len() > MAX_KEY_LEN {
             None
         } else {
@@ -269,7 +235,7 @@ impl Adapter {
             };
             Some(self.sessions.get_mut(id))
         };
-        self.rules.adapt(track, &l, key, k, names, offset, 0, out)
+        self.lines.adapt(track, &l, key, k, names, offset, 0, out)
     }
 
     /// Adapts a whole log (lines with their keys, offsets by position) at once.
@@ -288,9 +254,9 @@ impl Adapter {
     pub fn checkpoint(&self) -> String {
         let mut w = Members::default();
         w.uint("stateVersion", STATE_VERSION);
-        w.opt_str("input", Some(self.rules.input.name()));
-        w.uint("lines", self.rules.lines);
-        w.raw("last", &checkpoint::key_json(self.rules.last.as_deref()));
+        w.opt_str("input", Some(self.lines.input.name()));
+        w.uint("lines", self.lines.lines);
+        w.raw("last", &checkpoint::key_json(self.lines.last.as_deref()));
         let mut list = String::new();
         checkpoint::write_sessions(&mut list, self.sessions.iter_oldest_first(), ());
         w.raw("sessions", &list);
@@ -303,10 +269,10 @@ impl Adapter {
         // Version 3 adapter documents had no `stateVersion`.
         let doc = Document::read_with(text, Some(3))?;
         let found = doc.input.clone().unwrap_or_default();
-        if found != self.rules.input.name() {
+        if found != self.lines.input.name() {
             return Err(CheckpointError::Input {
                 found,
-                reads: self.rules.input.name(),
+                reads: self.lines.input.name(),
             });
         }
         let mut sessions = Lru::new(self.sessions.cap());
@@ -321,8 +287,8 @@ impl Adapter {
             None => None,
         };
         self.sessions = sessions;
-        self.rules.last = last;
-        self.rules.lines = doc.lines;
+        self.lines.last = last;
+        self.lines.lines = doc.lines;
         Ok(())
     }
 }
@@ -347,14 +313,6 @@ pub(crate) fn adapt_values(input: Input, lines: &[serde_json::Value]) -> Vec<ser
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_round_trip() {
-        for n in Input::NAMES {
-            assert_eq!(Input::parse(n).unwrap().name(), n);
-        }
-        assert_eq!(Input::parse("claude"), None);
-    }
 
     #[test]
     fn detects_each_format() {
@@ -406,9 +364,12 @@ mod tests {
         let mut b = Adapter::new(Input::ClaudeCode, 10);
         b.restore(&cp).unwrap();
         assert_eq!(b.checkpoint(), cp);
+        let (u1, u2) = (build::fingerprint("u1"), build::fingerprint("u2"));
         assert_eq!(
             cp,
-            r#"{"stateVersion":4,"input":"claude-code","lines":2,"last":{"session":"s"},"sessions":[{"session":"s","nextSeq":2,"sessionId":"s","mainMessage":"m1","subMessage":null,"surface":[0,1],"window":null,"total":null}]}"#
+            format!(
+                r#"{{"stateVersion":5,"input":"claude-code","lines":2,"last":{{"session":"s"}},"sessions":[{{"session":"s","nextSeq":2,"sessionId":"s","mainMessage":"m1","subMessage":null,"surface":[0,1],"window":null,"total":null,"compactLimit":null,"recent":[[{u1},0],[{u2},1]],"keep":null}}]}}"#
+            )
         );
         let mut c = Adapter::new(Input::Codex, 10);
         assert!(matches!(c.restore(&cp), Err(CheckpointError::Input { .. })));
@@ -421,7 +382,7 @@ mod tests {
         );
         assert_eq!(one.sessions(), 0, "a refused checkpoint changes nothing");
         // A non-UTF-8 `last` survives a round trip.
-        let bytes = r#"{"stateVersion":4,"input":"claude-code","lines":0,"last":{"sessionBytes":[255,1]},"sessions":[]}"#;
+        let bytes = r#"{"stateVersion":5,"input":"claude-code","lines":0,"last":{"sessionBytes":[255,1]},"sessions":[]}"#;
         let mut d = Adapter::new(Input::ClaudeCode, 1);
         d.restore(bytes).unwrap();
         assert_eq!(d.checkpoint(), bytes);

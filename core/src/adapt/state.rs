@@ -22,13 +22,68 @@ pub(crate) struct State {
     pub window: Option<u64>,
     /// Codex: `total_tokens` of the last `token_count` reading, to know a repeat.
     pub total: Option<u64>,
+    /// Codex: the last automatic compaction threshold announced in a `request/header`.
+    pub compact_limit: Option<u64>,
+    /// The latest surface nodes that came with a line id, in surface order: `(fingerprint of
+    /// the id, seq)`, at most [`RECENT`]. A compaction that keeps its last messages verbatim
+    /// names the first it keeps by id.
+    pub recent: Vec<(u64, u64)>,
+    /// What the next replacement keeps: set by a compaction boundary that names its kept
+    /// messages, taken by the replacement that follows.
+    pub keep: Option<Kept>,
 }
+
+/// The messages a compaction keeps verbatim: from the node of `head` (a seq) to the surface's
+/// end; the replacement removes the nodes up to `before`, the node just before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Kept {
+    pub before: u64,
+    pub head: u64,
+}
+
+/// How many recent nodes a session remembers by id: a compaction that keeps more than this
+/// many messages is read as replacing them all (a figure a little low, never a corrupt span).
+pub(crate) const RECENT: usize = 16;
 
 impl State {
     pub fn take_seq(&mut self) -> u64 {
         let s = self.next_seq;
         self.next_seq = self.next_seq.saturating_add(1);
         s
+    }
+
+    /// A node with an id joined the surface.
+    pub fn remember(&mut self, print: u64, seq: u64) {
+        if self.recent.len() == RECENT {
+            self.recent.remove(0);
+        }
+        self.recent.push((print, seq));
+    }
+
+    /// A compaction boundary keeps the messages from the one whose id has `print` on; `false`
+    /// when that node is not among the remembered ones (or is the first: nothing to replace
+    /// before it), and then the replacement takes the whole surface.
+    pub fn keep_from(&mut self, print: u64) -> bool {
+        self.keep = match self.recent.iter().position(|&(p, _)| p == print) {
+            Some(i) if i > 0 => Some(Kept {
+                before: self.recent[i - 1].1,
+                head: self.recent[i].1,
+            }),
+            _ => None,
+        };
+        self.keep.is_some()
+    }
+
+    /// A replacement landed: the surface is its node, then what it kept (from seq `head` on).
+    pub fn replaced(&mut self, node: Option<(u64, u64)>, head: Option<u64>) {
+        let kept = match head.and_then(|h| self.recent.iter().position(|&(_, s)| s == h)) {
+            Some(i) => self.recent.split_off(i),
+            None => Vec::new(),
+        };
+        self.recent.clear();
+        self.recent.extend(node);
+        self.recent.extend(kept);
+        self.recent.truncate(RECENT);
     }
 }
 
@@ -118,6 +173,13 @@ impl Checkpointed for Track {
         }
         w.opt_uint("window", s.window);
         w.opt_uint("total", s.total);
+        w.opt_uint("compactLimit", s.compact_limit);
+        let pairs: Vec<String> = s.recent.iter().map(|(p, q)| format!("[{p},{q}]")).collect();
+        w.raw("recent", &format!("[{}]", pairs.join(",")));
+        match s.keep {
+            Some(k) => w.raw("keep", &format!("[{},{}]", k.before, k.head)),
+            None => w.raw("keep", "null"),
+        }
         if let Some(o) = self.last_offset {
             w.raw("lastOffset", &o.to_string());
         }
@@ -136,6 +198,20 @@ impl Checkpointed for Track {
             "surface" => b.state.surface = field::read(map, name)?,
             "window" => b.state.window = field::read(map, name)?,
             "total" => b.state.total = field::read(map, name)?,
+            "compactLimit" => b.state.compact_limit = field::read(map, name)?,
+            "recent" => {
+                let recent: Vec<(u64, u64)> = field::read(map, name)?;
+                if recent.len() > RECENT {
+                    return Err(serde::de::Error::custom(format!(
+                        "adapter session: `recent` holds at most {RECENT} nodes"
+                    )));
+                }
+                b.state.recent = recent;
+            }
+            "keep" => {
+                let keep: Option<(u64, u64)> = field::read(map, name)?;
+                b.state.keep = keep.map(|(before, head)| Kept { before, head });
+            }
             "lastOffset" => b.last_offset = field::read(map, name)?,
             _ => return Ok(false),
         }

@@ -10,7 +10,6 @@ use fold::{Fed, Part, RunState, Tally, splice};
 
 use crate::config::{Config, Malformed, Subagents};
 use crate::frame::{Field, Frame};
-use crate::state::lru::EntryId;
 
 /// What the fold sees of one frame.
 #[derive(Debug, Clone, Copy)]
@@ -52,16 +51,16 @@ fn oldest_stamp<'a>(v: &Frame<'a>) -> &'a str {
     }
 }
 
-/// The params the fold reads.
-pub(crate) struct Rules {
+/// The params the fold reads, and the role each frame plays in it.
+pub(crate) struct Folder {
     counter_type: String,
     subagents: Subagents,
     malformed: Malformed,
 }
 
-impl Rules {
-    pub fn new(config: &Config) -> Rules {
-        Rules {
+impl Folder {
+    pub fn new(config: &Config) -> Folder {
+        Folder {
             counter_type: config.counter_type.clone(),
             subagents: config.subagents,
             malformed: config.malformed,
@@ -93,15 +92,24 @@ enum Act {
     Fold(Part),
 }
 
-/// One invocation's fold: what becomes of each frame, decided as the fold reaches it.
-#[derive(Default)]
-pub(crate) struct Page {
+/// What becomes of each frame of an invocation, decided as the fold reaches it.
+/// One invocation's fold; `Id` names a session's state where the caller keeps it.
+pub(crate) struct Page<Id> {
     acts: Vec<Act>,
     /// Sessions whose part was open when last seen: it closes at the page's end.
-    open: Vec<EntryId>,
+    open: Vec<Id>,
 }
 
-impl Page {
+impl<Id> Default for Page<Id> {
+    fn default() -> Self {
+        Page {
+            acts: Vec::new(),
+            open: Vec::new(),
+        }
+    }
+}
+
+impl<Id: Copy> Page<Id> {
     /// The next frame leaves as it came.
     pub fn pass(&mut self) {
         self.acts.push(Act::Pass);
@@ -113,7 +121,7 @@ impl Page {
     }
 
     /// The next frame, a main frame of the session whose state is `st` (entry `id`).
-    pub fn step(&mut self, role: Role, st: &mut RunState, id: EntryId) {
+    pub fn step(&mut self, role: Role, st: &mut RunState, id: Id) {
         let i = self.acts.len();
         self.acts.push(Act::Pass);
         let closed = match role {
@@ -152,7 +160,7 @@ impl Page {
 
     /// The page ends: open parts close (an id evicted and reused meanwhile holds no open part
     /// of this page's, and closing it again is a no-op).
-    pub fn finish(mut self, mut state: impl FnMut(EntryId) -> Option<Part>) -> Vec<Out> {
+    pub fn finish(mut self, mut state: impl FnMut(Id) -> Option<Part>) -> Vec<Out> {
         for id in std::mem::take(&mut self.open) {
             if let Some(p) = state(id) {
                 self.close(p);

@@ -309,7 +309,8 @@ fn write_string_body(out: &mut Vec<u8>, s: &[u8]) {
 
 /// Copies a value's JSON text in canonical form: no whitespace outside strings, and strings
 /// escaped as serde_json writes them (`"` `\` and control characters escaped, short forms where
-/// there are, everything else literal UTF-8; a lone surrogate stays escaped, having no UTF-8).
+/// there are, everything else literal UTF-8). A lone surrogate escape becomes the U+FFFD it
+/// reads as (contract §1), so that the copy prices what it means, not its six characters.
 pub fn canonical_into(out: &mut Vec<u8>, raw: &str) {
     let b = raw.as_bytes();
     let mut i = 0;
@@ -351,9 +352,9 @@ fn canonical_string(out: &mut Vec<u8>, inner: &str) {
                             0x10000 + ((hi as u32 - 0xD800) << 10) + (lo as u32 - 0xDC00),
                         ),
                     ),
-                    _ => (6, None),
+                    _ => (6, Some(char::REPLACEMENT_CHARACTER)),
                 },
-                Some(0xDC00..=0xDFFF) => (6, None),
+                Some(0xDC00..=0xDFFF) => (6, Some(char::REPLACEMENT_CHARACTER)),
                 Some(u) => (6, char::from_u32(u as u32)),
                 None => (esc.len(), None),
             },
@@ -370,7 +371,7 @@ fn canonical_string(out: &mut Vec<u8>, inner: &str) {
                 let mut buf = [0u8; 4];
                 write_string_body(out, c.encode_utf8(&mut buf).as_bytes());
             }
-            // A lone surrogate (or a broken escape) stays as it stood.
+            // A broken escape (the reader never hands one on) stays as it stood.
             None => out.extend_from_slice(&esc.as_bytes()[..len.min(esc.len())]),
         }
         rest = &esc[len.min(esc.len())..];

@@ -74,7 +74,7 @@ fn canonical_copies_are_compact_with_serde_escapes() {
     );
     assert_eq!(
         String::from_utf8(out).unwrap(),
-        "{\"a\":[1,\"x yé/\\n😀\\ud800\"],\"b\":\"中\"}"
+        "{\"a\":[1,\"x yé/\\n😀\u{FFFD}\"],\"b\":\"中\"}"
     );
 }
 

@@ -1,6 +1,7 @@
-//! A pressure session's members in a checkpoint: version 4 writes them all; versions 3, 2 and 1
-//! restore what they carried (3: no calibration sums; 2: no anchor, so no projection until the
-//! next sample; 1: the breakdown only, envelope and surface).
+//! A pressure session's members in a checkpoint: version 5 writes them all; versions 4 to 1
+//! restore what they carried (4: `rebased` starts as if no compaction had been seen, the base
+//! learnt from the next reading; 3: no calibration sums; 2: no anchor, so no projection until
+//! the next sample; 1: the breakdown only, envelope and surface).
 
 use std::fmt;
 
@@ -26,6 +27,11 @@ pub(crate) struct Fields {
     est_growth: u64,
     provider_growth: u64,
     replaced: Option<bool>,
+    base: Option<u64>,
+    restore: Option<u64>,
+    rebase_from: Option<u64>,
+    auto_compact: Option<u64>,
+    agent_compact: Option<u64>,
     surface: Option<Result<Surface, RestoreError>>,
 }
 
@@ -70,6 +76,11 @@ impl Session {
         w.uint("estGrowth", self.est_growth);
         w.uint("providerGrowth", self.provider_growth);
         w.bool("replacedSinceSample", self.replaced);
+        w.opt_uint("baseTokens", self.base);
+        w.opt_uint("restoreTokens", self.restore);
+        w.opt_uint("rebaseFrom", self.rebase_from);
+        w.opt_uint("autoCompactAt", self.auto_compact);
+        w.opt_uint("agentCompactAt", self.agent_compact);
         let mut nodes = String::with_capacity(self.surface.len() * 12 + 2);
         nodes.push('[');
         for (i, n) in self.surface.nodes().enumerate() {
@@ -100,6 +111,11 @@ impl Session {
             "estGrowth" => b.est_growth = field::read(map, name)?,
             "providerGrowth" => b.provider_growth = field::read(map, name)?,
             "replacedSinceSample" => b.replaced = Some(field::read(map, name)?),
+            "baseTokens" => b.base = field::read(map, name)?,
+            "restoreTokens" => b.restore = field::read(map, name)?,
+            "rebaseFrom" => b.rebase_from = field::read(map, name)?,
+            "autoCompactAt" => b.auto_compact = field::read(map, name)?,
+            "agentCompactAt" => b.agent_compact = field::read(map, name)?,
             "surface" => {
                 // Borrowed first, to size the surface exactly (a node is a `[`, and at least six
                 // bytes): no doubling growth over a million nodes.
@@ -167,6 +183,13 @@ impl Session {
             s.est_growth = b.est_growth;
             s.provider_growth = b.provider_growth;
             s.replaced = b.replaced.unwrap_or(false);
+        }
+        if version >= 5 {
+            s.base = b.base.filter(|_| !s.partial);
+            s.restore = b.restore;
+            s.rebase_from = b.rebase_from.filter(|_| s.base.is_some());
+            s.auto_compact = b.auto_compact.filter(|n| *n >= 1);
+            s.agent_compact = b.agent_compact.filter(|n| *n >= 1);
         }
         // Every node was applied, so stands at or below the cursor: a frame above it can never
         // repeat a node's seq. Version 1 carried no cursor: its surface's highest seq is one.

@@ -1,5 +1,6 @@
-//! The pressure view (SPEC §3): per session, apply each main frame once (the cursor makes
-//! re-deliveries no-ops) and emit a `context/pressure` record whenever a figure changes.
+//! The pressure view (contract §3): per session, apply each main frame once (the cursor makes
+//! re-deliveries no-ops) and say what a session shows whenever a figure changes. Where a
+//! session's state is kept is the caller's business: a step takes the session, if there is one.
 
 mod checkpoint;
 mod records;
@@ -7,128 +8,101 @@ mod session;
 mod surface;
 
 pub(crate) use checkpoint::Fields;
-pub(crate) use session::Session;
-pub use session::usage_tokens;
+pub(crate) use records::{error_record, pressure_record};
+pub(crate) use session::{Figures, Params, Refusal, Session};
 pub use surface::{Corrupt, Node, Plan, Replaces, Surface};
 
-use session::{Change, Refusal};
+use session::Change;
 
-use crate::config::{Config, Projection};
-use crate::entry::Entry;
+use crate::config::{Config, Input};
 use crate::frame::Frame;
-use crate::record::{Emit, MAX_KEY_LEN};
-use crate::state::lru::{EntryId, Lru};
+
+/// Claude Code compacts on its own at its window less this much (its documented default).
+pub(crate) const CLAUDE_CODE_RESERVE: u64 = 33_000;
 
 /// The params the projection reads.
-pub(crate) struct Rules {
-    capacity: Option<u64>,
-    projection: Projection,
+pub(crate) struct Projector {
+    params: Params,
 }
 
-impl Rules {
-    pub fn new(config: &Config) -> Rules {
-        Rules {
-            capacity: config.capacity,
-            projection: config.projection,
+/// What one frame did to its session.
+pub(crate) enum Step {
+    /// Nothing: a re-delivery, or a frame that changes no figure and has no place in the log.
+    Ignored,
+    /// Refused whole (validate, then commit): the session is as it was.
+    Refused { seq: Option<u64>, why: Refusal },
+    /// Applied to the session given; `now`: what it shows, when that changed.
+    Applied { now: Option<Figures> },
+    /// The session's first applied frame: the session it made, and what it shows.
+    Created { session: Box<Session>, now: Figures },
+}
+
+impl Projector {
+    pub fn new(config: &Config) -> Projector {
+        let claude = matches!(config.input, Input::ClaudeCode | Input::ClaudeStream);
+        Projector {
+            params: Params {
+                capacity: config.capacity,
+                projection: config.projection,
+                compact_at: config.compact_at,
+                restore_prior: config.compact_restore,
+                window_reserve: claude.then_some(CLAUDE_CODE_RESERVE),
+            },
         }
     }
 
-    /// Applies one frame of session `key` to its state, recording what it says in `out` (none
-    /// in `look_back`). `line`: the entry its log line made (an adapter keeps one per line);
-    /// without one a session's entry is made only by a frame that applies, so that a refused,
-    /// re-delivered or ignored frame leaves the state as it was, recency included (SPEC §6.7).
-    pub fn apply(
-        &self,
-        sessions: &mut Lru<Entry>,
-        at: usize,
-        key: &[u8],
-        line: Option<EntryId>,
-        v: &Frame,
-        out: Option<&mut Vec<Emit>>,
-    ) {
-        if v.is_subagent() {
-            return;
-        }
-        if key.len() > MAX_KEY_LEN {
-            if let Some(out) = out {
-                out.push(records::error(
-                    at,
-                    key,
-                    v.seq(),
-                    &Refusal::LongKey(key.len()),
-                ));
-            }
-            return;
-        }
-        let id = line.or_else(|| sessions.peek(key));
-        let existing = id.and_then(|id| sessions.get(id).pressure.as_deref());
-        if let (Some(s), Some(seq)) = (existing, v.seq())
+    /// Whether the view reads a frame at all: a sub-agent's frame is the sub-agent's own context.
+    pub fn reads(v: &Frame) -> bool {
+        !v.is_subagent()
+    }
+
+    /// What a session shows.
+    pub fn figures(&self, s: &Session) -> Figures {
+        s.figures(&self.params)
+    }
+
+    /// Applies a main frame to its session (`None`: the session has no state yet;
+    /// `returning`: it had, and lost it to eviction).
+    pub fn step(&self, session: Option<&mut Session>, returning: bool, v: &Frame) -> Step {
+        if let (Some(s), Some(seq)) = (session.as_deref(), v.seq())
             && s.is_redelivery(seq)
         {
-            return;
+            return Step::Ignored;
         }
         let change = match Change::read(v) {
             Ok(change) => change,
-            Err(refusal) => {
-                if let Some(out) = out {
-                    out.push(records::error(at, key, v.seq(), &refusal));
-                }
-                return;
-            }
+            Err(why) => return Step::Refused { seq: v.seq(), why },
         };
-        let Some(seq) = v.seq() else { return };
-        let figures = |s: &Session| s.figures(self.capacity, self.projection);
-        let (result, before, id) = match existing {
-            Some(_) => {
-                let id = id.expect("an existing session has an entry");
-                let s = sessions
-                    .get_mut(id)
-                    .pressure
-                    .as_deref_mut()
-                    .expect("checked above");
-                let before = figures(s);
-                let result = s.apply(change.as_ref(), seq);
-                if result.is_ok() && line.is_none() {
-                    sessions.touch(id);
+        let Some(seq) = v.seq() else {
+            return Step::Ignored;
+        };
+        match session {
+            Some(s) => {
+                let before = self.figures(s);
+                match s.apply(change.as_ref(), seq) {
+                    Err(why) => Step::Refused {
+                        seq: Some(seq),
+                        why,
+                    },
+                    Ok(()) => {
+                        let now = self.figures(s);
+                        Step::Applied {
+                            now: (now != before).then_some(now),
+                        }
+                    }
                 }
-                (result, Some(before), Some(id))
             }
             None => {
-                let returning = match id {
-                    Some(id) => sessions.get(id).returning,
-                    None => sessions.has_tombstone(key),
-                };
                 let mut s = Session::starting_at(seq, returning);
-                let result = s.apply(change.as_ref(), seq);
-                let id = match (&result, id) {
-                    (Err(_), id) => id,
-                    (Ok(()), Some(id)) => {
-                        let e = sessions.get_mut(id);
-                        e.pressure = Some(Box::new(s));
-                        e.returning = false;
-                        Some(id)
-                    }
-                    (Ok(()), None) => {
-                        sessions.take_tombstone(key);
-                        Some(sessions.insert(key, Entry::with_pressure(s)).0)
-                    }
-                };
-                (result, None, id)
-            }
-        };
-        let Some(out) = out else { return };
-        match result {
-            Err(refusal) => out.push(records::error(at, key, Some(seq), &refusal)),
-            Ok(()) => {
-                let now = sessions
-                    .get(id.expect("an applied frame has an entry"))
-                    .pressure
-                    .as_deref()
-                    .map(figures);
-                if let Some(now) = now
-                    && before != Some(now)
-                {
-                    out.push(records::pressure(at, key, seq, v.stamp(), &now));
+                match s.apply(change.as_ref(), seq) {
+                    Err(why) => Step::Refused {
+                        seq: Some(seq),
+                        why,
+                    },
+                    Ok(()) => Step::Created {
+                        now: self.figures(&s),
+                        session: Box::new(s),
+                    },
                 }
             }
         }

@@ -1,4 +1,4 @@
-//! The records the pressure view writes: `context/pressure` and `context/error` (SPEC §3, §5).
+//! The records the pressure view writes: `context/pressure` and `context/error` (contract §3, §5).
 
 use std::io::Write;
 
@@ -34,7 +34,13 @@ fn milli(out: &mut Vec<u8>, m: u64) {
 }
 
 /// A `context/pressure` record of session `key`, answering the frame at `at`.
-pub(crate) fn pressure(at: usize, key: &[u8], seq: u64, stamp: Option<&str>, f: &Figures) -> Emit {
+pub(crate) fn pressure_record(
+    at: usize,
+    key: &[u8],
+    seq: u64,
+    stamp: Option<&str>,
+    f: &Figures,
+) -> Emit {
     let mut out = Vec::with_capacity(320);
     out.extend_from_slice(b"{\"type\":\"context/pressure\",\"session\":");
     session_json(&mut out, Some(key));
@@ -56,6 +62,8 @@ pub(crate) fn pressure(at: usize, key: &[u8], seq: u64, stamp: Option<&str>, f: 
     opt(&mut out, "messageTokens", f.message);
     out.extend_from_slice(b",\"estimateScale\":");
     milli(&mut out, f.scale_milli);
+    opt(&mut out, "compactAtTokens", f.compact_at);
+    opt(&mut out, "untilCompactTokens", f.until_compact);
     if f.partial {
         out.extend_from_slice(b",\"partial\":true");
     }
@@ -69,7 +77,7 @@ pub(crate) fn pressure(at: usize, key: &[u8], seq: u64, stamp: Option<&str>, f: 
 
 /// A `context/error` record answering the frame at `at`; its `session` is null when the key
 /// itself is refused (over the limit).
-pub(crate) fn error(at: usize, key: &[u8], seq: Option<u64>, refusal: &Refusal) -> Emit {
+pub(crate) fn error_record(at: usize, key: &[u8], seq: Option<u64>, refusal: &Refusal) -> Emit {
     let mut out = Vec::with_capacity(160);
     out.extend_from_slice(b"{\"type\":\"context/error\",\"session\":");
     let named = !matches!(refusal, Refusal::LongKey(_));

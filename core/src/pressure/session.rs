@@ -1,10 +1,12 @@
-//! One session's context projection (SPEC §3): the envelope, the surface, the provider's sample
-//! anchored to the surface its own request carried, the calibration learnt from the session's
-//! own readings, and the figures derived from them.
+//! One session's context projection (contract §3): the envelope, the surface, the provider's
+//! sample anchored to the surface its own request carried, the calibration learnt from the
+//! session's own readings, the base and restore a compaction re-bases on, the level the agent
+//! compacts at, and the figures derived from them.
 
-use crate::config::Projection;
+use crate::config::{CompactAt, Projection};
 use crate::estimate::estimate;
-use crate::frame::{Field, Frame, object_uints};
+use crate::frame::kind::{ASSISTANT_MESSAGE, COMPACT_START, REQUEST_HEADER};
+use crate::frame::{Field, Frame, object_uints, usage_tokens};
 use crate::pressure::surface::{Corrupt, Node, Plan, Replaces, Surface};
 
 /// The per-session state, everything a checkpoint carries.
@@ -32,6 +34,32 @@ pub(crate) struct Session {
     pub provider_growth: u64,
     /// A replacement was applied since the latest sample: the next interval is not clean.
     pub replaced: bool,
+    /// `rebased`: what the session's first reading counted beyond its surface (system prompt,
+    /// tools, what the agent adds unseen); `None` in a partial session.
+    pub base: Option<u64>,
+    /// `rebased`: what the agent put back at the last compaction beyond what the log shows,
+    /// learnt from the first reading after it; `None` until then (the param's prior stands).
+    pub restore: Option<u64>,
+    /// `rebased`: a replacement was applied since the latest sample, leaving this many
+    /// `messageTokens` (the replacement and what it kept).
+    pub rebase_from: Option<u64>,
+    /// The level the session's last automatic compaction fired at.
+    pub auto_compact: Option<u64>,
+    /// The agent's own compaction threshold, as the latest header that named one said.
+    pub agent_compact: Option<u64>,
+}
+
+/// What the figures read besides a session's state: the instance's params.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Params {
+    /// The window when no header names one.
+    pub capacity: Option<u64>,
+    pub projection: Projection,
+    pub compact_at: CompactAt,
+    /// What the agent puts back at a compaction until the session learnt its own.
+    pub restore_prior: u64,
+    /// The agent documents its threshold as the window less this (Claude Code: 33,000).
+    pub window_reserve: Option<u64>,
 }
 
 /// What a session shows, as a `context/pressure` record carries it.
@@ -46,6 +74,8 @@ pub(crate) struct Figures {
     pub message: Option<u64>,
     /// `estimateScale` in thousandths.
     pub scale_milli: u64,
+    pub compact_at: Option<u64>,
+    pub until_compact: Option<u64>,
     pub partial: bool,
 }
 
@@ -89,27 +119,10 @@ pub(crate) struct Change {
     sample: Option<u64>,
     /// The node the frame adds, with the span it replaces, when it has a message or a span.
     node: Option<(Node, Option<Replaces>)>,
-}
-
-pub(crate) const HEADER: &str = "request/header";
-pub(crate) const ASSISTANT: &str = "assistant/message";
-
-/// The provider's prompt size from a `usage` object: `input_tokens` +
-/// `cache_read_input_tokens` + `cache_creation_input_tokens`; missing or bad fields count 0.
-pub fn usage_tokens(usage: &str) -> u64 {
-    let fields = object_uints(
-        usage,
-        [
-            "input_tokens",
-            "cache_read_input_tokens",
-            "cache_creation_input_tokens",
-        ],
-    )
-    .unwrap_or_default();
-    fields.iter().fold(0u64, |s, f| match f {
-        Field::Valid(n) => s.saturating_add(*n),
-        _ => s,
-    })
+    /// An automatic compaction's level (`compact/start`).
+    auto_compact: Option<u64>,
+    /// The agent's own threshold (`request/header`).
+    agent_compact: Option<u64>,
 }
 
 fn replaces(raw: &str) -> Option<Replaces> {
@@ -122,9 +135,9 @@ fn replaces(raw: &str) -> Option<Replaces> {
 impl Change {
     /// Reads what a main frame would change. `Ok(None)`: nothing (it only moves the cursor).
     pub fn read(v: &Frame) -> Result<Option<Change>, Refusal> {
-        let header = v.kind() == Some(HEADER);
+        let header = v.kind() == Some(REQUEST_HEADER);
         let sample = match (v.kind(), v.usage()) {
-            (Some(ASSISTANT), Some(usage)) => Some(usage_tokens(usage)),
+            (Some(ASSISTANT_MESSAGE), Some(usage)) => Some(usage_tokens(usage)),
             _ => None,
         };
         let touches = header || sample.is_some() || v.message().is_some() || v.replaces().is_some();
@@ -155,6 +168,10 @@ impl Change {
             capacity: header.then_some(v.context_window()).flatten(),
             sample,
             node,
+            auto_compact: (v.kind() == Some(COMPACT_START))
+                .then(|| v.auto_compaction())
+                .flatten(),
+            agent_compact: header.then(|| v.auto_compact_tokens()).flatten(),
         }))
     }
 }
@@ -208,8 +225,28 @@ impl Session {
         if c.capacity.is_some() {
             self.capacity = c.capacity;
         }
+        if c.auto_compact.is_some() {
+            self.auto_compact = c.auto_compact;
+        }
+        if c.agent_compact.is_some() {
+            self.agent_compact = c.agent_compact;
+        }
         if let Some(now) = c.sample {
             let before_join = self.surface.total();
+            // `rebased` learns, before this interval moves the calibration: the base from the
+            // first reading this complete session sees, the restore from the first after a
+            // compaction — what the reading counts beyond the base and the replacement.
+            if !self.partial {
+                let (n, d) = self.ratio(Projection::Calibrated);
+                let beyond = |what: u64| (now as i128 - scaled(what as i128, n, d)).max(0) as u64;
+                match (self.base, self.rebase_from.take()) {
+                    (None, _) => self.base = Some(beyond(before_join)),
+                    (Some(base), Some(kept)) => {
+                        self.restore = Some(beyond(kept).saturating_sub(base));
+                    }
+                    (Some(_), None) => {}
+                }
+            }
             if let (Some(previous), Some(anchor), false) =
                 (self.pressure, self.anchor, self.replaced)
             {
@@ -229,7 +266,12 @@ impl Session {
             self.surface.commit(plan, node);
             match plan {
                 Plan::Append => {}
-                Plan::Splice { .. } => self.replaced = true,
+                Plan::Splice { .. } => {
+                    self.replaced = true;
+                    if self.base.is_some() {
+                        self.rebase_from = Some(self.surface.total());
+                    }
+                }
                 Plan::FrontCut { .. } => {
                     // It removed nodes this session never priced: no honest projection until
                     // the next sample.
@@ -257,17 +299,46 @@ impl Session {
         }
     }
 
-    pub fn figures(&self, default_capacity: Option<u64>, projection: Projection) -> Figures {
+    /// The base a re-based figure stands on: never under the envelope's own estimate, so that
+    /// the figure never falls under the system prompt and tools (contract §3.4).
+    fn floor(&self, base: u64) -> u64 {
+        let envelope = self
+            .system
+            .unwrap_or(0)
+            .saturating_add(self.tools.unwrap_or(0));
+        base.max(envelope)
+    }
+
+    /// What the session shows under the instance's params.
+    pub fn figures(&self, params: &Params) -> Figures {
         let total = self.surface.total();
-        let (n, d) = self.ratio(projection);
+        let (n, d) = self.ratio(params.projection);
+        let scale = |t: u64| scaled(t as i128, n, d);
         let projected = match (self.pressure, self.anchor) {
             (Some(p), Some(a)) => {
-                let v = p as i128 + scaled(total as i128 - a as i128, n, d);
+                let v = match (params.projection, self.base, self.rebase_from) {
+                    // Re-based: the base, the replacement and what it kept, and the larger of
+                    // what joined since and what the agent puts back (contract §3.4).
+                    (Projection::Rebased, Some(base), Some(kept)) => {
+                        let restore = self.restore.unwrap_or(params.restore_prior) as i128;
+                        let joined = scale(total.saturating_sub(kept));
+                        self.floor(base) as i128 + scale(kept) + joined.max(restore)
+                    }
+                    _ => p as i128 + scaled(total as i128 - a as i128, n, d),
+                };
                 Some(v.clamp(0, u64::MAX as i128) as u64)
             }
             _ => None,
         };
-        let capacity = self.capacity.or(default_capacity);
+        let capacity = self.capacity.or(params.capacity);
+        let compact_at = match params.compact_at {
+            CompactAt::Never => None,
+            CompactAt::Tokens(t) => Some(t),
+            CompactAt::Learnt => self.auto_compact.or(self.agent_compact).or_else(|| {
+                let reserve = params.window_reserve?;
+                capacity.filter(|c| *c > reserve).map(|c| c - reserve)
+            }),
+        };
         let occupancy = match (projected.or(self.pressure), capacity) {
             (Some(used), Some(cap)) if cap > 0 => Some(used as f64 / cap as f64),
             _ => None,
@@ -288,6 +359,8 @@ impl Session {
             tools: envelope(self.tools),
             message: (!self.partial).then_some(total),
             scale_milli: scaled(1000, n, d) as u64,
+            compact_at,
+            until_compact: compact_at.zip(projected).map(|(c, p)| c.saturating_sub(p)),
             partial: self.partial,
         }
     }
@@ -326,5 +399,178 @@ mod tests {
         assert_eq!(s(100, 1000).ratio(Projection::Calibrated), (1, 4));
         assert_eq!(s(250, 1000).ratio(Projection::Calibrated), (1, 4));
         assert_eq!(s(251, 1000).ratio(Projection::Calibrated), (251, 1000));
+    }
+
+    /// Applies frames written as JSON to a session, as the view would (each must apply).
+    fn feed(s: &mut Session, frames: &[String]) {
+        for f in frames {
+            let v = Frame::parse(f.as_bytes()).expect("a frame");
+            let c = Change::read(&v).expect("a valid frame");
+            s.apply(c.as_ref(), v.seq().unwrap()).expect("applies");
+        }
+    }
+
+    /// A main frame: `seq`, type, and a message of exactly `tokens` estimated tokens.
+    fn msg(seq: u64, kind: &str, tokens: u64) -> String {
+        // `"` + 4·tokens − 2 chars + `"` prices at `tokens`.
+        let text = "x".repeat(4 * tokens as usize - 2);
+        format!(r#"{{"type":"{kind}","seq":{seq},"message":"{text}"}}"#)
+    }
+
+    fn reading(seq: u64, tokens: u64, prompt: u64) -> String {
+        let text = "x".repeat(4 * tokens as usize - 2);
+        format!(
+            r#"{{"type":"assistant/message","seq":{seq},"message":"{text}","usage":{{"input_tokens":{prompt}}}}}"#
+        )
+    }
+
+    fn summary(seq: u64, tokens: u64, from: u64, to: u64) -> String {
+        let text = "x".repeat(4 * tokens as usize - 2);
+        format!(
+            r#"{{"type":"user/message","seq":{seq},"message":"{text}","replaces":{{"from_seq":{from},"to_seq":{to}}}}}"#
+        )
+    }
+
+    fn params(projection: Projection) -> Params {
+        Params {
+            capacity: Some(200_000),
+            projection,
+            compact_at: CompactAt::Learnt,
+            restore_prior: 1_000,
+            window_reserve: None,
+        }
+    }
+
+    fn projected(s: &Session, p: Projection) -> Option<u64> {
+        s.figures(&params(p)).projected
+    }
+
+    /// The first reading (5,000, its surface 10) implies a base of 4,990; a compaction then
+    /// shows base + the summary + the prior restore, where `calibrated` subtracts the priced
+    /// span from the last reading.
+    #[test]
+    fn a_compaction_re_bases_on_the_first_reading() {
+        let mut s = Session::starting_at(0, false);
+        feed(&mut s, &[msg(0, "user/message", 10), reading(1, 20, 5_000)]);
+        assert_eq!(s.base, Some(4_990));
+        feed(&mut s, &[msg(2, "tool/result", 400), reading(3, 30, 5_700)]);
+        let before = s.clone();
+        for p in [Projection::Rebased, Projection::Calibrated] {
+            assert_eq!(projected(&s, p), projected(&before, Projection::Calibrated));
+        }
+        feed(&mut s, &[summary(4, 50, 0, 3)]);
+        assert_eq!(s.rebase_from, Some(50));
+        assert_eq!(projected(&s, Projection::Rebased), Some(4_990 + 50 + 1_000));
+        // calibrated: 5,700 + (50 − 430), its anchor, at scale 1 (420 of growth is too little).
+        assert_eq!(projected(&s, Projection::Calibrated), Some(5_320));
+        // What joins before the next reading counts toward the restore, not on top of it.
+        feed(&mut s, &[msg(5, "claude-code/attachment", 600)]);
+        assert_eq!(projected(&s, Projection::Rebased), Some(4_990 + 50 + 1_000));
+        feed(&mut s, &[msg(6, "claude-code/attachment", 700)]);
+        assert_eq!(projected(&s, Projection::Rebased), Some(4_990 + 50 + 1_300));
+    }
+
+    /// The first reading after a compaction teaches what the agent put back (here 2,000 beyond
+    /// base and summary), applied at the next compaction; every reading restarts the projection
+    /// from itself, as in `calibrated`.
+    #[test]
+    fn the_restore_is_learnt_from_the_first_reading_after() {
+        let mut s = Session::starting_at(0, false);
+        feed(
+            &mut s,
+            &[
+                msg(0, "user/message", 10),
+                reading(1, 20, 5_000),
+                summary(2, 50, 0, 1),
+                reading(3, 25, 7_040),
+            ],
+        );
+        assert_eq!((s.restore, s.rebase_from), (Some(2_000), None));
+        assert_eq!(
+            projected(&s, Projection::Rebased),
+            projected(&s, Projection::Calibrated)
+        );
+        feed(&mut s, &[msg(4, "user/message", 300), summary(5, 80, 2, 4)]);
+        assert_eq!(projected(&s, Projection::Rebased), Some(4_990 + 80 + 2_000));
+    }
+
+    #[test]
+    fn a_figure_never_falls_under_the_base_and_partial_sessions_never_rebase() {
+        // The readings price the estimate at a quarter (clamped): removing 5,000 estimated
+        // tokens takes 1,250 off the last reading, under the 3,000 the first one implied.
+        let mut s = Session::starting_at(0, false);
+        feed(
+            &mut s,
+            &[
+                reading(0, 1, 3_000),
+                msg(1, "tool/result", 5_000),
+                reading(2, 1, 4_000),
+                summary(3, 1, 0, 2),
+            ],
+        );
+        let mut p = params(Projection::Rebased);
+        p.restore_prior = 0;
+        assert_eq!(s.figures(&p).projected, Some(3_000));
+        assert_eq!(
+            s.figures(&params(Projection::Calibrated)).projected,
+            Some(2_750)
+        );
+
+        let mut partial = Session::starting_at(7, false);
+        feed(
+            &mut partial,
+            &[msg(7, "user/message", 10), reading(8, 20, 5_000)],
+        );
+        assert_eq!(partial.base, None);
+        feed(&mut partial, &[summary(9, 50, 7, 8)]);
+        assert_eq!(
+            projected(&partial, Projection::Rebased),
+            projected(&partial, Projection::Calibrated)
+        );
+    }
+
+    #[test]
+    fn the_compaction_level_comes_from_the_param_the_session_or_the_agent() {
+        let mut s = Session::starting_at(0, false);
+        feed(&mut s, &[reading(0, 1, 50_000)]);
+        let at = |s: &Session, compact_at, reserve| {
+            let f = s.figures(&Params {
+                compact_at,
+                window_reserve: reserve,
+                ..params(Projection::Rebased)
+            });
+            (f.compact_at, f.until_compact)
+        };
+        assert_eq!(at(&s, CompactAt::Learnt, None), (None, None));
+        // 50,000 read, then its own message (1) joined: 50,001 projected.
+        assert_eq!(
+            at(&s, CompactAt::Learnt, Some(33_000)),
+            (Some(167_000), Some(116_999))
+        );
+        feed(
+            &mut s,
+            &[r#"{"type":"request/header","seq":1,"auto_compact_tokens":180000}"#.into()],
+        );
+        assert_eq!(at(&s, CompactAt::Learnt, Some(33_000)).0, Some(180_000));
+        feed(
+            &mut s,
+            &[r#"{"type":"compact/start","seq":2,"trigger":"manual","preTokens":90000}"#.into()],
+        );
+        assert_eq!(at(&s, CompactAt::Learnt, Some(33_000)).0, Some(180_000));
+        feed(
+            &mut s,
+            &[r#"{"type":"compact/start","seq":3,"trigger":"auto","preTokens":155241}"#.into()],
+        );
+        assert_eq!(at(&s, CompactAt::Learnt, Some(33_000)).0, Some(155_241));
+        feed(
+            &mut s,
+            &[r#"{"type":"compact/start","seq":4,"trigger":"auto","preTokens":0}"#.into()],
+        );
+        assert_eq!(at(&s, CompactAt::Learnt, None).0, Some(155_241));
+        assert_eq!(
+            at(&s, CompactAt::Tokens(40_000), None),
+            (Some(40_000), Some(0))
+        );
+        assert_eq!(at(&s, CompactAt::Never, Some(33_000)), (None, None));
     }
 }

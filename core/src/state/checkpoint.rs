@@ -1,5 +1,5 @@
-//! The one checkpoint codec: a document of per-session states, `stateVersion` 4, restoring 4,
-//! 3, 2 and 1. Each state type says how its members are written and read ([`Checkpointed`]);
+//! The one checkpoint codec: a document of per-session states, `stateVersion` 5, restoring 5,
+//! 4, 3, 2 and 1. Each state type says how its members are written and read ([`Checkpointed`]);
 //! the document, the session keys and the duplicate check live here once.
 //!
 //! Reading streams: the document is walked once to find its parts (borrowed, never copied),
@@ -18,7 +18,7 @@ use crate::record::MAX_KEY_LEN;
 pub use super::error::CheckpointError;
 
 /// The format this build writes.
-pub const STATE_VERSION: u64 = 4;
+pub const STATE_VERSION: u64 = 5;
 
 /// Members of a JSON object being written: `"name":value`, comma-separated.
 #[derive(Default)]
@@ -186,7 +186,7 @@ impl Refused {
     }
 }
 
-/// `stateVersion` as read: 1 to 4, refused naming the JSON text otherwise (a string or float
+/// `stateVersion` as read: 1 to 5, refused naming the JSON text otherwise (a string or float
 /// that merely looks right is refused too).
 fn version_of(raw: &RawValue) -> Result<u64, CheckpointError> {
     match crate::json::uint(raw.get()) {
@@ -434,6 +434,9 @@ pub(crate) mod field {
     }
     impl Shape for Option<(u64, u64)> {
         const WHAT: &'static str = "[integer ≥ 0, integer ≥ 0] or null";
+    }
+    impl Shape for Vec<(u64, u64)> {
+        const WHAT: &'static str = "an array of [integer ≥ 0, integer ≥ 0] pairs";
     }
 
     pub fn read<'de, A: MapAccess<'de>, T: Deserialize<'de> + Shape>(

@@ -38,7 +38,7 @@ impl fmt::Display for CheckpointError {
             CheckpointError::Invalid(why) => f.write_str(why),
             CheckpointError::MissingVersion => f.write_str("`stateVersion` is missing"),
             CheckpointError::Version(v) => {
-                write!(f, "stateVersion {v} is not one this build reads (1, 2, 3 or 4)")
+                write!(f, "stateVersion {v} is not one this build reads (1 to 5)")
             }
             CheckpointError::View { found, serves } => {
                 write!(f, "this is a {found} checkpoint; the instance serves {serves}")

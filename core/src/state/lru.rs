@@ -10,7 +10,7 @@ use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 
 const NIL: u32 = u32::MAX;
 
-struct Entry<V> {
+struct Slot<V> {
     key: Box<[u8]>,
     hash: u64,
     value: V,
@@ -108,7 +108,7 @@ impl Tombstones {
 /// A map from session key to state, least recently used first out.
 pub(crate) struct Lru<V> {
     index: Index<u32>,
-    entries: Vec<Entry<V>>,
+    entries: Vec<Slot<V>>,
     newest: u32,
     oldest: u32,
     cap: usize,
@@ -186,7 +186,7 @@ impl<V> Lru<V> {
     pub fn insert(&mut self, key: &[u8], value: V) -> (EntryId, Option<Evicted<V>>) {
         debug_assert!(self.peek(key).is_none());
         let hash = self.hasher.hash(key);
-        let entry = Entry {
+        let entry = Slot {
             key: key.into(),
             hash,
             value,
@@ -210,10 +210,6 @@ impl<V> Lru<V> {
         *head = id;
         self.link_newest(id);
         (id, evicted)
-    }
-
-    pub fn get(&self, id: EntryId) -> &V {
-        &self.entries[id as usize].value
     }
 
     pub fn get_mut(&mut self, id: EntryId) -> &mut V {
@@ -326,7 +322,7 @@ mod tests {
         l.insert(b"a", 1);
         let (id, ev) = l.insert(b"b", 2);
         assert!(ev.is_some());
-        assert_eq!(*l.get(id), 2);
+        assert_eq!(*l.get_mut(id), 2);
         assert_eq!(keys(&l), ["b=2"]);
         assert!(l.peek(b"a").is_none() && l.peek(b"b").is_some());
     }

@@ -135,7 +135,7 @@ pub fn check_checkpoint_restore(data: &[u8]) {
                 match config.view {
                     View::Frames => check_frames_invocation(&config, page, &out),
                     View::Pressure => {
-                        check_pressure_invocation(page, &out, &after, false);
+                        check_pressure_invocation(page, &out, &after, &config);
                     }
                 }
                 assert_round_trip(&config, &after);

@@ -23,7 +23,12 @@ pub fn fold_bytes_config(p0: u8, p1: u8) -> Config {
         max_sessions: small_cap(p0, 16, 5),
         counter_type: pick(p1, 4, defaults.counter_type.clone(), "user/message".into()),
         capacity: (p1 & 8 != 0).then_some(1000),
-        projection: pick(p1, 16, Projection::Calibrated, Projection::Fixed),
+        projection: [
+            Projection::Rebased,
+            Projection::Calibrated,
+            Projection::Fixed,
+            Projection::Rebased,
+        ][((p1 >> 4) & 3) as usize],
         ..defaults
     }
 }
@@ -56,7 +61,8 @@ pub fn fold_bytes_invocations(body: &[u8], keyed: bool) -> Vec<Vec<GenRecord>> {
 /// pass, drop, fail, pass), a small `max_sessions` (bit 4; 1 + bits 5–6), keyed records
 /// (bit 7); byte 1 = the first invocation is `look_back` (bit 0), checkpoint and restore between
 /// invocations (bit 1), counter type `user/message` (bit 2), a default capacity (bit 3),
-/// `projection=fixed` (bit 4); then records, one a line, an empty line between invocations.
+/// `projection` (bits 4–5: rebased, calibrated, fixed, rebased); then records, one a line, an
+/// empty line between invocations.
 ///
 /// Never panics; every record meets [`check_readers`]; per invocation the frames view meets
 /// [`check_frames_invocation`] (SPEC §5's identity), the pressure view's records agree with its
@@ -68,7 +74,6 @@ pub fn check_fold_bytes(data: &[u8]) {
         return;
     };
     let config = fold_bytes_config(p0, p1);
-    let fixed = config.projection == Projection::Fixed;
     let invocations = fold_bytes_invocations(body, p0 & 128 != 0);
     let mut main = Processor::new(&config);
     let mut twin = Processor::new(&config);
@@ -113,7 +118,7 @@ pub fn check_fold_bytes(data: &[u8]) {
                 match config.view {
                     View::Frames => check_frames_invocation(&config, &records, &out),
                     View::Pressure => {
-                        check_pressure_invocation(&records, &out, &after, fixed);
+                        check_pressure_invocation(&records, &out, &after, &config);
                     }
                 }
             }

@@ -75,7 +75,7 @@ pub fn check_hostile_log(log: &HostileLog) {
         match (config.view, config.input) {
             (View::Frames, Input::AgentFold) => check_frames_invocation(&config, page, out),
             (View::Pressure, Input::AgentFold) => {
-                check_pressure_invocation(page, out, &after, false);
+                check_pressure_invocation(page, out, &after, &config);
             }
             (_, _) => check_adapted(&config, page, out),
         }

@@ -1,8 +1,11 @@
-//! The pressure view: records, figures and the checkpoint agree (SPEC §3, §6.6).
+//! The pressure view: records, figures and the checkpoint agree (contract §3, §6.6).
 
 use std::collections::HashMap;
 
-use agent_fold_core::{Emit, Frame, MAX_KEY_LEN, RecordIn, STATE_VERSION, session_key};
+use agent_fold_core::{
+    CompactAt, Config, Emit, Frame, Input, MAX_KEY_LEN, Projection, RecordIn, STATE_VERSION,
+    session_key,
+};
 use serde_json::{Map, Value};
 
 use super::show;
@@ -17,6 +20,14 @@ pub(super) struct CpSession {
     pub total: u128,
     pub est_growth: u64,
     pub provider_growth: u64,
+    pub capacity: Option<u64>,
+    /// `systemTokens` + `toolsTokens` of the checkpoint.
+    pub envelope: u64,
+    pub base: Option<u64>,
+    pub restore: Option<u64>,
+    pub rebase_from: Option<u64>,
+    pub auto_compact: Option<u64>,
+    pub agent_compact: Option<u64>,
 }
 
 pub(super) fn cp_key(obj: &Map<String, Value>) -> Vec<u8> {
@@ -55,17 +66,28 @@ pub(super) fn pressure_sessions(checkpoint: &str) -> HashMap<Vec<u8>, CpSession>
                 total,
                 est_growth: obj["estGrowth"].as_u64().expect("estGrowth"),
                 provider_growth: obj["providerGrowth"].as_u64().expect("providerGrowth"),
+                capacity: obj["capacity"].as_u64(),
+                envelope: obj["systemTokens"].as_u64().unwrap_or(0)
+                    + obj["toolsTokens"].as_u64().unwrap_or(0),
+                base: obj["baseTokens"].as_u64(),
+                restore: obj["restoreTokens"].as_u64(),
+                rebase_from: obj["rebaseFrom"].as_u64(),
+                auto_compact: obj["autoCompactAt"].as_u64(),
+                agent_compact: obj["agentCompactAt"].as_u64(),
             },
         );
     }
     map
 }
 
-/// A `context/pressure` record's figures against its session's checkpoint (SPEC §6.6):
+/// A `context/pressure` record's figures against its session's checkpoint (contract §6.6):
 /// `messageTokens` = Σ surface node tokens (null when partial), `projectedTokens` =
-/// max(0, pressure + scale(messageTokens − anchor)), null without a sample or anchor, with the
-/// scale and `estimateScale` from the session's calibration sums (SPEC §3).
-pub(super) fn check_figures(record: &Value, s: &CpSession, fixed: bool) {
+/// max(0, pressure + scale(messageTokens − anchor)), null without a sample or anchor, re-based
+/// between a compaction and the next reading under `rebased` (§3.4), with the scale and
+/// `estimateScale` from the session's calibration sums (§3.3); the compaction level from the
+/// param, the session or the agent (§3.5).
+pub(super) fn check_figures(record: &Value, s: &CpSession, config: &Config) {
+    let fixed = config.projection == Projection::Fixed;
     let total = u64::try_from(s.total).unwrap_or(u64::MAX);
     let message = if s.partial { Value::Null } else { total.into() };
     assert_eq!(
@@ -74,13 +96,55 @@ pub(super) fn check_figures(record: &Value, s: &CpSession, fixed: bool) {
         s.partial
     );
     let ratio = reference::ratio(s.provider_growth, s.est_growth, fixed);
-    let projected = match (s.pressure, s.anchor) {
-        (Some(p), Some(a)) => {
+    let scale = |t: u64| reference::scale(t as i128, ratio);
+    let rebasing = config.projection == Projection::Rebased;
+    let projected = match (s.pressure, s.anchor, s.base, s.rebase_from) {
+        (Some(_), Some(_), Some(base), Some(kept)) if rebasing => {
+            let base = base.max(s.envelope);
+            let restore = s.restore.unwrap_or(config.compact_restore) as i128;
+            let v = base as i128 + scale(kept) + scale(total.saturating_sub(kept)).max(restore);
+            Value::from(v.clamp(0, u64::MAX as i128) as u64)
+        }
+        (Some(p), Some(a), ..) => {
             let v = p as i128 + reference::scale(total as i128 - a as i128, ratio);
             Value::from(v.clamp(0, u64::MAX as i128) as u64)
         }
         _ => Value::Null,
     };
+    if let (true, Some(base), Some(_)) = (rebasing, s.base, s.rebase_from) {
+        let floor = base.max(s.envelope);
+        assert!(
+            projected.as_u64().is_none_or(|p| p >= floor),
+            "a re-based figure under its base {base} or its envelope {}: {record}",
+            s.envelope
+        );
+    }
+    let capacity = s.capacity.or(config.capacity);
+    let claude = matches!(config.input, Input::ClaudeCode | Input::ClaudeStream);
+    let compact_at = match config.compact_at {
+        CompactAt::Never => None,
+        CompactAt::Tokens(t) => Some(t),
+        CompactAt::Learnt => s
+            .auto_compact
+            .or(s.agent_compact)
+            .or(match (claude, capacity) {
+                (true, Some(c)) if c > 33_000 => Some(c - 33_000),
+                _ => None,
+            }),
+    };
+    assert_eq!(
+        record["compactAtTokens"],
+        compact_at.map_or(Value::Null, Value::from),
+        "compactAtTokens: {record}"
+    );
+    let until = match (compact_at, projected.as_u64()) {
+        (Some(c), Some(p)) => Value::from(c.saturating_sub(p)),
+        _ => Value::Null,
+    };
+    assert_eq!(
+        record["untilCompactTokens"], until,
+        "untilCompactTokens: {record}"
+    );
     assert_eq!(
         record["projectedTokens"], projected,
         "projectedTokens: {record}"
@@ -113,7 +177,7 @@ pub fn check_pressure_invocation(
     records: &[RecordIn],
     out: &[Emit],
     checkpoint: &str,
-    fixed: bool,
+    config: &Config,
 ) -> Vec<Value> {
     let sessions = pressure_sessions(checkpoint);
     let mut last_at = 0;
@@ -176,7 +240,7 @@ pub fn check_pressure_invocation(
     }
     for (key, rec) in &latest {
         if let Some(s) = sessions.get(key) {
-            check_figures(rec, s, fixed);
+            check_figures(rec, s, config);
         }
     }
     parsed

@@ -195,7 +195,7 @@ fn check_gen_session(p: u8, data: &[u8]) {
         let page = &records[b];
         let out = a.process(page).expect("malformed=pass never fails");
         let cp = a.checkpoint();
-        check_pressure_invocation(page, &out, &cp, false);
+        check_pressure_invocation(page, &out, &cp, &config);
         let emitted = materialise(page, &out);
         let again = a.process(page).expect("malformed=pass never fails");
         assert_eq!(
@@ -226,7 +226,7 @@ fn check_gen_session(p: u8, data: &[u8]) {
         let out = b.process(page).expect("malformed=pass never fails");
         let after = b.checkpoint();
         assert!(out.len() <= 1, "one frame, at most one record");
-        for rec in check_pressure_invocation(page, &out, &after, false) {
+        for rec in check_pressure_invocation(page, &out, &after, &config) {
             if rec["type"] == "context/error" {
                 assert_eq!(after, before, "a refused frame changed the state: {rec}");
             } else {
@@ -235,7 +235,7 @@ fn check_gen_session(p: u8, data: &[u8]) {
         }
         // Figures stand between records: the last record still describes the state.
         if let (Some(rec), Some(s)) = (&latest, pressure_sessions(&after).get(&b"s"[..])) {
-            check_figures(rec, s, false);
+            check_figures(rec, s, &config);
         }
         out_b.extend(materialise(page, &out));
     }

@@ -1,125 +1,10 @@
-//! `agent-fold accuracy PATH…`: how close the projection comes to the provider's next reading.
-//!
-//! For each provider reading after a session's first, the figure a UI showed just before it is
-//! compared with it: `projectedTokens` under each projection method (`calibrated`, the default,
-//! and the seed's `fixed`), beside what a meter that only shows the last reading
-//! (`pressureTokens`) would have said. A reading right after a compaction is listed on its
-//! own: it is where the last-reading meter is most wrong, and where the estimate's mispricing
-//! lands whole in the projection.
+//! The accuracy report: errors against the readings, and the text `agent-fold accuracy` prints.
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
 
-use agent_fold_core::{Emit, Frame, Input, Processor, session_key, usage_tokens};
-use anyhow::{Result, anyhow, bail};
-use serde_json::Value;
+use agent_fold_core::Input;
 
-use crate::logs;
-use crate::record::{Rec, inputs};
-
-/// The projection methods compared, as param `projection` names them.
-pub const METHODS: [&str; 2] = ["calibrated", "fixed"];
-
-/// `agent-fold accuracy`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct Args {
-    /// The log format (default: detected per PATH)
-    #[arg(long, value_name = "FORMAT", value_parser = |s: &str| Input::parse(s).ok_or_else(|| format!("{s:?} is none of {}", Input::NAMES.join(", "))))]
-    pub input: Option<Input>,
-    /// A log file, or a Claude Code session directory (its transcript beside it)
-    #[arg(required = true, value_name = "PATH")]
-    pub paths: Vec<PathBuf>,
-}
-
-/// One provider reading, and what was shown just before it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Reading {
-    pub session: String,
-    pub seq: u64,
-    pub timestamp: Option<String>,
-    /// The provider's prompt size.
-    pub reading: u64,
-    /// `projectedTokens` just before, per method of [`METHODS`] (null: no projection then).
-    pub projected: [Option<u64>; 2],
-    /// `pressureTokens` just before: the last reading.
-    pub last: u64,
-    /// The first reading after a compaction.
-    pub after_compaction: bool,
-}
-
-/// The records each frame gave, by frame index.
-fn records_by_frame(frames: &[Rec], projection: &str) -> Result<HashMap<usize, Vec<Value>>> {
-    let mut p = Processor::from_params([("emit", "pressure"), ("projection", projection)])?;
-    let emits = p
-        .process(&inputs(frames, 0))
-        .map_err(|e| anyhow!("record {}: {}", e.index, e.message))?;
-    let mut by_frame: HashMap<usize, Vec<Value>> = HashMap::new();
-    for e in emits {
-        if let Emit::New { at, value, .. } = e
-            && let Ok(v) = serde_json::from_slice::<Value>(&value)
-        {
-            by_frame.entry(at).or_default().push(v);
-        }
-    }
-    Ok(by_frame)
-}
-
-/// Replays frames through the pressure view under each method and scores every reading after a
-/// session's first. Returns them, and how many readings there were in all.
-pub fn measure(frames: &[Rec]) -> Result<(Vec<Reading>, usize)> {
-    let by_method = [
-        records_by_frame(frames, METHODS[0])?,
-        records_by_frame(frames, METHODS[1])?,
-    ];
-    // Per session: pressureTokens and projectedTokens (per method) of the last record.
-    let mut shown: HashMap<String, (Option<u64>, [Option<u64>; 2])> = HashMap::new();
-    let mut compacted: HashMap<String, bool> = HashMap::new();
-    let mut out = Vec::new();
-    let mut total = 0;
-    for (i, f) in frames.iter().enumerate() {
-        let Some(v) = Frame::parse(&f.value) else {
-            continue;
-        };
-        let session =
-            String::from_utf8_lossy(&session_key(f.key.as_deref(), Some(&v))).into_owned();
-        let main = !v.is_subagent() && v.seq().is_some();
-        if main
-            && v.kind() == Some("assistant/message")
-            && let Some(usage) = v.usage()
-        {
-            total += 1;
-            if let Some((Some(last), projected)) = shown.get(&session).copied() {
-                out.push(Reading {
-                    session: session.clone(),
-                    seq: v.seq().unwrap_or(0),
-                    timestamp: v.stamp().map(|s| s.trim_matches('"').to_owned()),
-                    reading: usage_tokens(usage),
-                    projected,
-                    last,
-                    after_compaction: compacted.remove(&session).unwrap_or(false),
-                });
-            }
-            compacted.remove(&session);
-        }
-        if main && v.replaces().is_some() {
-            compacted.insert(session.clone(), true);
-        }
-        for (m, records) in by_method.iter().enumerate() {
-            for r in records.get(&i).into_iter().flatten() {
-                if r.get("type").and_then(Value::as_str) != Some("context/pressure") {
-                    continue;
-                }
-                let s = r.get("session").and_then(Value::as_str).unwrap_or("");
-                let n = |k: &str| r.get(k).and_then(Value::as_u64);
-                let entry = shown.entry(s.to_owned()).or_default();
-                entry.0 = n("pressureTokens");
-                entry.1[m] = n("projectedTokens");
-            }
-        }
-    }
-    Ok((out, total))
-}
+use super::{AutoCompaction, METHODS, Measured, Reading};
 
 /// Median, p90 and mean of errors against the readings.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -183,15 +68,17 @@ pub fn stats(pairs: &[(u64, u64)]) -> Stats {
 pub struct Summary {
     pub readings: usize,
     pub scored: usize,
-    pub projection: [Stats; 2],
+    pub projection: [Stats; 3],
     pub last: Stats,
     /// Per method: readings where the projection was closer than the last reading, farther, tied.
-    pub closer: [(usize, usize, usize); 2],
+    pub closer: [(usize, usize, usize); 3],
     pub no_projection: usize,
     pub after_compaction: Vec<Reading>,
+    pub auto_compactions: Vec<AutoCompaction>,
 }
 
-pub fn summarize(readings: &[Reading], total: usize) -> Summary {
+pub fn summarize(m: &Measured) -> Summary {
+    let readings = &m.readings[..];
     let with: Vec<&Reading> = readings
         .iter()
         .filter(|r| r.projected.iter().all(Option::is_some))
@@ -215,21 +102,21 @@ pub fn summarize(readings: &[Reading], total: usize) -> Summary {
         }
         (stats(&pairs), c)
     };
-    let (s0, c0) = per(0);
-    let (s1, c1) = per(1);
+    let per: [(Stats, (usize, usize, usize)); 3] = std::array::from_fn(per);
     let last: Vec<(u64, u64)> = with.iter().map(|r| (r.last, r.reading)).collect();
     Summary {
-        readings: total,
+        readings: m.total,
         scored: readings.len(),
-        projection: [s0, s1],
+        projection: per.map(|p| p.0),
         last: stats(&last),
-        closer: [c0, c1],
+        closer: per.map(|p| p.1),
         no_projection: readings.len() - with.len(),
         after_compaction: readings
             .iter()
             .filter(|r| r.after_compaction)
             .cloned()
             .collect(),
+        auto_compactions: m.auto_compactions.clone(),
     }
 }
 
@@ -339,7 +226,10 @@ pub fn render(label: &str, input: Input, s: &Summary) -> String {
     if s.after_compaction.is_empty() {
         let _ = writeln!(o, "  no reading after a compaction");
     } else {
-        let _ = writeln!(o, "  right after a compaction:");
+        let _ = writeln!(
+            o,
+            "  right after a compaction (the figure shown just before the reading):"
+        );
         for r in &s.after_compaction {
             let mut line = format!(
                 "    seq {}{}: reading {}",
@@ -360,46 +250,25 @@ pub fn render(label: &str, input: Input, s: &Summary) -> String {
             let _ = writeln!(o, "{line}; last reading {}", against(r.last, r.reading));
         }
     }
-    o
-}
-
-/// Reads, adapts and scores one log path.
-pub fn measure_path(path: &Path, input: Option<Input>) -> Result<(Input, Summary)> {
-    let lines = logs::read_records(Some(path))?;
-    let input = match input.or_else(|| logs::detect(&lines)) {
-        Some(i) => i,
-        None => bail!(
-            "{}: cannot tell the log's format; name it with --input",
-            path.display()
-        ),
-    };
-    let frames = if input == Input::AgentFold {
-        lines
-    } else {
-        logs::adapt_all(
-            input,
-            &lines,
-            agent_fold_core::Config::default().max_sessions,
-        )
-    };
-    let (readings, total) = measure(&frames)?;
-    Ok((input, summarize(&readings, total)))
-}
-
-/// The command line: `agent-fold accuracy …`.
-pub fn main(args: &Args) -> Result<i32> {
-    for (i, path) in args.paths.iter().enumerate() {
-        let (input, summary) = measure_path(path, args.input)?;
-        let label = path.file_name().map_or_else(
-            || path.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
+    if !s.auto_compactions.is_empty() {
+        let _ = writeln!(
+            o,
+            "  automatic compactions (compactAtTokens shown just before each, against the level it fired at):"
         );
-        if i > 0 {
-            println!();
+        for a in &s.auto_compactions {
+            let shown = match a.shown {
+                Some(c) => against(c, a.fired_at),
+                None => "unknown".to_owned(),
+            };
+            let _ = writeln!(
+                o,
+                "    seq {}: fired at {}; shown {shown}",
+                a.seq,
+                thousands(a.fired_at as f64)
+            );
         }
-        print!("{}", render(&label, input, &summary));
     }
-    Ok(0)
+    o
 }
 
 #[cfg(test)]

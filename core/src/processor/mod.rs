@@ -2,26 +2,31 @@
 //! cache (the adapter's and the view's together, evicted together), and the adapter that turns
 //! records into frames first when param `input` names a log format.
 
+mod entry;
+
+use entry::Entry;
+
 use crate::adapt::state::Track;
 use crate::adapt::{self, Read};
-use crate::config::{Config, Malformed, ParamError, View};
-use crate::entry::Entry;
+use crate::config::{Config, Input, Malformed, ParamError, View};
 use crate::frame::Frame;
 use crate::frames::fold::RunState;
-use crate::frames::{self, Out, Page, Role};
+use crate::frames::{self, Folder, Out, Role};
 use crate::json;
-use crate::pressure;
+use crate::pressure::{self, Projector, Refusal, Step};
 use crate::record::{BatchError, Emit, MAX_KEY_LEN, RecordIn, session_key};
 use crate::state::checkpoint::{self, CheckpointError, Document, Members, STATE_VERSION};
 use crate::state::lru::{EntryId, Lru};
+
+type Page = frames::Page<EntryId>;
 
 /// One module instance.
 pub struct Processor {
     view: View,
     malformed: Malformed,
-    frames: frames::Rules,
-    pressure: pressure::Rules,
-    adapt: Option<adapt::Rules>,
+    folder: Folder,
+    projector: Projector,
+    adapt: Option<adapt::Lines>,
     sessions: Lru<Entry>,
     /// Invocations so far: an adapter keeps, per session, what the latest one started from.
     epoch: u64,
@@ -32,11 +37,11 @@ impl Processor {
         Processor {
             view: config.view,
             malformed: config.malformed,
-            frames: frames::Rules::new(config),
-            pressure: pressure::Rules::new(config),
-            adapt: (config.input != adapt::Input::AgentFold).then(|| adapt::Rules {
+            folder: Folder::new(config),
+            projector: Projector::new(config),
+            adapt: (config.input != Input::AgentFold).then(|| adapt::Lines {
                 input: config.input,
-                ..adapt::Rules::default()
+                ..adapt::Lines::default()
             }),
             sessions: Lru::new(config.max_sessions),
             epoch: 0,
@@ -114,6 +119,72 @@ impl Processor {
         id
     }
 
+    /// One frame of session `key` through the pressure view, recording what it says in `out`
+    /// (none in `look_back`). `line`: the entry its log line made (an adapter keeps one per
+    /// line); without one a session's entry is made only by a frame that applies, so that a
+    /// refused, re-delivered or ignored frame leaves the state as it was, recency included
+    /// (contract §6.7).
+    fn project(
+        &mut self,
+        at: usize,
+        key: &[u8],
+        line: Option<EntryId>,
+        v: &Frame,
+        out: Option<&mut Vec<Emit>>,
+    ) {
+        if !Projector::reads(v) {
+            return;
+        }
+        if key.len() > MAX_KEY_LEN {
+            if let Some(out) = out {
+                let why = Refusal::LongKey(key.len());
+                out.push(pressure::error_record(at, key, v.seq(), &why));
+            }
+            return;
+        }
+        let id = line.or_else(|| self.sessions.peek(key));
+        let (session, returning) = match id {
+            Some(id) => {
+                let e = self.sessions.get_mut(id);
+                (e.pressure.as_deref_mut(), e.returning)
+            }
+            None => (None, self.sessions.has_tombstone(key)),
+        };
+        let now = match self.projector.step(session, returning, v) {
+            Step::Ignored => None,
+            Step::Refused { seq, why } => {
+                if let Some(out) = out {
+                    out.push(pressure::error_record(at, key, seq, &why));
+                }
+                return;
+            }
+            Step::Applied { now } => {
+                if line.is_none() {
+                    self.sessions
+                        .touch(id.expect("an applied frame's session has an entry"));
+                }
+                now
+            }
+            Step::Created { session, now } => {
+                match id {
+                    Some(id) => {
+                        let e = self.sessions.get_mut(id);
+                        e.pressure = Some(session);
+                        e.returning = false;
+                    }
+                    None => {
+                        self.sessions.take_tombstone(key);
+                        self.sessions.insert(key, Entry::with_pressure(session));
+                    }
+                }
+                Some(now)
+            }
+        };
+        if let (Some(out), Some(now), Some(seq)) = (out, now, v.seq()) {
+            out.push(pressure::pressure_record(at, key, seq, v.stamp(), &now));
+        }
+    }
+
     /// Records that are frames (`input=agent-fold`).
     fn run_frames(&mut self, records: &[RecordIn], replay: bool) -> Vec<Emit> {
         if self.view == View::Pressure {
@@ -122,8 +193,7 @@ impl Processor {
                 if let Some(v) = Frame::parse(rec.value) {
                     let key = session_key(rec.key, Some(&v));
                     let sink = (!replay).then_some(&mut out);
-                    self.pressure
-                        .apply(&mut self.sessions, at, &key, None, &v, sink);
+                    self.project(at, &key, None, &v, sink);
                 }
             }
             return out;
@@ -162,7 +232,7 @@ impl Processor {
         line: Option<(EntryId, &[u8])>,
         replay: bool,
     ) {
-        match self.frames.role(v, replay) {
+        match self.folder.role(v, replay) {
             Role::Removed => page.skip(),
             Role::Aside => page.pass(),
             role => {
@@ -236,8 +306,7 @@ impl Processor {
                 if self.view == View::Pressure {
                     if let Some(v) = &v {
                         let sink = (!replay).then_some(&mut out);
-                        self.pressure
-                            .apply(&mut self.sessions, j, &key, id, v, sink);
+                        self.project(j, &key, id, v, sink);
                     }
                     continue;
                 }
@@ -251,7 +320,7 @@ impl Processor {
                     (None, false) => {
                         self.fold_step(&mut page, v.as_ref(), Some(&key), None, replay)
                     }
-                    (None, true) => match self.frames.role(v.as_ref(), replay) {
+                    (None, true) => match self.folder.role(v.as_ref(), replay) {
                         Role::Removed => page.skip(),
                         _ => page.pass(),
                     },

@@ -25,9 +25,9 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
-    pub fn with_pressure(s: Session) -> Entry {
+    pub fn with_pressure(s: Box<Session>) -> Entry {
         Entry {
-            pressure: Some(Box::new(s)),
+            pressure: Some(s),
             ..Entry::default()
         }
     }

@@ -1,0 +1,269 @@
+//! `agent-fold statusline`: a Claude Code status line. Claude Code runs the command after every
+//! message with the session's JSON on stdin; this reads the session's transcript with the
+//! module's own adapter and pressure view (`input=claude-code`, the window as `capacity`) and
+//! prints one line: the projected occupancy, `~used/window`, how far the automatic compaction
+//! is, and a `~` while the figure is a projection since the last provider reading.
+//!
+//! A call reads only what the transcript gained since the last: a small checkpoint per
+//! transcript (the library's own codec and the byte offset read) lives in the user's cache
+//! directory. Whatever goes wrong, the command prints one short line and exits 0: a status
+//! line must never spill an error onto the user's screen. What went wrong goes to stderr.
+
+mod cache;
+mod line;
+
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use agent_fold_core::{Emit, Processor, RecordIn};
+use anyhow::{Context, Result, anyhow, bail};
+use serde_json::Value;
+
+pub use line::{Fields, Template};
+
+use crate::jsonl::line_record;
+use crate::record::Rec;
+
+/// The most stdin is read: Claude Code's payload is a few kilobytes.
+const MAX_STDIN: u64 = 1 << 20;
+/// Transcript lines handed to the module at a time.
+const BATCH: usize = 1000;
+/// A transcript line longer than this is cut off where it is read (a pasted image, a huge tool
+/// output): memory stays bounded, the rest of the line is skipped.
+const MAX_LINE: usize = 64 << 20;
+
+/// `agent-fold statusline`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// The line's template: text with named fields in braces — {percent} {used} {window}
+    /// {until} {compact_at} {pressure} {mark} {model} {session} ({used_tokens},
+    /// {window_tokens}, {until_tokens}, {compact_at_tokens}, {pressure_tokens}: plain integers)
+    #[arg(long, value_name = "TEMPLATE")]
+    pub format: Option<String>,
+    /// Print the session's latest context/pressure record (JSON) instead of the line
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
+    /// Where the per-transcript checkpoints live (default: $XDG_CACHE_HOME/agent-fold/statusline,
+    /// else ~/.cache/agent-fold/statusline)
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// A module param (compact_at, compact_restore, projection, ...); repeatable
+    #[arg(short = 'e', value_name = "KEY=VALUE", value_parser = crate::flags::param)]
+    pub params: Vec<(String, String)>,
+}
+
+/// What Claude Code sends on stdin, the fields this reads (its statusline documentation's shape).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Payload {
+    pub session_id: Option<String>,
+    pub transcript: PathBuf,
+    pub window: Option<u64>,
+    pub model: Option<String>,
+}
+
+impl Payload {
+    pub fn read(text: &str) -> Result<Payload> {
+        let v: Value = serde_json::from_str(text).context("stdin is not JSON")?;
+        if !v.is_object() {
+            bail!("stdin is not a JSON object");
+        }
+        let transcript = v
+            .get("transcript_path")
+            .and_then(Value::as_str)
+            .filter(|p| !p.is_empty())
+            .ok_or_else(|| anyhow!("stdin names no transcript_path"))?;
+        let s = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
+        Ok(Payload {
+            session_id: s(v.get("session_id")),
+            transcript: PathBuf::from(transcript),
+            window: v
+                .pointer("/context_window/context_window_size")
+                .and_then(Value::as_u64)
+                .filter(|w| *w >= 1),
+            model: s(v.pointer("/model/display_name")).or_else(|| s(v.pointer("/model/id"))),
+        })
+    }
+}
+
+/// The module's params for a transcript: the pressure view over Claude Code lines, the window
+/// Claude Code reports as the capacity, and the user's own.
+fn params(p: &Payload, user: &[(String, String)]) -> Vec<(String, String)> {
+    let mut all: Vec<(String, String)> = user
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "emit" | "input"))
+        .cloned()
+        .collect();
+    all.push(("emit".into(), "pressure".into()));
+    all.push(("input".into(), "claude-code".into()));
+    if let Some(w) = p.window
+        && !user.iter().any(|(k, _)| k == "capacity")
+    {
+        all.push(("capacity".into(), w.to_string()));
+    }
+    all
+}
+
+/// The session's latest `context/pressure` record after reading the transcript's new lines
+/// (`None`: no record yet).
+pub fn latest(p: &Payload, user: &[(String, String)], cache_dir: &Path) -> Result<Option<Value>> {
+    let params = params(p, user);
+    let refs: Vec<(&str, &str)> = params
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let file = std::fs::File::open(&p.transcript)
+        .with_context(|| format!("cannot open the transcript {}", p.transcript.display()))?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        bail!(
+            "the transcript {} is not a regular file",
+            p.transcript.display()
+        );
+    }
+    let identity = cache::Identity::of(&p.transcript, &meta, &params);
+    let mut processor = Processor::from_params(refs.iter().copied())?;
+    let mut state = match cache::load(cache_dir, &identity) {
+        Some(c) if processor.restore(&c.checkpoint).is_ok() => c,
+        _ => {
+            processor = Processor::from_params(refs.iter().copied())?;
+            cache::Cached::fresh(identity.clone())
+        }
+    };
+    let mut reader = BufReader::new(file);
+    reader.seek(SeekFrom::Start(state.offset))?;
+    let mut batch: Vec<Rec> = Vec::with_capacity(BATCH);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        let n = (&mut reader)
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut buf)?;
+        if n == 0 || buf.last() != Some(&b'\n') {
+            // The end, or a line still being written: it is read whole next time.
+            if n > MAX_LINE {
+                skip_line(&mut reader, &mut state.offset, n)?;
+                continue;
+            }
+            break;
+        }
+        state.offset += n as u64;
+        let text = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        let text = text.strip_suffix(b"\r").unwrap_or(text);
+        if !text.is_empty() {
+            batch.push(line_record(text));
+        }
+        if batch.len() == BATCH {
+            feed(&mut processor, &mut batch, &mut state, p)?;
+        }
+    }
+    feed(&mut processor, &mut batch, &mut state, p)?;
+    state.checkpoint = processor.checkpoint();
+    state.identity = identity;
+    cache::store(cache_dir, &state);
+    Ok(state.latest)
+}
+
+/// Skips the rest of an over-long line (its first `read` bytes are read already).
+fn skip_line(reader: &mut impl BufRead, offset: &mut u64, read: usize) -> Result<()> {
+    let mut sink = Vec::new();
+    let mut skipped = read as u64;
+    loop {
+        sink.clear();
+        let n = reader.take(MAX_LINE as u64).read_until(b'\n', &mut sink)?;
+        skipped += n as u64;
+        if n == 0 || sink.last() == Some(&b'\n') {
+            break;
+        }
+    }
+    *offset += skipped;
+    Ok(())
+}
+
+/// One invocation of the module over the lines read; the session's latest record is kept.
+fn feed(
+    p: &mut Processor,
+    batch: &mut Vec<Rec>,
+    state: &mut cache::Cached,
+    payload: &Payload,
+) -> Result<()> {
+    if batch.is_empty() {
+        return Ok(());
+    }
+    let records: Vec<RecordIn> = batch
+        .iter()
+        .enumerate()
+        .map(|(i, r)| RecordIn::new(r.key.as_deref(), &r.value).at(state.lines + i as i64))
+        .collect();
+    let out = p.process(&records).map_err(|e| anyhow!("{e}"))?;
+    state.lines += batch.len() as i64;
+    batch.clear();
+    for e in out {
+        let Emit::New { value, .. } = e else { continue };
+        let Ok(v) = serde_json::from_slice::<Value>(&value) else {
+            continue;
+        };
+        let ours = match (
+            &payload.session_id,
+            v.get("session").and_then(Value::as_str),
+        ) {
+            (Some(want), Some(got)) => want == got,
+            _ => true,
+        };
+        if ours && v.get("type").and_then(Value::as_str) == Some("context/pressure") {
+            state.latest = Some(v);
+        }
+    }
+    Ok(())
+}
+
+/// The default cache directory.
+fn default_cache_dir() -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("agent-fold").join("statusline")
+}
+
+/// The line (or JSON) for a payload; `Err` carries the short line to print instead and the
+/// reason for stderr.
+pub fn render(args: &Args, stdin: &str) -> std::result::Result<String, (String, String)> {
+    let short = |line: &str, e: anyhow::Error| (line.to_owned(), format!("{e:#}"));
+    let template = match &args.format {
+        Some(t) => Template::parse(t).map_err(|e| ("agent-fold: bad --format".to_owned(), e))?,
+        None => Template::default_line(),
+    };
+    let payload = Payload::read(stdin).map_err(|e| short("ctx ?", e))?;
+    let dir = args.cache_dir.clone().unwrap_or_else(default_cache_dir);
+    let record = latest(&payload, &args.params, &dir).map_err(|e| short("ctx ?", e))?;
+    if args.json {
+        return Ok(record.map_or_else(|| "null".to_owned(), |r| r.to_string()));
+    }
+    let fields = Fields::of(record.as_ref(), &payload);
+    Ok(template.fill(&fields))
+}
+
+/// The command line: one line on stdout, exit 0, whatever happens.
+pub fn main(args: &Args) -> Result<i32> {
+    let mut stdin = String::new();
+    let read = std::io::stdin()
+        .take(MAX_STDIN)
+        .read_to_string(&mut stdin)
+        .map_err(|e| anyhow!("reading stdin: {e}"));
+    let line = match read {
+        Err(e) => {
+            eprintln!("agent-fold statusline: {e:#}");
+            "ctx ?".to_owned()
+        }
+        Ok(_) => match render(args, &stdin) {
+            Ok(line) => line,
+            Err((line, why)) => {
+                eprintln!("agent-fold statusline: {why}");
+                line
+            }
+        },
+    };
+    println!("{line}");
+    Ok(0)
+}
