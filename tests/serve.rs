@@ -377,7 +377,9 @@ fn the_page_and_the_script_are_served_from_the_binary() {
         Some("text/html; charset=utf-8")
     );
     let html = String::from_utf8(page.body).unwrap();
-    assert!(html.contains("<context-meter>") && html.contains(r#"new EventSource('/events')"#));
+    assert!(html.contains("/serve/page.js") && html.contains("\"@agent-fold/context-meter\""));
+    let script = String::from_utf8(s.get("/serve/page.js").body).unwrap();
+    assert!(script.contains("new EventSource('/events')"));
     let js = s.get("/context-meter.js");
     assert_eq!(
         js.header("content-type"),

@@ -112,12 +112,13 @@ impl Args {
     }
 }
 
-/// The routes: `/` the page, `/context-meter.js` the element, `/events` the SSE stream,
-/// `/state` the snapshot as JSON.
+/// The routes: `/` the page, `/context-meter.js` the element, `/serve/…` the page's script,
+/// chart and style, `/events` the SSE stream, `/state` the snapshot as JSON.
 pub fn router(hub: Arc<Hub>) -> Router {
     Router::new()
         .route("/", get(page::page))
         .route("/context-meter.js", get(page::script))
+        .route("/serve/{file}", get(page::file))
         .route("/events", get(events_route))
         .route("/state", get(state_route))
         .with_state(hub)

@@ -1,18 +1,21 @@
 //! The page `agent-fold serve` serves, in headless Chromium: the server binary started on
 //! 127.0.0.1:0 (its printed URL read), meters per session newest first, live updates from a
-//! followed log, folded frames, the status line (skipped records, a vanished log), `?lang=`,
-//! and a real Claude Code session replayed in steps: the ring drops at the compaction, before
-//! the provider's next reading. Screenshots go to the target's tmp dir, and to docs/ when
-//! AGENT_FOLD_DOCS_SHOTS=1.
+//! followed log, folded frames, the status line (skipped records, a vanished log), `?lang=`;
+//! a real Claude Code session replayed in steps: the ring drops at the compaction, before the
+//! provider's next reading, and the chart marks it with the projection's drop; stateVersion 5
+//! records on stdin (the threshold drawn) and a page's bounded cards. Screenshots go to the
+//! target's tmp dir, and to docs/ when AGENT_FOLD_DOCS_SHOTS=1.
 
-use std::path::Path;
+use std::io::Write;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use super::cdp::Browser;
+use super::chart::{HELPERS as CHART, at as held};
 use super::harness::{Server, append, frame, last_pressure, real_session, scratch};
-use super::{chromium, js, s as text};
+use super::{chromium, f, js, s as text, shot};
 
 /// Opens the server's page (with `query`) and waits for its first event (the snapshot).
 fn open(b: &mut Browser, s: &Server, query: &str) {
@@ -39,10 +42,24 @@ fn shown(b: &mut Browser, id: &str) -> Value {
              const r = m.shadowRoot; return {{ label: r.querySelector('.ring').getAttribute('aria-label'), \
              dash: r.querySelector('.arc').getAttribute('stroke-dasharray'), state: m.state, \
              figures: sec.querySelector('.figures').textContent, \
-             frames: [...sec.querySelectorAll('.frames li')].map((li) => li.textContent) }}; }})()",
+             frames: [...sec.querySelectorAll('.frames li')].map((li) => li.textContent), \
+             chart: {{ points: +sec.querySelector('svg.chart').dataset.points, \
+               lastSeq: sec.querySelector('svg.chart').dataset.lastSeq }} }}; }})()",
             meter(id)
         ),
     )
+}
+
+/// What the session's chart draws (chart.rs's `read`), once it has drawn `seq`.
+fn chart(b: &mut Browser, id: &str, seq: u64) -> Value {
+    js(b, CHART);
+    let svg = format!(
+        "{}.closest('section').querySelector('svg.chart')",
+        meter(id)
+    );
+    b.wait_for(&format!("{svg}.dataset.lastSeq === '{seq}'"))
+        .unwrap_or_else(|e| panic!("{id}'s chart never drew seq {seq}: {e:#}"));
+    js(b, &format!("read({svg})"))
 }
 
 /// Waits until the session's meter shows `seq`; returns how long since `t`.
@@ -85,13 +102,9 @@ fn served_page_shows_each_session_and_follows_the_log_live() {
     open(&mut b, &s, "");
     until_seq(&mut b, "s-2", 1, t);
     println!("page loaded with its meters in {:?}", t.elapsed());
-    let order = js(
-        &mut b,
-        "[...document.querySelectorAll('section[data-session]')].map((s) => s.dataset.session)",
-    );
     assert_eq!(
-        order,
-        json!(["s-2", "s-1"]),
+        sessions(&mut b),
+        ["s-2", "s-1"],
         "one meter per session, newest first"
     );
     let one = shown(&mut b, "s-1");
@@ -133,6 +146,13 @@ fn served_page_shows_each_session_and_follows_the_log_live() {
     println!("live update (append -> ring) in {took:?}");
     let now = shown(&mut b, "s-1");
     assert_eq!(now["state"]["pressureTokens"], 700);
+    assert_eq!(
+        chart(&mut b, "s-1", 3)["readings"]
+            .as_array()
+            .map(|r| r.len() > 1),
+        Some(true),
+        "the chart follows: {now}"
+    );
     assert_ne!(now["dash"], before, "the ring moved");
     assert_eq!(js(&mut b, "window.marker"), "same page");
 
@@ -191,11 +211,7 @@ fn served_page_shows_each_session_and_follows_the_log_live() {
         frame("s-3", 0, "request/header", json!({"context_window": 10})).as_bytes(),
     );
     until_seq(&mut b, "s-3", 0, Instant::now());
-    let order = js(
-        &mut b,
-        "[...document.querySelectorAll('section[data-session]')].map((s) => s.dataset.session)",
-    );
-    assert_eq!(order, json!(["s-3"]));
+    assert_eq!(sessions(&mut b), ["s-3"]);
     assert_eq!(
         js(&mut b, "document.getElementById('status').dataset.state"),
         "live"
@@ -213,22 +229,6 @@ fn expected(lines: &[&[u8]], n: usize) -> Value {
         &records,
         &[("input", "claude-code"), ("capacity", "200000")],
     )
-}
-
-/// Saves a screenshot to the target's tmp dir, and to docs/ when asked.
-fn shot(b: &mut Browser, name: &str) {
-    let png = b.screenshot().unwrap();
-    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000);
-    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    std::fs::write(&tmp, &png).unwrap();
-    println!("screenshot: {}", tmp.display());
-    if std::env::var_os("AGENT_FOLD_DOCS_SHOTS").is_some_and(|v| v == "1") {
-        let docs = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("docs")
-            .join(name);
-        std::fs::write(&docs, &png).unwrap();
-        println!("screenshot: {}", docs.display());
-    }
 }
 
 #[test]
@@ -326,6 +326,26 @@ fn a_real_compaction_drops_the_ring_before_the_next_reading() {
     );
     shot(&mut b, "context-meter-after.png");
 
+    // The chart marks the compaction at that record: the projection drops there while the
+    // provider's reading holds (a pixel is ~1,200 tokens of the 200,000 window).
+    let seq = want["seq"].as_u64().unwrap();
+    let drawn = chart(&mut b, id, seq);
+    assert_eq!(drawn["compactions"], 1, "{drawn}");
+    assert_eq!(drawn["marks"][0][0], seq);
+    let x = f(&drawn["marks"][0][1]);
+    let near = |a: f64, b: &Value| (a - f(b)).abs() <= 1500.0;
+    let [high, low] = [x - 0.2, x].map(|x| held(&drawn["projection"], x));
+    assert!(
+        near(high, &before["state"]["projectedTokens"]) && near(low, &want["projectedTokens"]),
+        "the projection drops at the mark: {high} -> {low}"
+    );
+    let [was, is] = [x - 0.2, x].map(|x| held(&drawn["readings"], x));
+    let reading = &before["state"]["pressureTokens"];
+    assert!(
+        near(was, reading) && near(is, reading),
+        "the reading holds: {was} -> {is}"
+    );
+
     // Up to the provider's next reading, then the rest: the page ends where the module does.
     for (from, to) in [(summary + 1, next_reading), (next_reading, lines.len())] {
         let want = expected(&lines, to);
@@ -341,5 +361,148 @@ fn a_real_compaction_drops_the_ring_before_the_next_reading() {
             want["projectedTokens"]
         );
     }
+    // The whole session on the chart, bounded, its one compaction still marked.
+    let last = expected(&lines, lines.len())["seq"].as_u64().unwrap();
+    let drawn = chart(&mut b, id, last);
+    let points = drawn["points"].as_u64().unwrap();
+    assert!(points <= 512, "{points} points");
+    assert_eq!(drawn["compactions"], 1);
+    js(&mut b, &format!("{}.open = false", meter(id)));
+    b.viewport(1100, 420, 2.0).unwrap();
+    shot(&mut b, "serve-chart.png");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A stateVersion 5 pressure record of `session` as a line for stdin: the provider's reading,
+/// the projection and the surface's estimate.
+fn record(session: &str, seq: u64, [pressure, projected, message]: [u64; 3]) -> String {
+    json!({"type": "context/pressure", "session": session, "seq": seq,
+           "timestamp": format!("2026-11-29T10:{:02}:00Z", seq % 60),
+           "pressureTokens": pressure, "projectedTokens": projected, "capacity": 200000,
+           "contextOccupancy": projected as f64 / 200000.0, "systemTokens": 180,
+           "toolsTokens": 2310, "messageTokens": message, "estimateScale": 1,
+           "compactAtTokens": 167000, "untilCompactTokens": 167000u64.saturating_sub(projected),
+           "stateVersion": 5})
+    .to_string()
+        + "\n"
+}
+
+/// A reading that is the whole projection.
+fn v5(session: &str, seq: u64, tokens: u64) -> String {
+    record(session, seq, [tokens, tokens, tokens / 2])
+}
+
+/// The sessions the page shows, in order.
+fn sessions(b: &mut Browser) -> Vec<String> {
+    let v = js(
+        b,
+        "[...document.querySelectorAll('section[data-session]')].map((s) => s.dataset.session)",
+    );
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| text(s).to_owned())
+        .collect()
+}
+
+#[test]
+fn stdin_records_draw_the_threshold_and_the_page_keeps_its_cards_bounded() {
+    let Some(mut b) = chromium() else { return };
+    let mut s = Server::start_with(&["-"], &[], Stdio::piped());
+    open(&mut b, &s, "");
+    let max = js(&mut b, "agentFold.maxCards").as_u64().unwrap() as usize;
+    assert_eq!(max, 24);
+    let ids: Vec<String> = (0..30).map(|i| format!("s-{i:02}")).collect();
+    let lines: String = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| v5(id, 1, 100_000 + 1000 * i as u64))
+        .collect();
+    s.stdin().write_all(lines.as_bytes()).unwrap();
+    until_seq(&mut b, "s-29", 1, Instant::now());
+    // The most recently active 24, newest first; the rest said to be set aside.
+    let want: Vec<String> = ids[6..].iter().rev().cloned().collect();
+    assert_eq!(sessions(&mut b), want);
+    let aside = js(&mut b, "document.getElementById('set-aside').textContent");
+    assert_eq!(
+        aside,
+        "6 older sessions set aside (the page keeps the 24 most recently active)"
+    );
+
+    // The threshold, where the records put it: ticks on the meter, a line on the chart.
+    let one = shown(&mut b, "s-29");
+    assert!(
+        text(&one["figures"]).contains("auto-compacts at ~167,000 (~38,000 to go)"),
+        "{}",
+        one["figures"]
+    );
+    let ticks = js(
+        &mut b,
+        &format!(
+            "(() => {{ const r = {}.shadowRoot; return ['.ring-tick', '.bar-tick'].map((s) => \
+             getComputedStyle(r.querySelector(s)).display !== 'none'); }})()",
+            meter("s-29")
+        ),
+    );
+    assert_eq!(ticks, json!([true, true]));
+    // s-29 goes on to its threshold and compacts: the drop marked under the threshold line.
+    let mut more = String::new();
+    for seq in 2..=12 {
+        let tokens = 129_000 + 3_000 * seq;
+        more += &record("s-29", seq, [tokens - 900, tokens, tokens / 2]);
+    }
+    more += &record("s-29", 13, [164_100, 26_000, 9_000]);
+    for seq in 14..=20 {
+        let tokens = 30_000 + 2_000 * seq;
+        more += &record("s-29", seq, [tokens, tokens, 9_000 + 1_000 * seq]);
+    }
+    s.stdin().write_all(more.as_bytes()).unwrap();
+    let drawn = chart(&mut b, "s-29", 20);
+    let threshold = drawn["threshold"].as_array().unwrap();
+    assert!(
+        !threshold.is_empty()
+            && threshold
+                .iter()
+                .all(|v| (f(&v[2]) - 167000.0).abs() < 1500.0),
+        "{drawn}"
+    );
+    assert_eq!(drawn["marks"].as_array().unwrap().len(), 1);
+    assert_eq!(drawn["marks"][0][0], 13);
+    js(
+        &mut b,
+        "scrollTo(0, document.querySelector('section[data-session=\"s-29\"]').offsetTop \
+         - document.querySelector('header').offsetHeight - 12)",
+    );
+    b.viewport(1100, 420, 2.0).unwrap();
+    shot(&mut b, "serve-chart-threshold.png");
+
+    // A shown session speaks again (it is active now); a new one sets aside the least active.
+    s.stdin()
+        .write_all((v5("s-06", 2, 120_000) + &v5("s-30", 1, 90_000)).as_bytes())
+        .unwrap();
+    until_seq(&mut b, "s-30", 1, Instant::now());
+    let now = sessions(&mut b);
+    assert_eq!(now.len(), max);
+    assert!(now.contains(&"s-06".to_owned()) && !now.contains(&"s-07".to_owned()));
+    // A set-aside session comes back as a new card, its meter showing its latest record.
+    s.stdin()
+        .write_all(v5("s-00", 2, 50_000).as_bytes())
+        .unwrap();
+    until_seq(&mut b, "s-00", 2, Instant::now());
+    let now = sessions(&mut b);
+    assert_eq!(now.len(), max);
+    assert_eq!(now[0], "s-00");
+    assert!(!now.contains(&"s-08".to_owned()));
+
+    // A new page gets the snapshot: the first 24 of its sessions (the server's order, newest
+    // first seen), the others said.
+    open(&mut b, &s, "");
+    until_seq(&mut b, "s-30", 1, Instant::now());
+    let want: Vec<String> = (7..=30).rev().map(|i| format!("s-{i:02}")).collect();
+    assert_eq!(sessions(&mut b), want);
+    let aside = js(&mut b, "document.getElementById('set-aside').textContent");
+    assert_eq!(
+        aside,
+        "7 older sessions set aside (the page keeps the 24 most recently active)"
+    );
 }
