@@ -15,3 +15,4 @@ pub mod record;
 pub mod relay;
 pub mod run;
 pub mod serve;
+pub mod service;
