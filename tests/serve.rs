@@ -8,6 +8,8 @@
 mod fluvio;
 #[path = "serve/harness.rs"]
 mod harness;
+#[path = "serve/hostile.rs"]
+mod hostile;
 
 use std::io::Write;
 use std::net::TcpListener;

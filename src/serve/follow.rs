@@ -83,6 +83,8 @@ struct Tail {
     seen: Option<(u64, Option<SystemTime>)>,
     /// The pending line grew over [`LINE_BYTES`]: its bytes are dropped up to its newline.
     dropping: bool,
+    /// Times the file was opened to be read.
+    opens: u64,
 }
 
 /// What reading one file found.
@@ -137,6 +139,7 @@ impl Tail {
             // Idle: nothing was written since the last read.
             return Ok(Step::Lines(Vec::new(), Vec::new(), false));
         }
+        self.opens += 1;
         let mut file = match open(path) {
             Ok(f) => f,
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Step::Missing),
@@ -223,6 +226,11 @@ impl Follow {
             root: root.to_owned(),
             tails: BTreeMap::new(),
         }
+    }
+
+    /// Times a file was opened to be read, over the files followed now.
+    pub fn opens(&self) -> u64 {
+        self.tails.values().map(|t| t.opens).sum()
     }
 
     /// Reads what was added since the last poll.
@@ -379,5 +387,42 @@ mod tests {
         std::fs::remove_file(session.join("subagents/agent-a.jsonl")).unwrap();
         assert!(f.poll().problem.unwrap().contains("agent-a.jsonl vanished"));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn idle_files_are_not_opened_again_and_a_written_one_is() {
+        let dir =
+            std::env::temp_dir().join(format!("agent-fold-follow-idle-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("many")).unwrap();
+        for i in 0..50 {
+            append(&dir.join(format!("many/{i:02}.jsonl")), b"{\"n\":1}\n");
+        }
+        let mut f = Follow::new(&dir.join("many"));
+        assert_eq!(values(&f.poll()).len(), 50);
+        let opened = f.opens();
+        assert_eq!(opened, 50);
+        for _ in 0..5 {
+            assert!(values(&f.poll()).is_empty());
+        }
+        assert_eq!(f.opens(), opened, "five idle polls opened nothing");
+        append(&dir.join("many/07.jsonl"), b"{\"n\":2}\n");
+        assert_eq!(values(&f.poll()), [r#"{"n":2}"#]);
+        assert_eq!(f.opens(), opened + 1, "only the file written to");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_path_that_is_no_regular_file_cannot_be_followed() {
+        let err = followable(Path::new("/dev/zero")).unwrap_err().to_string();
+        assert!(err.contains("is not a regular file"), "{err}");
+        assert!(
+            followable(Path::new("/nonexistent/yet.jsonl")).is_ok(),
+            "waited for"
+        );
+        let mut f = Follow::new(Path::new("/dev/null"));
+        let p = f.poll();
+        assert!(p.problem.unwrap().contains("not a regular file"));
+        assert_eq!(f.opens(), 0, "a device is never opened");
     }
 }
