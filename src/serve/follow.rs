@@ -11,7 +11,7 @@
 //! all; one poll reads at most [`READ_BYTES`] of a file, and a line longer than [`LINE_BYTES`]
 //! is skipped, so memory stays bounded whatever is written.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, Metadata};
 use std::io::{ErrorKind, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -247,8 +247,9 @@ impl Follow {
         let (mut problems, mut waiting, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
         let mut more = false;
         // A file read before and no longer listed (a directory's) is gone too.
+        let listed: BTreeSet<&PathBuf> = files.iter().collect();
         for (path, tail) in &mut self.tails {
-            if tail.pos > 0 && !files.contains(path) {
+            if tail.pos > 0 && !listed.contains(path) {
                 tail.gone = true;
             }
         }
