@@ -314,12 +314,8 @@ fn unreachable(name: &str) -> (std::path::PathBuf, u16) {
 }
 
 /// The relay started against `profile_dir`'s profile, stderr piped; waits until its stderr has
-/// said `ready` (the reader keeps the rest).
-fn started(
-    args: &[&str],
-    profile_dir: &Path,
-    ready: &str,
-) -> (std::process::Child, Arc<Mutex<String>>) {
+/// said `ready` (the reader keeps the rest, until the relay closes it).
+fn started(args: &[&str], profile_dir: &Path, ready: &str) -> (std::process::Child, Stderr) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_agent-fold"))
         .args(args)
         .env("FLV_PROFILE_PATH", profile_dir.join("config"))
@@ -330,21 +326,31 @@ fn started(
     let err = Arc::new(Mutex::new(String::new()));
     let keep = Arc::clone(&err);
     let pipe = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
+    let reader = std::thread::spawn(move || {
         for line in BufReader::new(pipe).lines().map_while(Result::ok) {
             keep.lock().unwrap().push_str(&(line + "\n"));
         }
     });
     let deadline = Instant::now() + Duration::from_secs(60);
     while !err.lock().unwrap().contains(ready) {
-        assert!(
-            Instant::now() < deadline,
-            "never said {ready:?}: {}",
-            err.lock().unwrap()
-        );
+        let text = err.lock().unwrap().clone();
+        assert!(Instant::now() < deadline, "never said {ready:?}: {text}");
         std::thread::sleep(Duration::from_millis(20));
     }
-    (child, err)
+    (child, Stderr(err, Some(reader)))
+}
+
+/// A child's stderr as read so far; [`Stderr::all`] once it has exited.
+struct Stderr(Arc<Mutex<String>>, Option<std::thread::JoinHandle<()>>);
+
+impl Stderr {
+    /// Everything, once the child has closed it.
+    fn all(&mut self) -> String {
+        if let Some(r) = self.1.take() {
+            r.join().unwrap();
+        }
+        self.0.lock().unwrap().clone()
+    }
 }
 
 /// Waits (60 s at most) for the child's exit code.
@@ -366,24 +372,17 @@ fn exit_code(child: &mut std::process::Child) -> Option<i32> {
 fn sigint_and_sigterm_during_the_connect_back_off_exit_0() {
     let (dir, _) = unreachable("signals");
     for signal in [libc::SIGINT, libc::SIGTERM] {
-        let (mut child, err) = started(
+        let (mut child, mut err) = started(
             &["relay", "--topic", "agent-events", "--retries", "20"],
             &dir,
             "retrying in",
         );
         // SAFETY: kill sends a signal to the child this test started and still owns.
         assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
-        assert_eq!(
-            exit_code(&mut child),
-            Some(0),
-            "signal {signal}: {}",
-            err.lock().unwrap()
-        );
-        assert!(
-            err.lock().unwrap().contains("stopped before relaying"),
-            "{}",
-            err.lock().unwrap()
-        );
+        let code = exit_code(&mut child);
+        let text = err.all();
+        assert_eq!(code, Some(0), "signal {signal}: {text}");
+        assert!(text.contains("stopped before relaying"), "{text}");
     }
     std::fs::remove_dir_all(&dir).ok();
 }
@@ -416,7 +415,7 @@ fn metrics_and_health_answer_from_the_start_parsed_as_prometheus_text() {
         .unwrap()
         .port();
     let addr = format!("127.0.0.1:{port}");
-    let (mut child, err) = started(
+    let (mut child, mut err) = started(
         &[
             "relay",
             "--topic",
@@ -473,7 +472,8 @@ fn metrics_and_health_answer_from_the_start_parsed_as_prometheus_text() {
     assert!(text.starts_with("HTTP/1.1 403"), "{text}");
     // SAFETY: kill sends a signal to the child this test started and still owns.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
-    assert_eq!(exit_code(&mut child), Some(0), "{}", err.lock().unwrap());
+    let code = exit_code(&mut child);
+    assert_eq!(code, Some(0), "{}", err.all());
     std::fs::remove_dir_all(&dir).ok();
 }
 
