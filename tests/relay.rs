@@ -264,16 +264,8 @@ fn profile_text(endpoint: &str) -> String {
 
 #[test]
 fn an_unreachable_cluster_is_retried_with_back_off_then_a_clear_error() {
-    // A port nothing listens on: bound, then released.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let dir = std::env::temp_dir().join(format!("agent-fold-relay-down-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let (dir, port) = unreachable("down");
     let profile = dir.join("config");
-    std::fs::write(&profile, profile_text(&format!("127.0.0.1:{port}"))).unwrap();
     let o = agent_fold(
         &["relay", "--topic", "agent-events", "--retries", "2"],
         &[("FLV_PROFILE_PATH", profile.as_path())],
