@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # agent-fold against a live Fluvio cluster: the frames view consumed with the transforms-line
-# against `agent-fold run`, and `agent-fold relay` killed (SIGKILL) three times at random
-# moments and restarted, then every record `agent-fold run --pressure-out` gives looked for in
+# against `agent-fold run`, and `agent-fold relay` killed (SIGKILL) three times while the
+# topic is being produced to, and restarted, then every record `agent-fold run --pressure-out` gives looked for in
 # the sibling topic (in order per session, keyed by it; duplicates counted, none lost), and the
 # relay's records/s beside a bare `fluvio consume` of the same topic.
 #
@@ -202,40 +202,61 @@ for p in 0 1; do say "partition $p: $(tail -n 1 "$work/shared-$p.log")"; done
 readback "$corpus-shared" "$work/corpus.shared"
 check pressure "$corpus by two relays" "$work/corpus.pressure.ref" "$work/corpus.shared"
 
-say "--- the relay killed (SIGKILL) three times at random moments, then run to the end"
+say "--- the relay killed (SIGKILL) three times while records are being produced, then run to the end"
+# A topic of its own, filled while the relay works: a kill lands while a produce is under way,
+# so the relay is always mid-stream (records it has not seen are still arriving), whatever
+# the machine's speed.
+kt=$prefix-kills
+fluvio topic create "$kt" --partitions 2 >/dev/null
+head -n 20000 "$work/$corpus.jsonl" >"$work/kill-first.jsonl"
+tail -n +20001 "$work/$corpus.jsonl" | split -l 3000 -d -a 3 - "$work/kill-piece."
+pieces=("$work"/kill-piece.*)
 committed() { # the relay consumer's committed offsets, summed over partitions (+1 each: next)
-  fluvio consumer list 2>/dev/null | awk -v c="e2e-kill-$run_id" -v t="$corpus" \
+  fluvio consumer list 2>/dev/null | awk -v c="e2e-kill-$run_id" -v t="$kt" \
     '$1 == c && $2 == t { n += $4 + 1 } END { print n + 0 }'
 }
-kills=0 attempts=0
-while ((kills < 3 && attempts < 8)); do
+produce "$kt" agent-fold "$work/kill-first.jsonl" >/dev/null
+kills=0 attempts=0 next=0
+while ((kills < 3 && attempts < 8 && next < ${#pieces[@]})); do
   attempts=$((attempts + 1))
   before=$(committed)
-  remaining=$(python3 -c "print(max(0.05, 1 - $before / $records))")
-  # A random moment of the relay's work, after its start (connect, compile; measured above):
-  # the look-back of what is committed (about as costly as relaying it), then the rest.
-  delay=$(python3 -c "import random; random.seed($seed * 10 + $attempts); print(round($startup + random.uniform(0.05, 0.95) * (1.5 - 1.5 * $remaining + $remaining) * $busy, 2))")
   # Settling every 0.1 s (not 1 s): the kills land between commits, and restarts rebuild.
-  "$af" relay --topic "$corpus" --consumer "e2e-kill-$run_id" --smartmodule "$sm" \
+  "$af" relay --topic "$kt" --consumer "e2e-kill-$run_id" --smartmodule "$sm" \
     --commit-every 0.1 2>>"$work/kill.log" &
   pid=$!
-  sleep "$delay"
-  if ! kill -0 $pid 2>/dev/null; then wait $pid || true; say "relay ended before the kill"; break; fi
+  # It relays: its commits move (there is always new work: the last kill cut a produce short).
+  for _ in $(seq 600); do
+    (($(committed) > before)) && break
+    kill -0 $pid 2>/dev/null || { say "FAILED: the relay ended before it relayed"; exit 1; }
+    sleep 0.2
+  done
+  (($(committed) > before)) || { say "FAILED: the relay committed nothing in 120 s"; exit 1; }
+  produce "$kt" agent-fold "${pieces[next]}" >/dev/null &
+  producer=$!
+  next=$((next + 1))
+  sleep "$(python3 -c "import random; random.seed($seed * 10 + $attempts); print(round(random.uniform(0.05, 0.3), 2))")"
+  mid=0
+  kill -0 $producer 2>/dev/null && mid=1
   kill -9 $pid
   wait $pid 2>/dev/null || true
+  wait $producer
   after=$(committed)
-  if ((after >= records)); then
-    say "kill at ${delay}s came after the last commit; not counted"
+  if ((mid == 0)); then
+    say "the produce of piece $next ended before the kill; not counted"
     continue
   fi
   kills=$((kills + 1))
-  say "kill $kills: SIGKILL ${delay}s after start; committed $before -> $after of $records"
+  say "kill $kills: SIGKILL while piece $next of ${#pieces[@]} was being produced; committed $before -> $after"
 done
-"$af" relay --topic "$corpus" --consumer "e2e-kill-$run_id" --smartmodule "$sm" --idle-exit 3 \
+while ((next < ${#pieces[@]})); do
+  produce "$kt" agent-fold "${pieces[next]}" >/dev/null
+  next=$((next + 1))
+done
+"$af" relay --topic "$kt" --consumer "e2e-kill-$run_id" --smartmodule "$sm" --idle-exit 3 \
   2>>"$work/kill.log"
 grep -E "rebuilt|re-fetching|retrying" "$work/kill.log" | sed 's/^/e2e:   /' || true
 say "final run: $(tail -n 1 "$work/kill.log")"
-readback "$corpus-pressure" "$work/corpus.pressure"
-check pressure "$corpus after $kills kills" "$work/corpus.pressure.ref" "$work/corpus.pressure"
+readback "$kt-pressure" "$work/kills.pressure"
+check pressure "$corpus after $kills kills" "$work/corpus.pressure.ref" "$work/kills.pressure"
 ((kills == 3)) || { say "FAILED: $kills kills landed mid-stream, 3 wanted"; exit 1; }
 say "all checks passed"

@@ -1,7 +1,8 @@
 //! Host tools for agent-fold, layered one way, no cycles: the subcommands ([`run`],
 //! [`accuracy`], [`corpus`], [`relay`], [`serve`], [`statusline`]) → shared host modules ([`module`]: an
 //! instance, `.wasm` in fluvio-smartengine or native; [`flags`], [`logs`], [`plot`],
-//! [`checkpoint`]) → records ([`record`], [`jsonl`]) → the core.
+//! [`checkpoint`], [`service`]: the HTTP listener, Host check, metrics and logs that `serve`
+//! and `relay` share) → records ([`record`], [`jsonl`]) → the core.
 
 pub mod accuracy;
 pub mod checkpoint;
@@ -15,4 +16,5 @@ pub mod record;
 pub mod relay;
 pub mod run;
 pub mod serve;
+pub mod service;
 pub mod statusline;

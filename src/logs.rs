@@ -2,6 +2,8 @@
 //! directory (the main transcript beside it and its `subagents/`), and the adapters that turn
 //! their lines into frames.
 
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
 use std::path::{Path, PathBuf};
 
 use agent_fold_core::{Adapter, Input};
@@ -92,9 +94,34 @@ pub fn rfc3339_secs(s: &str) -> Option<f64> {
     Some((days * 86_400 + h * 3600 + mi * 60 + sec - offset) as f64 + frac)
 }
 
+/// A file's head line in the merge: its time key, then its file's place (the first file first
+/// on ties).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Head {
+    key: f64,
+    file: usize,
+}
+
+impl Eq for Head {}
+
+impl Ord for Head {
+    fn cmp(&self, other: &Head) -> Ordering {
+        self.key
+            .total_cmp(&other.key)
+            .then(self.file.cmp(&other.file))
+    }
+}
+
+impl PartialOrd for Head {
+    fn partial_cmp(&self, other: &Head) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
 /// Merges files' lines into one log: each file keeps its order, and the next line is the
 /// earliest head by timestamp (an unstamped line takes its predecessor's), the first file
 /// first on ties. A session's sub-agent files interleave with the transcript as they ran.
+/// Each line's stamp is read once and the heads wait in a heap: O(lines × log files).
 pub fn merge(files: Vec<Vec<Rec>>) -> Vec<Rec> {
     if files.len() == 1 {
         return files.into_iter().next().unwrap_or_default();
@@ -104,22 +131,62 @@ pub fn merge(files: Vec<Vec<Rec>>) -> Vec<Rec> {
         .into_iter()
         .map(|f| f.into_iter().peekable())
         .collect();
-    let mut keys = vec![f64::NEG_INFINITY; iters.len()];
+    let key = |it: &mut std::iter::Peekable<std::vec::IntoIter<Rec>>, before: f64| {
+        it.peek()
+            .map(|head| line_stamp(&head.value).unwrap_or(before))
+    };
+    let mut heads: BinaryHeap<Reverse<Head>> = iters
+        .iter_mut()
+        .enumerate()
+        .filter_map(|(file, it)| {
+            Some(Reverse(Head {
+                key: key(it, f64::NEG_INFINITY)?,
+                file,
+            }))
+        })
+        .collect();
     let mut out = Vec::with_capacity(total);
-    loop {
-        let mut best: Option<(usize, f64)> = None;
-        for (i, it) in iters.iter_mut().enumerate() {
-            let Some(head) = it.peek() else { continue };
-            let k = line_stamp(&head.value).unwrap_or(keys[i]);
-            if best.is_none_or(|(_, bk)| k < bk) {
-                best = Some((i, k));
-            }
+    while let Some(Reverse(head)) = heads.pop() {
+        let it = &mut iters[head.file];
+        out.extend(it.next());
+        if let Some(next) = key(it, head.key) {
+            heads.push(Reverse(Head {
+                key: next,
+                file: head.file,
+            }));
         }
-        let Some((i, k)) = best else { break };
-        keys[i] = k;
-        out.extend(iters[i].next());
     }
     out
+}
+
+/// What a log path is, for a reader that reads it through: a regular file or a directory, or
+/// a FIFO (read as a stream until its writer closes it); anything else is refused, so that a
+/// device such as /dev/zero is never read into memory.
+pub fn readable(path: &Path) -> Result<()> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        // Missing or unreadable: the read that follows names the error.
+        return Ok(());
+    };
+    let kind = meta.file_type();
+    if kind.is_file() || kind.is_dir() {
+        return Ok(());
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            tracing::info!(
+                "{} is a FIFO: read as a stream, until its writer closes it",
+                path.display()
+            );
+            return Ok(());
+        }
+    }
+    bail!(
+        "{} is not a regular file (a device or a socket): give a log file, a session \
+         directory, or - for stdin",
+        path.display()
+    )
 }
 
 /// Reads a log path (`None`: stdin) as records, one a line; a directory as [`log_files`] merged.
@@ -129,6 +196,7 @@ pub fn read_records(path: Option<&Path>) -> Result<Vec<Rec>> {
         std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)?;
         return Ok(jsonl::records(&buf));
     };
+    readable(path)?;
     let mut files = Vec::new();
     for f in log_files(path)? {
         let text = std::fs::read(&f).with_context(|| format!("reading {}", f.display()))?;
@@ -214,5 +282,64 @@ mod tests {
             .collect();
         let ns: Vec<&str> = out.iter().map(|l| &l[5..7]).collect();
         assert_eq!(ns, ["1,", "10", "11", "2,", "3,"]);
+    }
+
+    /// The merge before the heap: every step looks at every file's head.
+    fn merge_by_scan(files: Vec<Vec<Rec>>) -> Vec<Rec> {
+        let mut iters: Vec<_> = files
+            .into_iter()
+            .map(|f| f.into_iter().peekable())
+            .collect();
+        let mut keys = vec![f64::NEG_INFINITY; iters.len()];
+        let mut out = Vec::new();
+        loop {
+            let mut best: Option<(usize, f64)> = None;
+            for (i, it) in iters.iter_mut().enumerate() {
+                let Some(head) = it.peek() else { continue };
+                let k = line_stamp(&head.value).unwrap_or(keys[i]);
+                if best.is_none_or(|(_, bk)| k < bk) {
+                    best = Some((i, k));
+                }
+            }
+            let Some((i, k)) = best else { break };
+            keys[i] = k;
+            out.extend(iters[i].next());
+        }
+        out
+    }
+
+    #[test]
+    fn the_heap_merge_gives_the_scanning_merge_s_order() {
+        // Files of stamped, unstamped and tied lines, in a scrambled but fixed pattern.
+        let files: Vec<Vec<Rec>> = (0..13)
+            .map(|f| {
+                (0..(f * 7) % 11)
+                    .map(|i| {
+                        let line = match (f * 31 + i * 17) % 5 {
+                            0 => format!(r#"{{"f":{f},"i":{i}}}"#),
+                            s => format!(
+                                r#"{{"f":{f},"i":{i},"timestamp":"2026-01-01T00:00:{:02}Z"}}"#,
+                                (s * 7 + i * 3) % 60
+                            ),
+                        };
+                        Rec::new(None, line.as_bytes())
+                    })
+                    .collect()
+            })
+            .collect();
+        assert_eq!(merge(files.clone()), merge_by_scan(files));
+    }
+
+    #[test]
+    fn a_device_is_refused_a_fifo_and_files_are_read() {
+        let err = read_records(Some(Path::new("/dev/zero")))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("is not a regular file"), "{err}");
+        assert!(readable(Path::new("/dev/null")).is_err());
+        assert!(
+            readable(Path::new(env!("CARGO_MANIFEST_DIR"))).is_ok(),
+            "a directory"
+        );
     }
 }

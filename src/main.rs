@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+use agent_fold::service::logging::{self, LogFormat};
 use agent_fold::{accuracy, corpus, relay, run, serve, statusline};
 
 /// agent-fold: folds an LLM coding agent's event stream into what its users look at, and
@@ -11,6 +12,10 @@ use agent_fold::{accuracy, corpus, relay, run, serve, statusline};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// How the notes on stderr are written: lines for people, or JSON objects for machines
+    /// (RUST_LOG filters them either way)
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Human)]
+    log_format: LogFormat,
 }
 
 #[derive(Subcommand)]
@@ -40,6 +45,7 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
+    logging::init(cli.log_format);
     let result = match &cli.command {
         Command::Run(a) => run::main(a),
         Command::Accuracy(a) => accuracy::main(a),

@@ -19,18 +19,18 @@ use crate::record::{Rec, emitted, inputs};
 /// The module refused an invocation (`malformed=fail`): the offset of the record it refused,
 /// and its message as the engine (or the native library) words it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
+pub struct InvocationRefused {
     pub offset: i64,
     pub text: String,
 }
 
-impl std::fmt::Display for Refusal {
+impl std::fmt::Display for InvocationRefused {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str(&self.text)
     }
 }
 
-impl std::error::Error for Refusal {}
+impl std::error::Error for InvocationRefused {}
 
 /// Where the project's build puts the SmartModule, unless `AGENT_FOLD_WASM` names another.
 pub fn default_wasm_path() -> PathBuf {
@@ -41,24 +41,64 @@ pub fn default_wasm_path() -> PathBuf {
         .join("target/wasm/wasm32-unknown-unknown/release/agent_fold_smartmodule.wasm")
 }
 
-/// Reads a `.wasm`, saying how to build it when it is missing.
+/// The largest `.wasm` read: the project's is well under a megabyte.
+pub const MAX_WASM_BYTES: u64 = 64 << 20;
+
+/// Reads a `.wasm`, saying how to build it when it is missing; anything but a regular file of
+/// WebAssembly's binary format (its `\0asm` magic and version 1) is refused before it is read
+/// whole, so a device or a text file never reaches the engine.
 pub fn read_wasm(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).with_context(|| {
-        format!(
-            "cannot read the SmartModule at {} (build it with scripts/build-wasm.sh)",
-            path.display()
-        )
-    })
+    let shown = path.display();
+    let meta = std::fs::metadata(path).with_context(|| {
+        format!("cannot read the SmartModule at {shown} (build it with scripts/build-wasm.sh)")
+    })?;
+    if !meta.is_file() {
+        bail!("the SmartModule {shown} is not a regular file");
+    }
+    if meta.len() > MAX_WASM_BYTES {
+        bail!(
+            "the SmartModule {shown} is {} bytes, over the limit of {MAX_WASM_BYTES}",
+            meta.len()
+        );
+    }
+    let bytes = std::fs::read(path).with_context(|| format!("reading the SmartModule {shown}"))?;
+    if !bytes.starts_with(b"\0asm\x01\0\0\0") {
+        bail!("{shown} is not WebAssembly (a .wasm starts with \\0asm and version 1)");
+    }
+    Ok(bytes)
 }
 
-/// Drives a future that is ready at once (the engine's look-back over records in memory).
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
+/// Checks a `.wasm` the way a start would: read, compiled, and initialised with `params`.
+pub fn check_wasm(path: &Path, params: &[(String, String)]) -> Result<()> {
+    let bytes = read_wasm(path)?;
+    Instance::new(&bytes, params, None)
+        .with_context(|| format!("the SmartModule {} does not load", path.display()))?;
+    Ok(())
+}
+
+/// Wakes the thread that waits in [`block_on`].
+struct Unpark(std::thread::Thread);
+
+impl std::task::Wake for Unpark {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.unpark();
+    }
+    fn wake_by_ref(self: &std::sync::Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Drives a future on this thread: the engine's look-back, whose records are in memory, is
+/// ready at once; a future that is not parks the thread until its waker is called, never spins.
+pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
     let mut f = std::pin::pin!(f);
-    let mut cx = Context::from_waker(Waker::noop());
+    let waker = Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
     loop {
         if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
             return v;
         }
+        std::thread::park();
     }
 }
 
@@ -149,13 +189,13 @@ impl Instance {
         .map_err(|e| anyhow!("look_back: {e:#}"))
     }
 
-    /// One invocation, its first record at `base_offset`; a refusal is a [`Refusal`].
+    /// One invocation, its first record at `base_offset`; a refusal is an [`InvocationRefused`].
     pub fn process(&mut self, records: &[Rec], base_offset: i64) -> Result<Vec<Rec>> {
         let mut input = SmartModuleInput::try_from_records(fluvio_records(records, 0), 22)?;
         input.set_base_offset(base_offset);
         let output = self.chain.process(input)?;
         if let Some(err) = output.error {
-            return Err(Refusal {
+            return Err(InvocationRefused {
                 offset: err.offset,
                 text: err.to_string(),
             }
@@ -180,11 +220,11 @@ impl Instance {
 }
 
 /// The native library's answer to one invocation, shaped as the engine's (its error, a
-/// [`Refusal`], names the offset of the record it refuses).
+/// [`InvocationRefused`], names the offset of the record it refuses).
 pub fn native_process(p: &mut Processor, records: &[Rec], base_offset: i64) -> Result<Vec<Rec>> {
     let emits = p.process(&inputs(records, base_offset)).map_err(|e| {
         let offset = base_offset + e.index as i64;
-        Refusal {
+        InvocationRefused {
             offset,
             text: format!("offset {offset}: {}", e.message),
         }
@@ -215,8 +255,8 @@ pub fn choose(wasm: Option<&Path>, native: bool) -> Source {
             Source::Wasm(default_wasm_path())
         }
         None => {
-            eprintln!(
-                "agent-fold: no SmartModule build at {} (scripts/build-wasm.sh makes it): \
+            tracing::info!(
+                "no SmartModule build at {} (scripts/build-wasm.sh makes it): \
                  running the native library, which gives the same output",
                 default_wasm_path().display()
             );
@@ -309,6 +349,65 @@ mod tests {
 
     fn rec(key: usize, value: usize) -> Rec {
         Rec::new(Some(&vec![b'k'; key]), &vec![b'v'; value])
+    }
+
+    /// Pending `left` times, each time waking itself from another thread after a while.
+    struct Later {
+        left: u32,
+        polls: std::sync::Arc<std::sync::atomic::AtomicU32>,
+    }
+
+    impl std::future::Future for Later {
+        type Output = u32;
+        fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<u32> {
+            self.polls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if self.left == 0 {
+                return Poll::Ready(7);
+            }
+            self.left -= 1;
+            let waker = cx.waker().clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(30));
+                waker.wake();
+            });
+            Poll::Pending
+        }
+    }
+
+    #[test]
+    fn block_on_parks_until_woken_instead_of_spinning() {
+        let polls = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let f = Later {
+            left: 3,
+            polls: std::sync::Arc::clone(&polls),
+        };
+        assert_eq!(block_on(f), 7);
+        // Spinning would poll thousands of times in the 90 ms of wake-ups; parking polls once
+        // a wake (a spurious unpark may add one).
+        let n = polls.load(std::sync::atomic::Ordering::SeqCst);
+        assert!((4..=6).contains(&n), "{n} polls for 3 wake-ups");
+        assert_eq!(block_on(async { 5 }), 5, "a ready future at once");
+    }
+
+    #[test]
+    fn a_wasm_file_that_is_no_webassembly_or_no_regular_file_is_refused() {
+        let dir = std::env::temp_dir().join(format!("agent-fold-wasm-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let text = dir.join("text.wasm");
+        std::fs::write(&text, "(module)\n").unwrap();
+        let err = read_wasm(&text).unwrap_err().to_string();
+        assert!(err.contains("is not WebAssembly"), "{err}");
+        let err = read_wasm(Path::new("/dev/zero")).unwrap_err().to_string();
+        assert!(err.contains("not a regular file"), "{err}");
+        let err = read_wasm(&dir).unwrap_err().to_string();
+        assert!(err.contains("not a regular file"), "{err}");
+        let garbage = dir.join("garbage.wasm");
+        std::fs::write(&garbage, b"\0asm\x01\0\0\0garbage").unwrap();
+        let bytes = read_wasm(&garbage).unwrap();
+        assert!(Instance::new(&bytes, &[], None).is_err(), "no module in it");
+        let err = format!("{:#}", check_wasm(&garbage, &[]).unwrap_err());
+        assert!(err.contains("does not load"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -1,13 +1,16 @@
 //! `agent-fold relay` without a cluster: the relay's own loop with the built `.wasm` in
 //! fluvio-smartengine over the in-memory stand-ins (gaps, kills, an adapter whose re-delivery
-//! rule rests on offsets), and the command line's refusals, spawned as a user runs it.
+//! rule rests on offsets), and the command line's refusals, signals, `--metrics` and logs,
+//! spawned as a user runs it against a cluster that does not answer.
 //! Against a live cluster: scripts/e2e-fluvio.sh.
 
 mod common;
 
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
-use std::process::{Command, Output};
-use std::time::Duration;
+use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use agent_fold::corpus::corpus;
 use agent_fold::logs;
@@ -195,7 +198,28 @@ fn the_command_line_refuses_bad_params_and_files_before_connecting() {
     let profile = dir.join("config");
     std::fs::write(&profile, profile_text("127.0.0.1:1")).unwrap();
     let env = [("FLV_PROFILE_PATH", profile.as_path())];
+    let text = dir.join("text.wasm");
+    std::fs::write(&text, "root:x:0:0:root:/root:/bin/bash\n").unwrap();
+    let garbage = dir.join("garbage.wasm");
+    std::fs::write(&garbage, b"\0asm\x01\0\0\0garbage").unwrap();
+    let (text, garbage) = (text.to_str().unwrap(), garbage.to_str().unwrap());
     for (args, says) in [
+        (
+            &["relay", "--topic", "t", "--to", "t"][..],
+            "--to t names the event topic itself",
+        ),
+        (
+            &["relay", "--topic", "t", "--wasm", "/dev/zero"],
+            "is not a regular file",
+        ),
+        (
+            &["relay", "--topic", "t", "--wasm", text],
+            "is not WebAssembly",
+        ),
+        (
+            &["relay", "--topic", "t", "--wasm", garbage],
+            "does not load",
+        ),
         (
             &["relay", "--topic", "t", "-e", "emit=frames"][..],
             "emit=frames is refused",
@@ -222,6 +246,10 @@ fn the_command_line_refuses_bad_params_and_files_before_connecting() {
             !stderr(&o).contains("retrying"),
             "{args:?} tried to connect"
         );
+        assert!(
+            !stderr(&o).contains("root:x"),
+            "{args:?}: the file's text is not shown"
+        );
     }
     std::fs::remove_dir_all(&dir).ok();
 }
@@ -236,16 +264,8 @@ fn profile_text(endpoint: &str) -> String {
 
 #[test]
 fn an_unreachable_cluster_is_retried_with_back_off_then_a_clear_error() {
-    // A port nothing listens on: bound, then released.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let dir = std::env::temp_dir().join(format!("agent-fold-relay-down-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let (dir, port) = unreachable("down");
     let profile = dir.join("config");
-    std::fs::write(&profile, profile_text(&format!("127.0.0.1:{port}"))).unwrap();
     let o = agent_fold(
         &["relay", "--topic", "agent-events", "--retries", "2"],
         &[("FLV_PROFILE_PATH", profile.as_path())],
@@ -265,5 +285,235 @@ fn an_unreachable_cluster_is_retried_with_back_off_then_a_clear_error() {
     assert!(err.contains("retrying in 1.0s (attempt 2 of 3)"), "{err}");
     assert!(err.contains("gave up after 3 attempts"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A profile of a cluster nothing answers at (a port bound, then released), in its own dir.
+fn unreachable(name: &str) -> (std::path::PathBuf, u16) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = std::env::temp_dir().join(format!("agent-fold-relay-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("config"),
+        profile_text(&format!("127.0.0.1:{port}")),
+    )
+    .unwrap();
+    (dir, port)
+}
+
+/// The relay started against `profile_dir`'s profile, stderr piped; waits until its stderr has
+/// said `ready` (the reader keeps the rest, until the relay closes it).
+fn started(args: &[&str], profile_dir: &Path, ready: &str) -> (std::process::Child, Stderr) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-fold"))
+        .args(args)
+        .env("FLV_PROFILE_PATH", profile_dir.join("config"))
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let err = Arc::new(Mutex::new(String::new()));
+    let keep = Arc::clone(&err);
+    let pipe = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+            keep.lock().unwrap().push_str(&(line + "\n"));
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !err.lock().unwrap().contains(ready) {
+        let text = err.lock().unwrap().clone();
+        assert!(Instant::now() < deadline, "never said {ready:?}: {text}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (child, Stderr(err, Some(reader)))
+}
+
+/// A child's stderr as read so far; [`Stderr::all`] once it has exited.
+struct Stderr(Arc<Mutex<String>>, Option<std::thread::JoinHandle<()>>);
+
+impl Stderr {
+    /// Everything, once the child has closed it.
+    fn all(&mut self) -> String {
+        if let Some(r) = self.1.take() {
+            r.join().unwrap();
+        }
+        self.0.lock().unwrap().clone()
+    }
+}
+
+/// Waits (60 s at most) for the child's exit code.
+fn exit_code(child: &mut std::process::Child) -> Option<i32> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the relay did not stop");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn sigint_and_sigterm_during_the_connect_back_off_exit_0() {
+    let (dir, _) = unreachable("signals");
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let (mut child, mut err) = started(
+            &["relay", "--topic", "agent-events", "--retries", "20"],
+            &dir,
+            "retrying in",
+        );
+        // SAFETY: kill sends a signal to the child this test started and still owns.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+        let code = exit_code(&mut child);
+        let text = err.all();
+        assert_eq!(code, Some(0), "signal {signal}: {text}");
+        assert!(text.contains("stopped before relaying"), "{text}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `GET path` on a loopback port: status and body.
+fn get(port: u16, path: &str) -> (u16, String) {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let status = text.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let body = text
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_owned();
+    (status, body)
+}
+
+#[test]
+fn metrics_and_health_answer_from_the_start_parsed_as_prometheus_text() {
+    let (dir, _) = unreachable("metrics");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let (mut child, mut err) = started(
+        &[
+            "relay",
+            "--topic",
+            "agent-events",
+            "--retries",
+            "20",
+            "--metrics",
+            &addr,
+        ],
+        &dir,
+        "retrying in",
+    );
+    let (status, body) = get(port, "/metrics");
+    assert_eq!(status, 200, "{body}");
+    let scrape = prometheus_parse::Scrape::parse(body.lines().map(|l| Ok(l.to_owned()))).unwrap();
+    let value = |name: &str, label: Option<(&str, &str)>| -> Option<f64> {
+        scrape
+            .samples
+            .iter()
+            .find(|s| s.metric == name && label.is_none_or(|(k, v)| s.labels.get(k) == Some(v)))
+            .map(|s| match s.value {
+                prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Gauge(v) => v,
+                _ => f64::NAN,
+            })
+    };
+    assert!(value("agent_fold_relay_connect_retries_total", None).unwrap() >= 1.0);
+    assert_eq!(
+        value("agent_fold_relay_phase", Some(("phase", "connecting"))),
+        Some(1.0)
+    );
+    assert_eq!(
+        value("agent_fold_relay_phase", Some(("phase", "relaying"))),
+        Some(0.0)
+    );
+    assert!(
+        scrape
+            .docs
+            .contains_key("agent_fold_relay_records_in_total"),
+        "every family is described, partitions or not: {:?}",
+        scrape.docs.keys()
+    );
+    let (status, body) = get(port, "/healthz");
+    assert_eq!(status, 503, "not healthy before it relays: {body}");
+    assert!(body.contains("connecting"), "{body}");
+    // A DNS-rebinding name is refused here too.
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: attacker.test:{port}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    assert!(text.starts_with("HTTP/1.1 403"), "{text}");
+    // SAFETY: kill sends a signal to the child this test started and still owns.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let code = exit_code(&mut child);
+    assert_eq!(code, Some(0), "{}", err.all());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn logs_are_lines_for_people_or_json_for_machines_filtered_by_rust_log() {
+    let (dir, port) = unreachable("logs");
+    let run = |extra: &[&str], rust_log: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_agent-fold"));
+        cmd.args(["relay", "--topic", "agent-events", "--retries", "1"])
+            .args(extra)
+            .env("FLV_PROFILE_PATH", dir.join("config"))
+            .env_remove("RUST_LOG");
+        if let Some(f) = rust_log {
+            cmd.env("RUST_LOG", f);
+        }
+        let o = cmd.output().unwrap();
+        assert_eq!(o.status.code(), Some(1));
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let human = run(&[], None);
+    let first = human.lines().next().unwrap();
+    assert!(
+        first.starts_with(&format!(
+            "relay: cannot reach the Fluvio cluster at 127.0.0.1:{port}"
+        )),
+        "{human}"
+    );
+    let json = run(&["--log-format", "json"], None);
+    let lines: Vec<serde_json::Value> = json
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let warn = lines.iter().find(|v| v["level"] == "WARN").expect(&json);
+    assert!(
+        warn["message"].as_str().unwrap().contains("retrying in"),
+        "{warn}"
+    );
+    assert_eq!(warn["target"], "agent_fold::relay");
+    assert!(warn["timestamp"].is_string());
+    let quiet = run(&[], Some("error"));
+    assert!(
+        !quiet.contains("retrying in"),
+        "RUST_LOG=error hides warnings: {quiet}"
+    );
+    assert!(
+        quiet.contains("gave up after 2 attempts"),
+        "the error itself stays: {quiet}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -24,7 +24,7 @@ use fluvio::{
 };
 use futures_util::{FutureExt, StreamExt};
 
-use super::pump::{Connect, Entry, Log, Position, Sink};
+use super::pump::{AtOffset, Connect, Log, Position, Sink};
 use crate::record::Rec;
 
 /// Bytes one fetch may bring: large, so that few responses have a boundary to lose records at.
@@ -77,7 +77,7 @@ pub async fn ensure_topic(fluvio: &Fluvio, to: &str, partitions: u32) -> Result<
     if !listed.iter().any(|t| t.name == to) {
         let spec = TopicSpec::new_computed(partitions, 1, None);
         match admin.create(to.to_owned(), false, spec).await {
-            Ok(()) => eprintln!("relay: created topic {to} ({partitions} partitions)"),
+            Ok(()) => tracing::info!("created topic {to} ({partitions} partitions)"),
             // Another relay sharing the topic's partitions may have created it meanwhile.
             Err(e) if e.to_string().contains("exists") => {}
             Err(e) => return Err(e.context(format!("creating topic {to}"))),
@@ -210,7 +210,7 @@ impl FluvioLog {
 }
 
 /// The next record of `stream`, waiting up to `wait` (None: none came).
-async fn next(stream: &mut BoxConsumerStream, wait: Duration) -> Result<Option<Entry>> {
+async fn next(stream: &mut BoxConsumerStream, wait: Duration) -> Result<Option<AtOffset>> {
     match tokio::time::timeout(wait, stream.next()).await {
         Err(_) => Ok(None),
         Ok(None) => bail!("the consumer stream ended"),
@@ -246,7 +246,7 @@ impl Log for FluvioLog {
         )
     }
 
-    async fn read(&mut self, from: i64, to: i64) -> Result<Vec<Entry>> {
+    async fn read(&mut self, from: i64, to: i64) -> Result<Vec<AtOffset>> {
         let mut stream = match self.history.take() {
             Some((at, stream)) if at == from => stream,
             _ => self.open(from, false, MAX_BYTES).await?,
@@ -278,7 +278,7 @@ impl Log for FluvioLog {
         Ok(())
     }
 
-    async fn poll(&mut self, max: usize, wait: Duration) -> Result<Vec<Entry>> {
+    async fn poll(&mut self, max: usize, wait: Duration) -> Result<Vec<AtOffset>> {
         let stream = self
             .stream
             .as_mut()

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 
-use super::pump::{Connect, Entry, Log, Position, Sink};
+use super::pump::{AtOffset, Connect, Log, Position, Sink};
 use crate::record::Rec;
 
 /// What the relay did, in order.
@@ -177,7 +177,7 @@ impl Log for MemLog {
         Ok(self.cluster.state().partitions[self.partition as usize].len() as i64)
     }
 
-    async fn read(&mut self, from: i64, to: i64) -> Result<Vec<Entry>> {
+    async fn read(&mut self, from: i64, to: i64) -> Result<Vec<AtOffset>> {
         let mut st = self.cluster.state();
         let (partition, p) = (self.partition, self.partition as usize);
         st.journal.push(Event::Read {
@@ -202,7 +202,7 @@ impl Log for MemLog {
         Ok(())
     }
 
-    async fn poll(&mut self, max: usize, wait: Duration) -> Result<Vec<Entry>> {
+    async fn poll(&mut self, max: usize, wait: Duration) -> Result<Vec<AtOffset>> {
         let Some(cursor) = self.cursor else {
             bail!("poll before seek");
         };

@@ -7,22 +7,29 @@
 pub mod cluster;
 pub mod memory;
 pub mod pump;
+pub mod telemetry;
 #[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 
 use agent_fold_core::View;
 
 use crate::module::{Instance, Module, read_wasm};
+use crate::service::hosts::Hosts;
+use crate::service::{self, Limits, Signals};
 use pump::{Control, Exit, Settings, Stats};
+use telemetry::{Phase, Watch};
 
 /// `--idle-exit SECS`, `--commit-every SECS`: a positive number of seconds.
 fn secs(s: &str) -> Result<Duration, String> {
@@ -85,6 +92,9 @@ pub struct Args {
     /// Cluster failures in a row before giving up (back-off from 0.5 s, doubling to 16 s)
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub retries: u32,
+    /// Serve /metrics (Prometheus text) and /healthz on this address from the start
+    #[arg(long, value_name = "IP:PORT")]
+    pub metrics: Option<SocketAddr>,
 }
 
 impl Args {
@@ -95,8 +105,16 @@ impl Args {
             .unwrap_or_else(|| format!("{}-pressure", self.topic))
     }
 
-    /// The module's params: the pressure view, checked before any work (a bad one is named).
+    /// The module's params: the pressure view, checked before any work (a bad one is named);
+    /// a sibling topic that is the event topic itself is refused too (a feedback loop).
     pub fn params(&self) -> Result<Vec<(String, String)>> {
+        if self.to() == self.topic {
+            bail!(
+                "--to {0} names the event topic itself: the relay would consume the pressure \
+                 records it produces (give another topic, or leave --to out for {0}-pressure)",
+                self.topic
+            );
+        }
         if let Some((_, v)) = self
             .params
             .iter()
@@ -149,40 +167,86 @@ impl Args {
     }
 }
 
-/// The command line: `agent-fold relay …`.
+/// The command line: `agent-fold relay …`: every refusal (params, `--to`, the `.wasm`, the
+/// metrics address) before the cluster is contacted.
 pub fn main(args: &Args) -> Result<i32> {
     let params = args.params()?;
-    let local = args.wasm.as_deref().map(read_wasm).transpose()?;
+    let local = match args.wasm.as_deref() {
+        Some(path) => {
+            let wasm = read_wasm(path)?;
+            Instance::new(&wasm, &params, None)
+                .with_context(|| format!("the SmartModule {} does not load", path.display()))?;
+            Some(wasm)
+        }
+        None => None,
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    rt.block_on(relay(args, params, local))
+    rt.block_on(async {
+        // Signals are honoured from the first instant: during the connect back-off too.
+        let mut signals = Signals::new().context("listening for signals")?;
+        let watch = Arc::new(Watch::default());
+        if let Some(addr) = args.metrics {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("--metrics {addr}: listening"))?;
+            let bound = listener.local_addr()?;
+            if !bound.ip().is_loopback() {
+                tracing::warn!("--metrics {bound} is not a loopback address");
+            }
+            tracing::info!("metrics on http://{bound}/metrics, health on http://{bound}/healthz");
+            let hosts = Arc::new(Hosts::new(bound.port(), &[]));
+            let app = telemetry::router(Arc::clone(&watch), hosts);
+            let limits = Limits::new(64, Duration::from_secs(10));
+            tokio::spawn(service::serve(listener, app, limits, Arc::default()));
+        }
+        relay(args, params, local, &mut signals, &watch).await
+    })
 }
 
 /// Connects (with back-off), prepares the sibling topic and the module, and relays every
 /// partition taken until idle, stopped or failed.
-async fn relay(args: &Args, params: Vec<(String, String)>, local: Option<Vec<u8>>) -> Result<i32> {
+async fn relay(
+    args: &Args,
+    params: Vec<(String, String)>,
+    local: Option<Vec<u8>>,
+    signals: &mut Signals,
+    watch: &Watch,
+) -> Result<i32> {
     let settings = args.settings();
-    let fluvio = connect(&settings).await?;
-    let count = cluster::partitions(&fluvio, &args.topic).await?;
-    let parts = args.select(count)?;
     let to = args.to();
-    cluster::ensure_topic(&fluvio, &to, count).await?;
-    let wasm = Rc::new(match local {
-        Some(w) => w,
-        None => {
-            let name = args.smartmodule.as_deref().unwrap_or("agent-fold");
-            cluster::smartmodule_wasm(&fluvio, name).await?
+    let setup = async {
+        let fluvio = connect(&settings, watch).await?;
+        let count = cluster::partitions(&fluvio, &args.topic).await?;
+        let parts = args.select(count)?;
+        cluster::ensure_topic(&fluvio, &to, count).await?;
+        let wasm = match local {
+            Some(w) => w,
+            None => {
+                let name = args.smartmodule.as_deref().unwrap_or("agent-fold");
+                cluster::smartmodule_wasm(&fluvio, name).await?
+            }
+        };
+        anyhow::Ok((fluvio, parts, Rc::new(wasm)))
+    };
+    let (fluvio, parts, wasm) = tokio::select! {
+        r = setup => r?,
+        () = signals.recv() => {
+            tracing::info!("stopped before relaying: nothing was read or committed");
+            return Ok(0);
         }
-    });
-    eprintln!(
-        "relay: {} partitions {parts:?} -> {to}, consumer {}, {}, look-back {}",
+    };
+    tracing::info!(
+        "{} partitions {parts:?} -> {to}, consumer {}, {}, look-back {}",
         args.topic,
         args.consumer,
         args.module_name(),
         args.lookback
     );
-    let ctl = Control::new(&parts);
+    watch.board.add(&parts);
+    watch.set(Phase::Relaying);
+    let ctl = Control::with_board(Arc::clone(&watch.board));
     let mut first = Some(fluvio);
     let mut pumps: FuturesUnordered<_> = parts
         .iter()
@@ -225,15 +289,16 @@ async fn relay(args: &Args, params: Vec<(String, String)>, local: Option<Vec<u8>
     };
     let outcome = tokio::select! {
         o = relayed => o,
-        _ = signals(&ctl) => unreachable!("signals never ends"),
+        _ = stop_on(signals, &ctl, watch) => unreachable!("stop_on never ends"),
         _ = progress(&ctl) => unreachable!("progress never ends"),
     };
-    eprintln!("{}", summary(&ctl.stats(), started.elapsed(), &outcome));
+    watch.set(Phase::Stopping);
+    tracing::info!("{}", summary(&ctl.stats(), started.elapsed(), &outcome));
     outcome.map(|_| 0)
 }
 
 /// Connects, retrying with back-off: an unreachable cluster is a clear error, never a panic.
-async fn connect(s: &Settings) -> Result<fluvio::Fluvio> {
+async fn connect(s: &Settings, watch: &Watch) -> Result<fluvio::Fluvio> {
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -243,9 +308,10 @@ async fn connect(s: &Settings) -> Result<fluvio::Fluvio> {
                 return Err(e.context(format!("gave up after {attempt} attempts")));
             }
             Err(e) => {
+                watch.connect_retries.fetch_add(1, Ordering::Relaxed);
                 let delay = s.backoff * 2u32.pow((attempt - 1).min(5));
-                eprintln!(
-                    "relay: {e:#}; retrying in {delay:.1?} (attempt {attempt} of {})",
+                tracing::warn!(
+                    "{e:#}; retrying in {delay:.1?} (attempt {attempt} of {})",
                     s.retries + 1
                 );
                 tokio::time::sleep(delay).await;
@@ -255,19 +321,13 @@ async fn connect(s: &Settings) -> Result<fluvio::Fluvio> {
 }
 
 /// SIGINT or SIGTERM: stop after the round in hand (flushed, committed); a second one: now.
-async fn signals(ctl: &Control) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! { _ = int.recv() => {}, _ = term.recv() => {} }
-    eprintln!("relay: stopping: finishing the round in hand (produce, acknowledgement, commit)");
+async fn stop_on(signals: &mut Signals, ctl: &Control, watch: &Watch) {
+    signals.recv().await;
+    tracing::info!("stopping: finishing the round in hand (produce, acknowledgement, commit)");
+    watch.set(Phase::Stopping);
     ctl.stop();
-    tokio::select! { _ = int.recv() => {}, _ = term.recv() => {} }
-    eprintln!("relay: stopped at once: what came after the last commit is relayed again next time");
+    signals.recv().await;
+    tracing::warn!("stopped at once: what came after the last commit is relayed again next time");
     std::process::exit(130);
 }
 
@@ -279,7 +339,7 @@ async fn progress(ctl: &Control) {
         tokio::time::sleep(every).await;
         let now = ctl.stats();
         if let Some(line) = progress_line(&before, &now, every) {
-            eprintln!("{line}");
+            tracing::info!("{line}");
         }
         before = now;
     }
@@ -289,7 +349,7 @@ fn total(stats: &BTreeMap<u32, Stats>, f: impl Fn(&Stats) -> u64) -> u64 {
     stats.values().map(f).sum()
 }
 
-/// `relay: in 9,812/s, out 3,401/s; partition 0 at 40,123, lag 9,877; …` (none when idle).
+/// `in 9,812/s, out 3,401/s; partition 0 at 40,123, lag 9,877; …` (none when idle).
 pub fn progress_line(
     before: &BTreeMap<u32, Stats>,
     now: &BTreeMap<u32, Stats>,
@@ -311,7 +371,7 @@ pub fn progress_line(
         })
         .collect();
     Some(format!(
-        "relay: in {rin:.0}/s, out {rout:.0}/s; {}",
+        "in {rin:.0}/s, out {rout:.0}/s; {}",
         parts.join("; ")
     ))
 }
@@ -332,7 +392,7 @@ pub fn summary(stats: &BTreeMap<u32, Stats>, elapsed: Duration, outcome: &Result
         Err(_) => "failed",
     };
     format!(
-        "relay: {how} after {:.1} s: {rin} records in, {rout} out; {:.2} s relaying, {rate:.0} records/s; \
+        "{how} after {:.1} s: {rin} records in, {rout} out; {:.2} s relaying, {rate:.0} records/s; \
          {} gaps re-fetched, {} restarts",
         elapsed.as_secs_f64(),
         busy.as_secs_f64(),

@@ -13,17 +13,18 @@
 //! - no invocation, `look_back` included, hands the module more than `invocation_bytes`, and the
 //!   history is fed as it is fetched: memory is bounded whatever the look-back's length.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow};
 
-use crate::module::{INVOCATION_BYTES, Module, Refusal, cuts};
+use crate::module::{INVOCATION_BYTES, InvocationRefused, Module, cuts};
 use crate::record::Rec;
 
 /// A record of the event topic at its offset.
-pub type Entry = (i64, Rec);
+pub type AtOffset = (i64, Rec);
 
 /// Where a partition stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,13 +46,13 @@ pub trait Log {
     async fn end(&mut self) -> Result<i64>;
     /// Records from `from` on, none at or past `to`: a fetch's worth, some 32 MiB at most (possibly
     /// none, possibly with gaps; the caller checks and reads again).
-    async fn read(&mut self, from: i64, to: i64) -> Result<Vec<Entry>>;
+    async fn read(&mut self, from: i64, to: i64) -> Result<Vec<AtOffset>>;
     /// (Re)starts the live stream at `from`.
     async fn seek(&mut self, from: i64) -> Result<()>;
     /// The live stream's next records: waits up to `wait` for the first (none came: empty), then
     /// takes whatever else is ready, `max` at most. Every record it returns is one the caller
     /// relays or re-fetches before the next [`Log::commit`].
-    async fn poll(&mut self, max: usize, wait: Duration) -> Result<Vec<Entry>>;
+    async fn poll(&mut self, max: usize, wait: Duration) -> Result<Vec<AtOffset>>;
     /// Stores `next` as the consumer's offset (every record below it is relayed), returning once
     /// the cluster acknowledged. An implementation may store less (never more): at-least-once.
     async fn commit(&mut self, next: i64) -> Result<()>;
@@ -169,22 +170,66 @@ pub struct Stats {
     pub busy: Duration,
     pub restarts: u32,
     pub refetches: u32,
+    /// The committed offset: every record below it is relayed and acknowledged.
+    pub committed: Option<i64>,
+    /// Settlings that committed (the producer flushed, the offset stored).
+    pub settles: u64,
+    /// Invocations the module refused (`malformed=fail`): the relay stops at the first.
+    pub refusals: u64,
+}
+
+/// The relay's figures, shared with whoever reads them from another task (`/metrics`).
+#[derive(Debug, Default)]
+pub struct Board {
+    stats: Mutex<BTreeMap<u32, Stats>>,
+}
+
+impl Board {
+    /// A board for `partitions`, each at its defaults.
+    pub fn new(partitions: &[u32]) -> Board {
+        Board {
+            stats: Mutex::new(partitions.iter().map(|p| (*p, Stats::default())).collect()),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<u32, Stats>> {
+        // Figures only: a panic while holding the lock leaves them readable.
+        self.stats.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A copy of every partition's figures.
+    pub fn stats(&self) -> BTreeMap<u32, Stats> {
+        self.lock().clone()
+    }
+
+    /// Figures for `partitions` too, at their defaults.
+    pub fn add(&self, partitions: &[u32]) {
+        let mut stats = self.lock();
+        for p in partitions {
+            stats.entry(*p).or_default();
+        }
+    }
 }
 
 /// What the pumps of one relay share (they run on one task): stop, idle, figures.
 pub struct Control {
     stop: Cell<bool>,
     last_record: Cell<Instant>,
-    stats: RefCell<BTreeMap<u32, Stats>>,
+    board: Arc<Board>,
 }
 
 impl Control {
     /// Control for the pumps of `partitions`.
     pub fn new(partitions: &[u32]) -> Control {
+        Control::with_board(Arc::new(Board::new(partitions)))
+    }
+
+    /// Control whose figures go to `board`.
+    pub fn with_board(board: Arc<Board>) -> Control {
         Control {
             stop: Cell::new(false),
             last_record: Cell::new(Instant::now()),
-            stats: RefCell::new(partitions.iter().map(|p| (*p, Stats::default())).collect()),
+            board,
         }
     }
 
@@ -200,17 +245,17 @@ impl Control {
     /// Every partition live and no record for `idle`.
     fn idle(&self, idle: Option<Duration>) -> bool {
         idle.is_some_and(|d| {
-            self.last_record.get().elapsed() >= d && self.stats.borrow().values().all(|s| s.live)
+            self.last_record.get().elapsed() >= d && self.board.lock().values().all(|s| s.live)
         })
     }
 
     fn update(&self, partition: u32, f: impl FnOnce(&mut Stats)) {
-        f(self.stats.borrow_mut().entry(partition).or_default());
+        f(self.board.lock().entry(partition).or_default());
     }
 
     /// A copy of every partition's figures.
     pub fn stats(&self) -> BTreeMap<u32, Stats> {
-        self.stats.borrow().clone()
+        self.board.stats()
     }
 
     /// Sleeps `d`, waking early when asked to stop.
@@ -259,8 +304,8 @@ pub async fn run<C: Connect>(
             )));
         }
         let delay = s.backoff * 2u32.pow((failures - 1).min(5));
-        eprintln!(
-            "relay: partition {partition}: {e:#}; retrying in {delay:.1?} (attempt {failures} of {})",
+        tracing::warn!(
+            "partition {partition}: {e:#}; retrying in {delay:.1?} (attempt {failures} of {})",
             s.retries
         );
         ctl.pause(delay).await;
@@ -284,9 +329,10 @@ pub async fn pump<L: Log, S: Sink>(
     let pos = log.position().await.map_err(Stop::Cluster)?;
     let start = match pos.committed {
         Some(c) if c < pos.first => {
-            eprintln!(
-                "relay: partition {partition}: offsets {c}..{} are gone (retention): resuming at {}",
-                pos.first, pos.first
+            tracing::warn!(
+                "partition {partition}: offsets {c}..{} are gone (retention): resuming at {}",
+                pos.first,
+                pos.first
             );
             pos.first
         }
@@ -298,8 +344,8 @@ pub async fn pump<L: Log, S: Sink>(
     let mut module = make().map_err(Stop::Fatal)?;
     rebuild(log, &mut module, from, start, partition, s).await?;
     if from < start {
-        eprintln!(
-            "relay: partition {partition}: state rebuilt through look_back from offsets \
+        tracing::info!(
+            "partition {partition}: state rebuilt through look_back from offsets \
              {from}..{start} in {:.1?}; relaying from {start}",
             began.elapsed()
         );
@@ -307,6 +353,7 @@ pub async fn pump<L: Log, S: Sink>(
     log.seek(start).await.map_err(Stop::Cluster)?;
     ctl.update(partition, |st| {
         st.next = start;
+        st.committed = pos.committed;
         st.end = st.end.max(pos.end);
         st.live = true;
     });
@@ -314,7 +361,7 @@ pub async fn pump<L: Log, S: Sink>(
     ctl.last_record.set(Instant::now());
 
     let mut next = start;
-    let mut settled = Settled::at(start);
+    let mut settled = Settled::at(start, partition, ctl);
     let mut missing: Option<(i64, u32)> = None;
     let mut lag_at = Instant::now();
     loop {
@@ -362,7 +409,10 @@ pub async fn pump<L: Log, S: Sink>(
                 Err(Relayed::Refused { made, at, why }) => {
                     // Everything before the refused record is settled; nothing past it.
                     settled.up_to(at, log, sink).await?;
-                    ctl.update(partition, |st| st.records_out += made as u64);
+                    ctl.update(partition, |st| {
+                        st.records_out += made as u64;
+                        st.refusals += 1;
+                    });
                     return Err(Stop::Fatal(anyhow!(
                         "partition {partition}: the module refused the record at offset {at}; \
                          relayed and committed up to it, nothing past it: {why}"
@@ -395,8 +445,8 @@ pub async fn pump<L: Log, S: Sink>(
                 )));
             }
             missing = Some((expected, tries));
-            eprintln!(
-                "relay: partition {partition}: expected offset {expected}, {found}: re-fetching from {expected}"
+            tracing::warn!(
+                "partition {partition}: expected offset {expected}, {found}: re-fetching from {expected}"
             );
             ctl.update(partition, |st| st.refetches += 1);
             log.seek(expected).await.map_err(Stop::Cluster)?;
@@ -437,7 +487,7 @@ async fn rebuild<L: Log>(
 
 /// The contiguous run of `got` from offset `next` (offsets below it are a re-fetch's repeats),
 /// and the offset that came where the run ends, if one did (a gap).
-fn contiguous(got: Vec<Entry>, next: i64) -> (Vec<Rec>, Option<i64>) {
+fn contiguous(got: Vec<AtOffset>, next: i64) -> (Vec<Rec>, Option<i64>) {
     let mut run = Vec::with_capacity(got.len());
     for (offset, rec) in got {
         let expected = next + run.len() as i64;
@@ -479,7 +529,7 @@ async fn relay<S: Sink>(
             produce(out, sink).await.map_err(Relayed::Stop)?;
             return Ok((made, next + run.len() as i64));
         }
-        Err(e) => match e.downcast::<Refusal>() {
+        Err(e) => match e.downcast::<InvocationRefused>() {
             Ok(r) if (next..next + run.len() as i64).contains(&r.offset) => r,
             Ok(r) => return Err(fatal(r.into())),
             Err(e) => return Err(fatal(e)),
@@ -509,16 +559,20 @@ async fn produce<S: Sink>(out: Vec<Rec>, sink: &mut S) -> Result<(), Stop> {
 
 /// What is settled: every record made from the offsets below `committed` is acknowledged by
 /// the cluster and the offset committed; `at`: when the last settling ended.
-struct Settled {
+struct Settled<'a> {
     committed: i64,
     at: Instant,
+    partition: u32,
+    ctl: &'a Control,
 }
 
-impl Settled {
-    fn at(committed: i64) -> Settled {
+impl Settled<'_> {
+    fn at(committed: i64, partition: u32, ctl: &Control) -> Settled<'_> {
         Settled {
             committed,
             at: Instant::now(),
+            partition,
+            ctl,
         }
     }
 
@@ -534,6 +588,10 @@ impl Settled {
             sink.flush().await.map_err(Stop::Cluster)?;
             log.commit(to).await.map_err(Stop::Cluster)?;
             self.committed = to;
+            self.ctl.update(self.partition, |st| {
+                st.committed = Some(to);
+                st.settles += 1;
+            });
         }
         self.at = Instant::now();
         Ok(())

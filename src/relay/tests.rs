@@ -655,13 +655,10 @@ fn progress_and_summary_lines() {
     (st.records_in, st.records_out, st.next, st.end, st.live) = (5000, 1000, 5000, 7000, true);
     st.busy = Duration::from_millis(250);
     let line = super::progress_line(&before, &now, Duration::from_secs(5)).unwrap();
-    assert_eq!(
-        line,
-        "relay: in 1000/s, out 200/s; partition 0 at 5000, lag 2000"
-    );
+    assert_eq!(line, "in 1000/s, out 200/s; partition 0 at 5000, lag 2000");
     let sum = super::summary(&now, Duration::from_secs(3), &Ok(Exit::Idle));
     assert!(
-        sum.starts_with("relay: idle after 3.0 s: 5000 records in, 1000 out"),
+        sum.starts_with("idle after 3.0 s: 5000 records in, 1000 out"),
         "{sum}"
     );
     assert!(sum.contains("20000 records/s"), "{sum}");

@@ -6,22 +6,41 @@
 //! client that resumes (`Last-Event-ID`) gets every buffered event after its id; one whose id
 //! is older than the buffer, from another run, or absent gets one `snapshot` event instead
 //! (each session's latest state, as of the snapshot's id) and continues from there.
+//!
+//! What holds, and why: each event is encoded once, as its whole SSE frame in shared [`Bytes`],
+//! and a client takes the next one by its number ([`Hub::next_after`], constant time), so a
+//! client that never reads holds a few shared frames, never a copy of the buffer; the snapshot
+//! is encoded once per head and shared too. The buffer is bounded in events (`--buffer`) and in
+//! bytes ([`BUFFER_BYTES`]); a session keeps its latest record (at most [`RECORD_BYTES`]) and
+//! the few fields of its last folded frames the page shows; at most [`MAX_SESSIONS`] are kept.
 
-use std::collections::{HashMap, VecDeque};
-use std::convert::Infallible;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
 
-use axum::response::sse;
-use futures_util::Stream;
+use bytes::Bytes;
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
 /// Sessions the page shows at most: beyond it, the one first seen longest ago goes.
-const MAX_SESSIONS: usize = 1000;
+pub const MAX_SESSIONS: usize = 1000;
 /// Folded frames kept per session for its list.
 const FRAMES_PER_SESSION: usize = 8;
+/// The most bytes of one pressure record: a real one is under a kilobyte.
+pub const RECORD_BYTES: usize = 16 << 10;
+/// The most bytes of what a folded frame keeps (the fields the page shows).
+const FRAME_BYTES: usize = 2 << 10;
+/// The most bytes the event buffer holds, whatever `--buffer` says.
+pub const BUFFER_BYTES: usize = 32 << 20;
+/// The fields of a folded frame that the page shows: the rest is not kept.
+const FRAME_FIELDS: [&str; 5] = [
+    "type",
+    "timestamp",
+    "folded_from",
+    "folded_frames",
+    "estimated_tokens_delta",
+];
 
 /// What the status line says of the source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -35,6 +54,19 @@ pub enum State {
     Error,
     /// The source has ended (stdin closed); the last figures stay.
     Ended,
+}
+
+impl State {
+    pub const ALL: [State; 4] = [State::Starting, State::Live, State::Error, State::Ended];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            State::Starting => "starting",
+            State::Live => "live",
+            State::Error => "error",
+            State::Ended => "ended",
+        }
+    }
 }
 
 /// The status line: the source, its state, and what was read of it.
@@ -52,23 +84,48 @@ pub struct Status {
     pub last_skipped: Option<String>,
 }
 
-/// One numbered event, its data JSON on one line.
+/// One numbered event, encoded once as its SSE frame (`id`, `event`, one `data` line).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
     pub id: u64,
     pub kind: &'static str,
-    pub data: String,
+    /// The whole frame, shared by every client that sends it.
+    pub wire: Bytes,
 }
 
-/// A session's latest state: its newest pressure record, a `context/error` newer than that,
-/// and its latest folded frames.
+impl Event {
+    fn new(id: u64, sse_id: &str, kind: &'static str, data: &str) -> Event {
+        let wire = format!("id: {sse_id}\nevent: {kind}\ndata: {data}\n\n");
+        Event {
+            id,
+            kind,
+            wire: Bytes::from(wire),
+        }
+    }
+
+    /// The event's data: JSON on one line.
+    pub fn data(&self) -> &str {
+        let text = std::str::from_utf8(&self.wire).expect("encoded from a str");
+        let start = text.find("\ndata: ").map_or(0, |i| i + "\ndata: ".len());
+        &text[start..text.len() - 2]
+    }
+}
+
+/// A session as the page shows it: its newest pressure record, a `context/error` newer than
+/// that, and the shown fields of its latest folded frames, each kept encoded.
 #[derive(Debug, Default)]
-struct Session {
-    first_seen: u64,
+struct Card {
     seq: Option<u64>,
-    pressure: Option<Value>,
-    error: Option<Value>,
-    frames: VecDeque<Value>,
+    pressure: Option<Arc<str>>,
+    error: Option<Arc<str>>,
+    frames: VecDeque<Arc<str>>,
+}
+
+impl Card {
+    fn bytes(&self) -> usize {
+        let one = |s: &Option<Arc<str>>| s.as_ref().map_or(0, |s| s.len());
+        one(&self.pressure) + one(&self.error) + self.frames.iter().map(|f| f.len()).sum::<usize>()
+    }
 }
 
 struct Inner {
@@ -76,11 +133,37 @@ struct Inner {
     head: u64,
     cap: usize,
     events: VecDeque<Event>,
-    sessions: HashMap<String, Session>,
+    /// Bytes of the buffered events' frames.
+    event_bytes: usize,
+    cards: HashMap<String, Card>,
+    /// The cards by when they were first seen: the oldest goes first.
+    order: BTreeMap<u64, String>,
     seen: u64,
     status: Status,
     /// The status as the last `status` event told it.
     told: Status,
+    /// The snapshot as of `head`, once a client asked for it.
+    snapshot: Option<(u64, Bytes)>,
+}
+
+/// Figures of the hub, for `/metrics`: read without its lock.
+#[derive(Debug, Default)]
+pub struct Figures {
+    /// `/events` clients connected now.
+    pub clients: AtomicU64,
+    /// Events published since the start.
+    pub events: AtomicU64,
+    /// Sessions forgotten to stay within [`MAX_SESSIONS`].
+    pub evicted: AtomicU64,
+}
+
+/// A gauge of clients: one more while it lives.
+pub struct Client(Arc<Hub>);
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        self.0.figures.clients.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// Shared by the source (which writes) and every `/events` client (which read).
@@ -88,6 +171,28 @@ pub struct Hub {
     inner: Mutex<Inner>,
     head: watch::Sender<u64>,
     run: String,
+    pub figures: Figures,
+}
+
+/// What a client that has seen up to some event gets next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Next {
+    /// The event after it.
+    Event(Event),
+    /// A snapshot as of `id` (its frame), for a client whose place is not in the buffer.
+    Snapshot { id: u64, wire: Bytes },
+    /// Nothing yet: the client is up to date.
+    Wait,
+}
+
+/// What the hub holds, for `/metrics` and `/healthz`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    pub status: Status,
+    pub sessions: usize,
+    pub events: usize,
+    pub event_bytes: usize,
+    pub session_bytes: usize,
 }
 
 impl Hub {
@@ -111,13 +216,17 @@ impl Hub {
                 head: 0,
                 cap: cap.max(1),
                 events: VecDeque::new(),
-                sessions: HashMap::new(),
+                event_bytes: 0,
+                cards: HashMap::new(),
+                order: BTreeMap::new(),
                 seen: 0,
                 told: status.clone(),
                 status,
+                snapshot: None,
             }),
             head: watch::Sender::new(0),
             run: base36(nanos ^ u128::from(std::process::id())),
+            figures: Figures::default(),
         })
     }
 
@@ -128,14 +237,18 @@ impl Hub {
 
     /// Applies a batch of changes under one lock; then a changed status becomes a `status`
     /// event and every waiting client wakes.
-    pub fn batch<R>(&self, f: impl FnOnce(&mut Batch) -> R) -> R {
+    pub fn batch<R>(&self, f: impl FnOnce(&mut Changes) -> R) -> R {
         let (r, head) = {
             let mut inner = self.lock();
-            let r = f(&mut Batch(&mut inner));
+            let mut changes = Changes {
+                inner: &mut inner,
+                hub: self,
+            };
+            let r = f(&mut changes);
             if inner.status != inner.told {
                 inner.told = inner.status.clone();
                 let data = json!(inner.status).to_string();
-                inner.push("status", data);
+                self.push(&mut inner, "status", &data);
             }
             (r, inner.head)
         };
@@ -143,9 +256,35 @@ impl Hub {
         r
     }
 
+    fn push(&self, inner: &mut Inner, kind: &'static str, data: &str) {
+        inner.head += 1;
+        let e = Event::new(inner.head, &self.event_id(inner.head), kind, data);
+        inner.event_bytes += e.wire.len();
+        inner.events.push_back(e);
+        while inner.events.len() > inner.cap
+            || (inner.event_bytes > BUFFER_BYTES && inner.events.len() > 1)
+        {
+            let old = inner.events.pop_front().expect("longer than one");
+            inner.event_bytes -= old.wire.len();
+        }
+        self.figures.events.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// The status as it stands.
     pub fn status(&self) -> Status {
         self.lock().status.clone()
+    }
+
+    /// What the hub holds now.
+    pub fn held(&self) -> Held {
+        let inner = self.lock();
+        Held {
+            status: inner.status.clone(),
+            sessions: inner.cards.len(),
+            events: inner.events.len(),
+            event_bytes: inner.event_bytes,
+            session_bytes: inner.cards.values().map(Card::bytes).sum(),
+        }
     }
 
     /// The SSE id of event `n` in this run.
@@ -159,20 +298,29 @@ impl Hub {
         (run == self.run).then(|| n.parse().ok()).flatten()
     }
 
-    /// What a client that has seen up to event `after` needs next: the buffered events after
-    /// it, or (no id, an id before the buffer, or after the head) a snapshot as of the head.
-    pub fn since(&self, after: Option<u64>) -> Vec<Event> {
-        let inner = self.lock();
+    /// What a client that has seen up to event `after` needs next: the one event after it,
+    /// nothing (up to date), or (no id, an id before the buffer, or after the head) a snapshot.
+    pub fn next_after(&self, after: Option<u64>) -> Next {
+        let mut inner = self.lock();
         let oldest = inner.events.front().map_or(inner.head + 1, |e| e.id);
         match after {
-            Some(n) if n <= inner.head && n + 1 >= oldest => {
-                inner.events.iter().filter(|e| e.id > n).cloned().collect()
+            Some(n) if n == inner.head => Next::Wait,
+            Some(n) if n < inner.head && n + 1 >= oldest => {
+                Next::Event(inner.events[(n + 1 - oldest) as usize].clone())
             }
-            _ => vec![Event {
-                id: inner.head,
-                kind: "snapshot",
-                data: inner.snapshot().to_string(),
-            }],
+            _ => {
+                let head = inner.head;
+                let wire = match &inner.snapshot {
+                    Some((at, wire)) if *at == head => wire.clone(),
+                    _ => {
+                        let data = inner.snapshot().to_string();
+                        let e = Event::new(head, &self.event_id(head), "snapshot", &data);
+                        inner.snapshot = Some((head, e.wire.clone()));
+                        e.wire
+                    }
+                };
+                Next::Snapshot { id: head, wire }
+            }
         }
     }
 
@@ -184,127 +332,110 @@ impl Hub {
         v
     }
 
-    /// A stream of the events after `last` (an SSE id), forever: what `/events` sends.
-    pub fn stream(
-        self: Arc<Hub>,
-        last: Option<&str>,
-    ) -> impl Stream<Item = Result<sse::Event, Infallible>> + use<> {
-        let after = last.and_then(|id| self.parse_id(id));
-        let rx = self.head.subscribe();
-        let state = (self, rx, after, VecDeque::<Event>::new(), true);
-        futures_util::stream::unfold(state, |(hub, mut rx, mut after, mut queue, first)| {
-            async move {
-                loop {
-                    if let Some(e) = queue.pop_front() {
-                        after = Some(e.id);
-                        let mut out = sse::Event::default()
-                            .id(hub.event_id(e.id))
-                            .event(e.kind)
-                            .data(e.data);
-                        if first {
-                            // EventSource waits about 3 s before reconnecting, unless told.
-                            out = out.retry(Duration::from_secs(1));
-                        }
-                        return Some((Ok(out), (hub, rx, after, queue, false)));
-                    }
-                    // Seen before looking, so a publish after the look still wakes us.
-                    rx.borrow_and_update();
-                    queue.extend(hub.since(after));
-                    if queue.is_empty() && rx.changed().await.is_err() {
-                        return None;
-                    }
-                }
-            }
-        })
+    /// Counts a client of `/events` while the returned guard lives.
+    pub fn client(self: &Arc<Hub>) -> Client {
+        self.figures.clients.fetch_add(1, Ordering::Relaxed);
+        Client(Arc::clone(self))
+    }
+
+    /// Wakes when the head moves.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.head.subscribe()
     }
 }
 
 impl Inner {
-    fn push(&mut self, kind: &'static str, data: String) {
-        self.head += 1;
-        self.events.push_back(Event {
-            id: self.head,
-            kind,
-            data,
-        });
-        while self.events.len() > self.cap {
-            self.events.pop_front();
-        }
-    }
-
     fn snapshot(&self) -> Value {
-        let mut sessions: Vec<(&String, &Session)> = self.sessions.iter().collect();
-        sessions.sort_by_key(|(_, s)| std::cmp::Reverse(s.first_seen));
-        let sessions: Vec<Value> = sessions
-            .into_iter()
+        let raw = |s: &Option<Arc<str>>| -> Value {
+            s.as_deref()
+                .and_then(|t| serde_json::from_str(t).ok())
+                .unwrap_or(Value::Null)
+        };
+        let sessions: Vec<Value> = self
+            .order
+            .values()
+            .rev()
+            .filter_map(|id| Some((id, self.cards.get(id)?)))
             .map(|(id, s)| {
-                json!({"session": id, "pressure": s.pressure, "error": s.error,
-                       "frames": s.frames})
+                let frames: Vec<Value> = s
+                    .frames
+                    .iter()
+                    .filter_map(|f| serde_json::from_str(f).ok())
+                    .collect();
+                json!({"session": id, "pressure": raw(&s.pressure), "error": raw(&s.error),
+                       "frames": frames})
             })
             .collect();
         json!({"sessions": sessions, "status": self.status})
     }
-
-    fn session(&mut self, id: &str) -> &mut Session {
-        if !self.sessions.contains_key(id) {
-            if self.sessions.len() >= MAX_SESSIONS
-                && let Some(old) = self
-                    .sessions
-                    .iter()
-                    .min_by_key(|(_, s)| s.first_seen)
-                    .map(|(k, _)| k.clone())
-            {
-                self.sessions.remove(&old);
-            }
-            self.seen += 1;
-            let first_seen = self.seen;
-            self.sessions.insert(
-                id.to_owned(),
-                Session {
-                    first_seen,
-                    ..Session::default()
-                },
-            );
-        }
-        self.sessions.get_mut(id).expect("inserted above")
-    }
 }
 
 /// Changes to the hub under its lock: see [`Hub::batch`].
-pub struct Batch<'a>(&'a mut Inner);
+pub struct Changes<'a> {
+    inner: &'a mut Inner,
+    hub: &'a Hub,
+}
 
-impl Batch<'_> {
+impl Changes<'_> {
     /// One record read from the source (a log line, a record on stdin or a topic).
     pub fn read(&mut self, n: u64) {
-        self.0.status.records += n;
+        self.inner.status.records += n;
     }
 
     /// One record skipped, and why.
     pub fn skip(&mut self, why: String) {
-        self.0.status.skipped += 1;
-        self.0.status.last_skipped = Some(why);
+        self.inner.status.skipped += 1;
+        self.inner.status.last_skipped = Some(why);
     }
 
     /// Sets the status line.
     pub fn status(&mut self, state: State, message: impl Into<String>) {
-        self.0.status.state = state;
-        self.0.status.message = message.into();
+        self.inner.status.state = state;
+        self.inner.status.message = message.into();
     }
 
     /// Everything starts again (a rewritten or replaced log): sessions go, a `reset` tells
     /// the pages, and the counts restart.
     pub fn reset(&mut self, why: &str) {
-        self.0.sessions.clear();
-        self.0.status.records = 0;
-        self.0.status.skipped = 0;
-        self.0.status.last_skipped = None;
-        self.0.push("reset", json!({"reason": why}).to_string());
+        self.inner.cards.clear();
+        self.inner.order.clear();
+        self.inner.status.records = 0;
+        self.inner.status.skipped = 0;
+        self.inner.status.last_skipped = None;
+        let data = json!({"reason": why}).to_string();
+        self.hub.push(self.inner, "reset", &data);
+    }
+
+    /// The card of session `id`, made when new: beyond [`MAX_SESSIONS`], the one first seen
+    /// longest ago goes, and a `forget` event tells the pages.
+    fn card(&mut self, id: &str) -> &mut Card {
+        if !self.inner.cards.contains_key(id) {
+            if self.inner.cards.len() >= MAX_SESSIONS
+                && let Some((_, old)) = self.inner.order.pop_first()
+            {
+                self.inner.cards.remove(&old);
+                self.hub.figures.evicted.fetch_add(1, Ordering::Relaxed);
+                let data = json!({"session": old}).to_string();
+                self.hub.push(self.inner, "forget", &data);
+            }
+            self.inner.seen += 1;
+            let first_seen = self.inner.seen;
+            self.inner.order.insert(first_seen, id.to_owned());
+            self.inner.cards.insert(id.to_owned(), Card::default());
+        }
+        self.inner.cards.get_mut(id).expect("inserted above")
     }
 
     /// A pressure record (`context/pressure` or `context/error`, SPEC §3): applied to its
     /// session and sent as a `pressure` event. Anything else is `Err(why)`, for the caller to
     /// count. One older than its session's latest (a re-delivery) is `Ok(false)`.
     pub fn pressure(&mut self, bytes: &[u8]) -> Result<bool, String> {
+        if bytes.len() > RECORD_BYTES {
+            return Err(format!(
+                "a pressure record of {} bytes, over the limit of {RECORD_BYTES}",
+                bytes.len()
+            ));
+        }
         let v: Value = serde_json::from_slice(bytes)
             .map_err(|_| "not a pressure record: not JSON".to_owned())?;
         let Some(obj) = v.as_object() else {
@@ -318,10 +449,15 @@ impl Batch<'_> {
             None => return Err("not a pressure record: no type".to_owned()),
         };
         let Some(id) = obj.get("session").and_then(Value::as_str) else {
+            // The module's own error about a record it keeps no state for (an over-long key).
+            if is_error && let Some(e) = obj.get("error").and_then(Value::as_str) {
+                return Err(format!("the module said: {e}"));
+            }
             return Err("a pressure record without a session string".to_owned());
         };
         let seq = obj.get("seq").and_then(Value::as_u64);
-        let s = self.0.session(id);
+        let text: Arc<str> = Arc::from(v.to_string());
+        let s = self.card(id);
         // The meter's own rule: a lower seq would turn back time; an equal one may be the
         // error about the frame the last figures came from.
         if let (Some(new), Some(old)) = (seq, s.seq)
@@ -333,17 +469,17 @@ impl Batch<'_> {
             s.seq = seq;
         }
         if is_error {
-            s.error = Some(v.clone());
+            s.error = Some(Arc::clone(&text));
         } else {
-            s.pressure = Some(v.clone());
+            s.pressure = Some(Arc::clone(&text));
             s.error = None;
         }
-        self.0.push("pressure", v.to_string());
+        self.hub.push(self.inner, "pressure", &text);
         Ok(true)
     }
 
     /// A frame from the frames view: a folded one (`folded_frames` ≥ 2) joins its session's
-    /// list and is sent as a `frame` event; others are no news here.
+    /// list, as the fields the page shows, and is sent as a `frame` event; others are no news.
     pub fn frame(&mut self, key: Option<&[u8]>, bytes: &[u8]) -> bool {
         // Most frames fold nothing: those are not parsed at all.
         if !bytes.windows(15).any(|w| w == b"\"folded_frames\"") {
@@ -367,14 +503,22 @@ impl Batch<'_> {
                 .unwrap_or_default()
                 .to_owned(),
         };
-        let frame = Value::Object(frame);
-        let s = self.0.session(&id);
-        s.frames.push_back(frame.clone());
+        let shown: Map<String, Value> = FRAME_FIELDS
+            .iter()
+            .filter_map(|k| Some(((*k).to_owned(), frame.get(*k)?.clone())))
+            .collect();
+        let shown = Value::Object(shown);
+        let text = shown.to_string();
+        if text.len() > FRAME_BYTES || id.len() > agent_fold_core::MAX_KEY_LEN {
+            return false;
+        }
+        let s = self.card(&id);
+        s.frames.push_back(Arc::from(text));
         while s.frames.len() > FRAMES_PER_SESSION {
             s.frames.pop_front();
         }
-        self.0
-            .push("frame", json!({"session": id, "frame": frame}).to_string());
+        let data = json!({"session": id, "frame": shown}).to_string();
+        self.hub.push(self.inner, "frame", &data);
         true
     }
 }
@@ -394,82 +538,4 @@ fn base36(mut n: u128) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rec(session: &str, seq: u64) -> Vec<u8> {
-        format!(r#"{{"type":"context/pressure","session":"{session}","seq":{seq},"contextOccupancy":0.5}}"#)
-            .into_bytes()
-    }
-
-    #[test]
-    fn resume_replays_the_buffer_or_snapshots() {
-        let hub = Hub::new(3, "test", None);
-        hub.batch(|b| {
-            for seq in 1..=5 {
-                assert_eq!(b.pressure(&rec("a", seq)), Ok(true));
-            }
-        });
-        // The status did not change: five pressure events, 1..=5, of which 3..=5 are kept.
-        let ids: Vec<u64> = hub.since(Some(3)).iter().map(|e| e.id).collect();
-        assert_eq!(ids, [4, 5]);
-        assert!(hub.since(Some(5)).is_empty(), "up to date");
-        // The buffer holds 3..=5: a client at 2 misses nothing, one at 1 missed event 2.
-        assert_eq!(hub.since(Some(2)).len(), 3);
-        for old in [None, Some(1), Some(0), Some(6)] {
-            let snap = hub.since(old);
-            assert_eq!(snap.len(), 1);
-            assert_eq!((snap[0].kind, snap[0].id), ("snapshot", 5));
-            let v: Value = serde_json::from_str(&snap[0].data).unwrap();
-            assert_eq!(v["sessions"][0]["pressure"]["seq"], 5);
-        }
-        assert_eq!(hub.parse_id(&hub.event_id(4)), Some(4));
-        assert_eq!(hub.parse_id("4-elsewhere"), None);
-        assert_eq!(hub.parse_id("4"), None);
-    }
-
-    #[test]
-    fn records_are_checked_and_sessions_ordered_newest_first() {
-        let hub = Hub::new(100, "test", None);
-        hub.batch(|b| {
-            assert!(b.pressure(b"not json").is_err());
-            assert!(b.pressure(b"[1]").is_err());
-            assert!(
-                b.pressure(br#"{"type":"user/message","session":"a"}"#)
-                    .is_err()
-            );
-            assert!(b.pressure(br#"{"type":"context/pressure"}"#).is_err());
-            assert_eq!(b.pressure(&rec("a", 7)), Ok(true));
-            assert_eq!(b.pressure(&rec("b", 1)), Ok(true));
-            assert_eq!(b.pressure(&rec("a", 6)), Ok(false), "older seq");
-            let err = br#"{"type":"context/error","session":"a","seq":7,"error":"x"}"#;
-            assert_eq!(b.pressure(err), Ok(true), "same seq: the error about it");
-            assert!(b.frame(
-                Some(b"b"),
-                br#"{"type":"thinking/tokens","folded_frames":3}"#
-            ));
-            assert!(!b.frame(
-                Some(b"b"),
-                br#"{"type":"thinking/tokens","folded_frames":1}"#
-            ));
-            assert!(!b.frame(Some(b"b"), br#"{"type":"user/message"}"#));
-        });
-        let state = hub.state();
-        let order = agent_fold_testkit::strings_of(&state["sessions"], "session");
-        assert_eq!(order, ["b", "a"]);
-        assert_eq!(state["sessions"][1]["error"]["error"], "x");
-        assert_eq!(state["sessions"][1]["pressure"]["seq"], 7);
-        assert_eq!(state["sessions"][0]["frames"][0]["folded_frames"], 3);
-    }
-
-    #[test]
-    fn a_status_change_is_an_event() {
-        let hub = Hub::new(100, "test", None);
-        hub.batch(|b| b.status(State::Live, "following"));
-        hub.batch(|b| b.status(State::Live, "following"));
-        let events = hub.since(Some(0));
-        assert_eq!(events.len(), 1, "an unchanged status is no news");
-        assert_eq!(events[0].kind, "status");
-        assert!(events[0].data.contains(r#""state":"live""#));
-    }
-}
+mod tests;

@@ -10,7 +10,7 @@ use anyhow::Result;
 
 use crate::flags::{BATCH, Format};
 use crate::logs::{self, DETECT_LINES};
-use crate::module::{Module, Source, read_wasm, with_emit};
+use crate::module::{Module, Source, check_wasm, with_emit};
 use crate::record::Rec;
 
 /// What a batch of lines gave.
@@ -24,8 +24,9 @@ pub struct Out {
     pub skipped: Vec<String>,
 }
 
-/// The two instances and how the log's lines reach them.
-pub struct Fold {
+/// The two module instances over a followed log (the pressure view and the frames view), and
+/// how the log's lines reach them.
+pub struct ViewPair {
     source: Source,
     /// The user's params (no `emit`: each instance has its own).
     params: Vec<(String, String)>,
@@ -41,23 +42,23 @@ pub struct Fold {
     next: i64,
 }
 
-impl Fold {
+impl ViewPair {
     /// Checks the params and the module now, so that a bad one fails before the server starts.
     pub fn new(
         source: Source,
         params: Vec<(String, String)>,
         format: Option<Format>,
-    ) -> Result<Fold> {
+    ) -> Result<ViewPair> {
         let config = Config::from_params(params.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
         if let Source::Wasm(path) = &source {
-            read_wasm(path)?;
+            check_wasm(path, &with_emit(&params, View::Pressure))?;
         }
         let input = match format {
             Some(Format::Is(f)) => Some(f),
             Some(Format::Auto) => None,
             None => Some(config.input),
         };
-        Ok(Fold {
+        Ok(ViewPair {
             source,
             params,
             format,

@@ -5,17 +5,43 @@
 //! the next poll. A file that shrinks, is replaced (another inode at its path), has its bytes
 //! before the read position changed, or comes back after vanishing no longer continues what was
 //! read: the poll says so (`reset`) and reads every file again from its start.
+//!
+//! Only regular files are followed (a FIFO's bytes cannot be read again, a device never ends);
+//! a file whose size, modification time and inode are those of the last poll is not opened at
+//! all; one poll reads at most [`READ_BYTES`] of a file, and a line longer than [`LINE_BYTES`]
+//! is skipped, so memory stays bounded whatever is written.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, Metadata};
 use std::io::{ErrorKind, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
+use anyhow::{Result, bail};
+
+use crate::module::INVOCATION_BYTES;
 use crate::record::Rec;
 use crate::{jsonl, logs};
 
 /// Bytes just before the read position compared at each poll, to notice a rewrite in place.
 const CHECK: usize = 64;
+/// The most bytes one poll reads of one file: a large file is taken in steps.
+pub const READ_BYTES: u64 = 8 << 20;
+/// The longest line kept: a longer one is skipped (no invocation takes more).
+pub const LINE_BYTES: usize = INVOCATION_BYTES;
+
+/// Refuses a log path that cannot be followed: it exists and is neither a regular file nor a
+/// directory (a FIFO, a device, a socket). A path that does not exist yet is waited for.
+pub fn followable(path: &Path) -> Result<()> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() && !m.is_dir() => bail!(
+            "{} is not a regular file: serve follows a log by reading what is appended to it, \
+             which a FIFO or a device cannot give (`agent-fold run` reads a FIFO as a stream)",
+            path.display()
+        ),
+        _ => Ok(()),
+    }
+}
 
 /// What one poll found.
 #[derive(Debug, Default)]
@@ -28,6 +54,10 @@ pub struct Polled {
     pub problem: Option<String>,
     /// What the log is waiting for (a file that does not exist yet), if anything.
     pub waiting: Option<String>,
+    /// Lines skipped, and why (over [`LINE_BYTES`]).
+    pub skipped: Vec<String>,
+    /// A file had more bytes than one poll reads: poll again at once.
+    pub more: bool,
 }
 
 /// A followed log: a file or a session directory.
@@ -49,13 +79,35 @@ struct Tail {
     check: Vec<u8>,
     /// The file was read, then went away.
     gone: bool,
+    /// Size and modification time when last read: the same again, and nothing is read.
+    seen: Option<(u64, Option<SystemTime>)>,
+    /// The pending line grew over [`LINE_BYTES`]: its bytes are dropped up to its newline.
+    dropping: bool,
+    /// Times the file was opened to be read.
+    opens: u64,
 }
 
 /// What reading one file found.
 enum Step {
-    Lines(Vec<Rec>),
+    /// Complete lines, lines skipped, and whether more bytes wait.
+    Lines(Vec<Rec>, Vec<String>, bool),
     Restart(String),
     Missing,
+}
+
+/// `O_NONBLOCK`: opening a path that became a FIFO never waits for a writer.
+#[cfg(unix)]
+fn open(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open(path: &Path) -> std::io::Result<File> {
+    File::open(path)
 }
 
 #[cfg(unix)]
@@ -71,14 +123,35 @@ fn file_id(_: &Metadata) -> Option<(u64, u64)> {
 
 impl Tail {
     fn read(&mut self, path: &Path) -> std::io::Result<Step> {
-        let mut file = match File::open(path) {
+        let name = path.display();
+        let meta = match std::fs::metadata(path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Step::Missing),
+            Err(e) => return Err(e),
+        };
+        if !meta.is_file() {
+            return Err(std::io::Error::other(format!(
+                "{name} is not a regular file: it cannot be followed"
+            )));
+        }
+        let seen = Some((meta.len(), meta.modified().ok()));
+        if !self.gone && self.pos == meta.len() && self.seen == seen && file_id(&meta) == self.id {
+            // Idle: nothing was written since the last read.
+            return Ok(Step::Lines(Vec::new(), Vec::new(), false));
+        }
+        self.opens += 1;
+        let mut file = match open(path) {
             Ok(f) => f,
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Step::Missing),
             Err(e) => return Err(e),
         };
         let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Err(std::io::Error::other(format!(
+                "{name} is not a regular file: it cannot be followed"
+            )));
+        }
         let id = file_id(&meta);
-        let name = path.display();
         if self.pos > 0 {
             if self.gone {
                 return Ok(Step::Restart(format!("{name} came back")));
@@ -100,18 +173,50 @@ impl Tail {
         self.id = id;
         let mut new = Vec::new();
         file.seek(SeekFrom::Start(self.pos))?;
-        file.read_to_end(&mut new)?;
+        (&mut file).take(READ_BYTES).read_to_end(&mut new)?;
         self.pos += new.len() as u64;
+        let more = self.pos < meta.len();
+        self.seen = (!more).then_some((meta.len(), meta.modified().ok()));
         self.check.extend_from_slice(&new);
         let extra = self.check.len().saturating_sub(CHECK);
         self.check.drain(..extra);
-        self.pending.extend_from_slice(&new);
-        let Some(end) = self.pending.iter().rposition(|b| *b == b'\n') else {
-            return Ok(Step::Lines(Vec::new()));
+        let mut skipped = Vec::new();
+        let mut new = &new[..];
+        if self.dropping {
+            // The rest of an over-long line: dropped up to its newline.
+            match new.iter().position(|b| *b == b'\n') {
+                Some(i) => {
+                    new = &new[i + 1..];
+                    self.dropping = false;
+                }
+                None => return Ok(Step::Lines(Vec::new(), skipped, more)),
+            }
+        }
+        self.pending.extend_from_slice(new);
+        let lines = match self.pending.iter().rposition(|b| *b == b'\n') {
+            Some(end) => {
+                let rest = self.pending.split_off(end + 1);
+                let done = std::mem::replace(&mut self.pending, rest);
+                let (kept, long): (Vec<&[u8]>, Vec<&[u8]>) =
+                    jsonl::lines(&done).partition(|l| l.len() <= LINE_BYTES);
+                for l in long {
+                    skipped.push(format!(
+                        "a line of {} bytes in {name}, over the limit of {LINE_BYTES}",
+                        l.len()
+                    ));
+                }
+                kept.into_iter().map(jsonl::line_record).collect()
+            }
+            None => Vec::new(),
         };
-        let rest = self.pending.split_off(end + 1);
-        let done = std::mem::replace(&mut self.pending, rest);
-        Ok(Step::Lines(jsonl::records(&done)))
+        if self.pending.len() > LINE_BYTES {
+            skipped.push(format!(
+                "a line of over {LINE_BYTES} bytes in {name}: skipped up to its end"
+            ));
+            self.pending = Vec::new();
+            self.dropping = true;
+        }
+        Ok(Step::Lines(lines, skipped, more))
     }
 }
 
@@ -121,6 +226,11 @@ impl Follow {
             root: root.to_owned(),
             tails: BTreeMap::new(),
         }
+    }
+
+    /// Times a file was opened to be read, over the files followed now.
+    pub fn opens(&self) -> u64 {
+        self.tails.values().map(|t| t.opens).sum()
     }
 
     /// Reads what was added since the last poll.
@@ -134,10 +244,12 @@ impl Follow {
                 };
             }
         };
-        let (mut problems, mut waiting) = (Vec::new(), Vec::new());
+        let (mut problems, mut waiting, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
+        let mut more = false;
         // A file read before and no longer listed (a directory's) is gone too.
+        let listed: BTreeSet<&PathBuf> = files.iter().collect();
         for (path, tail) in &mut self.tails {
-            if tail.pos > 0 && !files.contains(path) {
+            if tail.pos > 0 && !listed.contains(path) {
                 tail.gone = true;
             }
         }
@@ -145,7 +257,11 @@ impl Follow {
         for path in &files {
             let tail = self.tails.entry(path.clone()).or_default();
             match tail.read(path) {
-                Ok(Step::Lines(lines)) => read.push(lines),
+                Ok(Step::Lines(lines, skips, again)) => {
+                    read.push(lines);
+                    skipped.extend(skips);
+                    more |= again;
+                }
                 Ok(Step::Missing) => {
                     if tail.pos > 0 {
                         tail.gone = true;
@@ -181,6 +297,8 @@ impl Follow {
             lines: logs::merge(read),
             problem: (!problems.is_empty()).then(|| problems.join("; ")),
             waiting: (!waiting.is_empty()).then(|| waiting.join("; ")),
+            skipped,
+            more,
         }
     }
 }
@@ -270,5 +388,42 @@ mod tests {
         std::fs::remove_file(session.join("subagents/agent-a.jsonl")).unwrap();
         assert!(f.poll().problem.unwrap().contains("agent-a.jsonl vanished"));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn idle_files_are_not_opened_again_and_a_written_one_is() {
+        let dir =
+            std::env::temp_dir().join(format!("agent-fold-follow-idle-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("many")).unwrap();
+        for i in 0..50 {
+            append(&dir.join(format!("many/{i:02}.jsonl")), b"{\"n\":1}\n");
+        }
+        let mut f = Follow::new(&dir.join("many"));
+        assert_eq!(values(&f.poll()).len(), 50);
+        let opened = f.opens();
+        assert_eq!(opened, 50);
+        for _ in 0..5 {
+            assert!(values(&f.poll()).is_empty());
+        }
+        assert_eq!(f.opens(), opened, "five idle polls opened nothing");
+        append(&dir.join("many/07.jsonl"), b"{\"n\":2}\n");
+        assert_eq!(values(&f.poll()), [r#"{"n":2}"#]);
+        assert_eq!(f.opens(), opened + 1, "only the file written to");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_path_that_is_no_regular_file_cannot_be_followed() {
+        let err = followable(Path::new("/dev/zero")).unwrap_err().to_string();
+        assert!(err.contains("is not a regular file"), "{err}");
+        assert!(
+            followable(Path::new("/nonexistent/yet.jsonl")).is_ok(),
+            "waited for"
+        );
+        let mut f = Follow::new(Path::new("/dev/null"));
+        let p = f.poll();
+        assert!(p.problem.unwrap().contains("not a regular file"));
+        assert_eq!(f.opens(), 0, "a device is never opened");
     }
 }

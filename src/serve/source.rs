@@ -15,39 +15,42 @@ use fluvio::metadata::topic::TopicSpec;
 use fluvio::{Fluvio, Offset};
 use futures_util::StreamExt;
 
-use super::events::{Batch, Hub, State};
-use super::fold::Fold;
+use super::events::{Changes, Hub, State};
+use super::fold::ViewPair;
 use super::follow::Follow;
 
-/// How often a followed log is looked at when nothing came.
+/// How often a followed log is looked at when something just came; each quiet poll doubles
+/// the wait, up to [`IDLE_POLL`].
 const POLL: Duration = Duration::from_millis(100);
+/// The longest wait between two looks at an idle log.
+const IDLE_POLL: Duration = Duration::from_millis(800);
 /// The longest wait between two tries to reach the cluster.
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
-/// A source, ready to start.
-pub enum Plan {
+/// Where the records come from, ready to start.
+pub enum Feed {
     /// Pressure records on this topic.
     Topic(String),
     /// Pressure records, one JSON a line, on stdin.
     Stdin,
     /// An agent log (file or session directory) followed and folded.
-    Log { path: PathBuf, fold: Box<Fold> },
+    Log { path: PathBuf, views: Box<ViewPair> },
 }
 
-impl Plan {
+impl Feed {
     /// The source as the status line names it.
     pub fn describe(&self) -> String {
         match self {
-            Plan::Topic(t) => format!("Fluvio topic {t}"),
-            Plan::Stdin => "stdin".to_owned(),
-            Plan::Log { path, .. } => path.display().to_string(),
+            Feed::Topic(t) => format!("Fluvio topic {t}"),
+            Feed::Stdin => "stdin".to_owned(),
+            Feed::Log { path, .. } => path.display().to_string(),
         }
     }
 
     /// The module that folds, when there is one.
     pub fn module(&self) -> Option<String> {
         match self {
-            Plan::Log { fold, .. } => Some(fold.module()),
+            Feed::Log { views, .. } => Some(views.module()),
             _ => None,
         }
     }
@@ -56,38 +59,39 @@ impl Plan {
     /// task on the runtime for a topic.
     pub fn start(self, hub: Arc<Hub>) {
         match self {
-            Plan::Topic(topic) => {
+            Feed::Topic(topic) => {
                 tokio::spawn(consume(topic, hub));
             }
-            Plan::Stdin => {
+            Feed::Stdin => {
                 std::thread::spawn(move || read_stdin(&hub));
             }
-            Plan::Log { path, fold } => {
-                std::thread::spawn(move || follow(path, *fold, &hub));
+            Feed::Log { path, views } => {
+                std::thread::spawn(move || follow(path, *views, &hub));
             }
         }
     }
 }
 
 /// Counts one record read from the source, then [`apply`]s it.
-fn pressure(b: &mut Batch, bytes: &[u8]) {
+fn pressure(b: &mut Changes, bytes: &[u8]) {
     b.read(1);
     apply(b, bytes);
 }
 
 /// Applies a pressure record, or counts it skipped.
-fn apply(b: &mut Batch, bytes: &[u8]) {
+fn apply(b: &mut Changes, bytes: &[u8]) {
     if let Err(why) = b.pressure(bytes) {
         b.skip(why);
     }
 }
 
 /// Follows the log for ever, running what it gains through the module.
-fn follow(path: PathBuf, mut fold: Fold, hub: &Hub) {
+fn follow(path: PathBuf, mut fold: ViewPair, hub: &Hub) {
     let mut log = Follow::new(&path);
+    let mut wait = POLL;
     loop {
         let polled = log.poll();
-        let quiet = polled.lines.is_empty() && polled.reset.is_none();
+        let quiet = polled.lines.is_empty() && polled.reset.is_none() && !polled.more;
         if let Some(why) = &polled.reset {
             fold.reset();
             hub.batch(|b| b.reset(why));
@@ -97,6 +101,10 @@ fn follow(path: PathBuf, mut fold: Fold, hub: &Hub) {
         let out = fold.push(polled.lines);
         hub.batch(|b| {
             b.read(read);
+            for why in polled.skipped {
+                b.read(1);
+                b.skip(why);
+            }
             let failed = match out {
                 Ok(out) => {
                     for r in &out.pressure {
@@ -124,7 +132,10 @@ fn follow(path: PathBuf, mut fold: Fold, hub: &Hub) {
             }
         });
         if quiet {
-            std::thread::sleep(POLL);
+            std::thread::sleep(wait);
+            wait = (wait * 2).min(IDLE_POLL);
+        } else {
+            wait = POLL;
         }
     }
 }

@@ -124,6 +124,61 @@ impl Server {
         self.stderr.lock().unwrap().clone()
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The server's resident memory, in bytes (`VmRSS` of /proc).
+    pub fn rss(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        let kb: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS in /proc/PID/status");
+        kb * 1024
+    }
+
+    /// Sends a signal and waits (60 s at most) for the exit code.
+    pub fn stop(&mut self, signal: i32) -> Option<i32> {
+        // SAFETY: kill sends a signal to the child this harness started and still owns.
+        assert_eq!(unsafe { libc::kill(self.pid() as i32, signal) }, 0);
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            assert!(Instant::now() < deadline, "the server did not stop");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// A raw request (its text as given, CRLFs and all): the whole response as text.
+    pub fn raw(&self, request: &str) -> String {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect to the server");
+        s.set_read_timeout(Some(TIMEOUT)).unwrap();
+        s.write_all(request.as_bytes()).unwrap();
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    /// `GET /metrics`, parsed as the Prometheus text format.
+    pub fn metrics(&self) -> prometheus_parse::Scrape {
+        let r = self.get("/metrics");
+        assert_eq!(r.status, 200);
+        assert!(
+            r.header("content-type")
+                .is_some_and(|t| t.starts_with("text/plain; version=0.0.4")),
+            "{:?}",
+            r.headers
+        );
+        let text = String::from_utf8(r.body).unwrap();
+        prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned())))
+            .expect("Prometheus text")
+    }
+
     /// Whether the process still runs.
     pub fn alive(&mut self) -> bool {
         self.child.try_wait().expect("try_wait").is_none()
@@ -442,4 +497,19 @@ pub fn real_session() -> Option<std::path::PathBuf> {
         );
         None
     }
+}
+
+/// A sample's value in a scrape: the first of `name` whose labels include `labels`.
+pub fn sample(scrape: &prometheus_parse::Scrape, name: &str, labels: &[(&str, &str)]) -> f64 {
+    scrape
+        .samples
+        .iter()
+        .find(|s| s.metric == name && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))
+        .map(|s| match s.value {
+            prometheus_parse::Value::Counter(v)
+            | prometheus_parse::Value::Gauge(v)
+            | prometheus_parse::Value::Untyped(v) => v,
+            _ => panic!("{name}: not a counter or gauge"),
+        })
+        .unwrap_or_else(|| panic!("no sample {name} {labels:?}"))
 }

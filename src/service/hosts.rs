@@ -1,0 +1,178 @@
+//! Which `Host` (and `Origin`) a request may name: a DNS-rebinding page reaches a loopback
+//! server under a name of the attacker's, so a name is served only when it is `localhost` or
+//! given with `--allow-host` (for a proxy); an IP literal cannot be rebound and is served at the
+//! bound port. An `Origin`, when sent, must name an allowed host too.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+/// The hosts a server answers to.
+#[derive(Debug, Default)]
+pub struct Hosts {
+    /// The bound port: a Host without `--allow-host` must name it.
+    pub port: u16,
+    /// `--allow-host` names (lowercase), served at any port.
+    pub allowed: Vec<String>,
+    /// Requests refused for their Host.
+    pub refused_host: AtomicU64,
+    /// Requests refused for their Origin.
+    pub refused_origin: AtomicU64,
+}
+
+/// A `host[:port]` split (brackets kept on an IPv6 literal); `None` when it is no authority.
+fn split(authority: &str) -> Option<(&str, Option<u16>)> {
+    let (host, port) = match authority.rfind(':') {
+        Some(i) if !authority[i..].contains(']') => {
+            (&authority[..i], Some(authority[i + 1..].parse().ok()?))
+        }
+        _ => (authority, None),
+    };
+    (!host.is_empty()).then_some((host, port))
+}
+
+fn is_ip_literal(host: &str) -> bool {
+    match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        Some(v6) => v6.parse::<std::net::Ipv6Addr>().is_ok(),
+        None => host.parse::<std::net::Ipv4Addr>().is_ok(),
+    }
+}
+
+impl Hosts {
+    pub fn new(port: u16, allowed: &[String]) -> Hosts {
+        Hosts {
+            port,
+            allowed: allowed.iter().map(|h| h.to_ascii_lowercase()).collect(),
+            ..Hosts::default()
+        }
+    }
+
+    /// Whether `authority` (`host[:port]`, `default_port` when none) names this server.
+    pub fn allows(&self, authority: &str, default_port: u16) -> bool {
+        let Some((host, port)) = split(authority) else {
+            return false;
+        };
+        let host = host.to_ascii_lowercase();
+        if self.allowed.contains(&host) {
+            return true;
+        }
+        port.unwrap_or(default_port) == self.port && (host == "localhost" || is_ip_literal(&host))
+    }
+
+    /// `Err(why)` when the request names another host, in its Host, its URI or its Origin.
+    pub fn check(&self, headers: &HeaderMap, uri: &Uri) -> Result<(), String> {
+        let named = uri.authority().map(|a| a.as_str().to_owned()).or_else(|| {
+            let h = headers.get(header::HOST)?;
+            Some(h.to_str().unwrap_or("(not text)").to_owned())
+        });
+        match named {
+            Some(h) if self.allows(&h, 80) => {}
+            Some(h) => {
+                self.refused_host.fetch_add(1, Ordering::Relaxed);
+                return Err(format!(
+                    "Host {h:?} is not this server's: it answers to 127.0.0.1:{p}, \
+                     localhost:{p} and [::1]:{p} (behind a proxy, start it with --allow-host NAME)",
+                    p = self.port
+                ));
+            }
+            None => {
+                self.refused_host.fetch_add(1, Ordering::Relaxed);
+                return Err("a request without a Host header".to_owned());
+            }
+        }
+        if let Some(origin) = headers.get(header::ORIGIN) {
+            let text = origin.to_str().unwrap_or("(not text)");
+            let ok = match text.split_once("://") {
+                Some(("http", a)) => self.allows(a, 80),
+                Some(("https", a)) => self.allows(a, 443),
+                _ => false,
+            };
+            if !ok {
+                self.refused_origin.fetch_add(1, Ordering::Relaxed);
+                return Err(format!(
+                    "Origin {text:?} is not this server's: a page of another site may not read it"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The middleware: a request naming another host gets 403 and why, before any route runs.
+pub async fn guard(State(hosts): State<Arc<Hosts>>, req: Request, next: Next) -> Response {
+    match hosts.check(req.headers(), req.uri()) {
+        Ok(()) => next.run(req).await,
+        Err(why) => (StatusCode::FORBIDDEN, format!("{why}\n")).into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, v.parse().unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn loopback_names_and_ip_literals_at_the_port_and_allowed_names_pass() {
+        let hosts = Hosts::new(8080, &["Meter.Example".to_owned()]);
+        let uri: Uri = "/state".parse().unwrap();
+        for ok in [
+            "127.0.0.1:8080",
+            "localhost:8080",
+            "LOCALHOST:8080",
+            "[::1]:8080",
+            "10.1.2.3:8080",
+            "meter.example",
+            "meter.example:443",
+        ] {
+            let h = headers(&[("host", ok)]);
+            assert_eq!(hosts.check(&h, &uri), Ok(()), "{ok}");
+        }
+        for bad in [
+            "attacker.test:8080",
+            "127.0.0.1:8081",
+            "localhost",
+            "[::1]",
+            "127.0.0.1.attacker.test:8080",
+            ":8080",
+            "localhost:notaport",
+        ] {
+            let h = headers(&[("host", bad)]);
+            assert!(hosts.check(&h, &uri).is_err(), "{bad}");
+        }
+        assert!(hosts.check(&HeaderMap::new(), &uri).is_err(), "no Host");
+        let absolute: Uri = "http://evil.example/state".parse().unwrap();
+        let h = headers(&[("host", "127.0.0.1:8080")]);
+        assert!(hosts.check(&h, &absolute).is_err(), "an absolute-form URI");
+        assert_eq!(hosts.refused_host.load(Ordering::Relaxed), 9);
+    }
+
+    #[test]
+    fn an_origin_must_name_an_allowed_host() {
+        let hosts = Hosts::new(8080, &[]);
+        let uri: Uri = "/events".parse().unwrap();
+        let with = |o: &'static str| headers(&[("host", "127.0.0.1:8080"), ("origin", o)]);
+        assert_eq!(hosts.check(&with("http://127.0.0.1:8080"), &uri), Ok(()));
+        assert_eq!(hosts.check(&with("http://localhost:8080"), &uri), Ok(()));
+        for bad in [
+            "http://attacker.test",
+            "http://attacker.test:8080",
+            "null",
+            "file://",
+        ] {
+            let err = hosts.check(&with(bad), &uri).unwrap_err();
+            assert!(err.contains("Origin"), "{bad}: {err}");
+        }
+        assert_eq!(hosts.refused_origin.load(Ordering::Relaxed), 4);
+    }
+}

@@ -1,0 +1,79 @@
+//! The Prometheus text exposition format (version 0.0.4), written by hand: a family's `# HELP`
+//! and `# TYPE` lines, then its samples, label values escaped.
+
+use std::fmt::Write;
+
+/// The content type a scraper expects.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// A metric family's type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Counter,
+    Gauge,
+}
+
+/// A scrape's text, family by family.
+#[derive(Debug, Default)]
+pub struct Text(String);
+
+impl Text {
+    /// Starts a family: its help and type lines.
+    pub fn family(&mut self, name: &str, kind: Kind, help: &str) -> &mut Self {
+        let kind = match kind {
+            Kind::Counter => "counter",
+            Kind::Gauge => "gauge",
+        };
+        let help = help.replace('\\', "\\\\").replace('\n', "\\n");
+        let _ = writeln!(self.0, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        self
+    }
+
+    /// One sample of the family just started.
+    pub fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) -> &mut Self {
+        self.0.push_str(name);
+        if !labels.is_empty() {
+            self.0.push('{');
+            for (i, (k, v)) in labels.iter().enumerate() {
+                if i > 0 {
+                    self.0.push(',');
+                }
+                let v = v
+                    .replace('\\', "\\\\")
+                    .replace('"', "\\\"")
+                    .replace('\n', "\\n");
+                let _ = write!(self.0, "{k}=\"{v}\"");
+            }
+            self.0.push('}');
+        }
+        let _ = writeln!(self.0, " {value}");
+        self
+    }
+
+    /// A family of one sample without labels.
+    pub fn one(&mut self, name: &str, kind: Kind, help: &str, value: f64) -> &mut Self {
+        self.family(name, kind, help).sample(name, &[], value)
+    }
+
+    pub fn finish(self) -> String {
+        self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn families_samples_and_escaped_labels() {
+        let mut t = Text::default();
+        t.one("a_total", Kind::Counter, "A count.", 3.0);
+        t.family("b", Kind::Gauge, "B, per x.")
+            .sample("b", &[("x", "q\"\\\n")], 1.5);
+        assert_eq!(
+            t.finish(),
+            "# HELP a_total A count.\n# TYPE a_total counter\na_total 3\n\
+             # HELP b B, per x.\n# TYPE b gauge\nb{x=\"q\\\"\\\\\\n\"} 1.5\n"
+        );
+    }
+}
