@@ -313,7 +313,7 @@ impl Hub {
                 let wire = match &inner.snapshot {
                     Some((at, wire)) if *at == head => wire.clone(),
                     _ => {
-                        let data = inner.snapshot().to_string();
+                        let data = inner.snapshot(None);
                         let e = Event::new(head, &self.event_id(head), "snapshot", &data);
                         inner.snapshot = Some((head, e.wire.clone()));
                         e.wire
@@ -324,12 +324,11 @@ impl Hub {
         }
     }
 
-    /// Each session's latest state, newest first, and the status, with the id they are as of.
-    pub fn state(&self) -> Value {
+    /// Each session's latest state, newest first, and the status, with the id they are as of:
+    /// the `/state` document.
+    pub fn state(&self) -> String {
         let inner = self.lock();
-        let mut v = inner.snapshot();
-        v["id"] = json!(self.event_id(inner.head));
-        v
+        inner.snapshot(Some(&self.event_id(inner.head)))
     }
 
     /// Counts a client of `/events` while the returned guard lives.
@@ -345,28 +344,45 @@ impl Hub {
 }
 
 impl Inner {
-    fn snapshot(&self) -> Value {
-        let raw = |s: &Option<Arc<str>>| -> Value {
-            s.as_deref()
-                .and_then(|t| serde_json::from_str(t).ok())
-                .unwrap_or(Value::Null)
-        };
-        let sessions: Vec<Value> = self
+    /// The snapshot's JSON text, written from the records' own texts (each already JSON): no
+    /// tree of them is built, so a snapshot costs its size once, whatever the records hold.
+    fn snapshot(&self, id: Option<&str>) -> String {
+        let raw = |s: &Option<Arc<str>>| s.as_deref().unwrap_or("null").to_owned();
+        let size: usize = self.cards.values().map(|c| c.bytes() + 64).sum();
+        let mut out = String::with_capacity(size + 256);
+        out.push_str("{\"sessions\":[");
+        let cards = self
             .order
             .values()
             .rev()
-            .filter_map(|id| Some((id, self.cards.get(id)?)))
-            .map(|(id, s)| {
-                let frames: Vec<Value> = s
-                    .frames
-                    .iter()
-                    .filter_map(|f| serde_json::from_str(f).ok())
-                    .collect();
-                json!({"session": id, "pressure": raw(&s.pressure), "error": raw(&s.error),
-                       "frames": frames})
-            })
-            .collect();
-        json!({"sessions": sessions, "status": self.status})
+            .filter_map(|id| Some((id, self.cards.get(id)?)));
+        for (i, (id, card)) in cards.enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str("{\"session\":");
+            out.push_str(&Value::from(id.as_str()).to_string());
+            out.push_str(",\"pressure\":");
+            out.push_str(&raw(&card.pressure));
+            out.push_str(",\"error\":");
+            out.push_str(&raw(&card.error));
+            out.push_str(",\"frames\":[");
+            for (j, f) in card.frames.iter().enumerate() {
+                if j > 0 {
+                    out.push(',');
+                }
+                out.push_str(f);
+            }
+            out.push_str("]}");
+        }
+        out.push_str("],\"status\":");
+        out.push_str(&json!(self.status).to_string());
+        if let Some(id) = id {
+            out.push_str(",\"id\":");
+            out.push_str(&Value::from(id).to_string());
+        }
+        out.push('}');
+        out
     }
 }
 

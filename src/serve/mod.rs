@@ -186,7 +186,7 @@ async fn state_route(State(app): State<App>) -> Response {
             (header::CONTENT_TYPE, "application/json"),
             (header::CACHE_CONTROL, "no-store"),
         ],
-        app.hub.state().to_string(),
+        app.hub.state(),
     )
         .into_response()
 }

@@ -506,3 +506,29 @@ fn stdin_records_draw_the_threshold_and_the_page_keeps_its_cards_bounded() {
         "7 older sessions set aside (the page keeps the 24 most recently active)"
     );
 }
+
+/// The server keeps 1,000 sessions and forgets the one it first saw longest ago with a `forget`
+/// event: the page drops that card too, though it is among its most recently active.
+#[test]
+fn a_session_the_server_forgets_leaves_the_page() {
+    let Some(mut b) = chromium() else { return };
+    let mut s = Server::start_with(&["--buffer", "5000", "-"], &[], Stdio::piped());
+    open(&mut b, &s, "");
+    let mut lines = v5("kept-first", 1, 10_000);
+    lines += &(1..1000)
+        .map(|i| v5(&format!("o-{i:04}"), 1, 1_000))
+        .collect::<String>();
+    // Active again, so the page shows it; the server's 1,000 sessions are full.
+    lines += &v5("kept-first", 2, 20_000);
+    s.stdin().write_all(lines.as_bytes()).unwrap();
+    until_seq(&mut b, "kept-first", 2, Instant::now());
+    assert!(sessions(&mut b).contains(&"kept-first".to_owned()));
+    // One more session: the server forgets the first it saw, and says so.
+    s.stdin()
+        .write_all(v5("o-1000", 1, 1_000).as_bytes())
+        .unwrap();
+    until_seq(&mut b, "o-1000", 1, Instant::now());
+    b.wait_for("!document.querySelector('section[data-session=\"kept-first\"]')")
+        .expect("the forgotten session's card goes");
+    assert_eq!(sessions(&mut b).len(), 24);
+}

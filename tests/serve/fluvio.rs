@@ -9,6 +9,14 @@ use std::process::{Command, Stdio};
 use super::harness::{Server, scratch};
 use super::{p, seq_of};
 
+/// The tests take turns on the one local cluster: its SC can stall a topic's creation for a
+/// minute while another test deletes and recreates a topic under a live consumer.
+static CLUSTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    CLUSTER.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// A Fluvio profile file whose cluster is at `endpoint`.
 fn profile(dir: &Path, endpoint: &str) -> String {
     let path = dir.join("fluvio-config");
@@ -38,6 +46,13 @@ fn fluvio(args: &[&str], stdin: Option<&str>) -> Option<String> {
         child.stdin.take()?.write_all(text.as_bytes()).ok()?;
     }
     let out = child.wait_with_output().ok()?;
+    if !out.status.success() {
+        eprintln!(
+            "fluvio {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
     out.status
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
@@ -52,6 +67,25 @@ fn cluster() -> bool {
     up
 }
 
+/// Creates a topic, trying again when the SC does not answer: right after another test's topic
+/// was deleted under a live consumer, the local SC can leave a creation unanswered for a minute
+/// (its log: "trying to update replica … that doesn't exist").
+fn create_topic(name: &str) -> bool {
+    (0..4).any(|attempt| {
+        if attempt > 0 {
+            std::thread::sleep(std::time::Duration::from_secs(2));
+            let _ = fluvio(&["topic", "delete", name], None);
+        }
+        // `fluvio` waits 60 s for an answer; coreutils' `timeout` waits 15.
+        Command::new("timeout")
+            .args(["15", "fluvio", "topic", "create", name])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    })
+}
+
 /// A topic made for one test, deleted when dropped.
 struct Topic(String);
 
@@ -59,11 +93,7 @@ impl Topic {
     fn new(name: &str) -> Topic {
         let t = Topic(format!("agent-fold-serve-{name}-{}", std::process::id()));
         let _ = fluvio(&["topic", "delete", &t.0], None);
-        assert!(
-            fluvio(&["topic", "create", &t.0], None).is_some(),
-            "topic create {}",
-            t.0
-        );
+        assert!(create_topic(&t.0), "topic create {}", t.0);
         t
     }
 
@@ -84,6 +114,7 @@ impl Drop for Topic {
 
 #[test]
 fn a_topic_is_consumed_and_a_lost_topic_is_reported_and_recovered() {
+    let _turn = turn();
     if !cluster() {
         return;
     }
@@ -130,6 +161,7 @@ fn a_topic_is_consumed_and_a_lost_topic_is_reported_and_recovered() {
 
 #[test]
 fn an_unreachable_cluster_is_reported_and_a_cluster_that_comes_is_used() {
+    let _turn = turn();
     let dir = scratch("cluster");
     // A port with nobody on it, to be the cluster's later.
     let port = TcpListener::bind("127.0.0.1:0")
@@ -157,7 +189,7 @@ fn an_unreachable_cluster_is_reported_and_a_cluster_that_comes_is_used() {
     }
     // The cluster "comes up" at that address: a proxy to the local one's SC.
     let topic = Topic(name);
-    assert!(fluvio(&["topic", "create", &topic.0], None).is_some());
+    assert!(create_topic(&topic.0), "topic create {}", topic.0);
     topic.produce(&p("c", 1, 0.4));
     let listener = TcpListener::bind(("127.0.0.1", port)).expect("the port is still free");
     std::thread::spawn(move || {

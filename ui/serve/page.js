@@ -173,6 +173,14 @@ on('pressure', record);
 on('frame', (d) => frame(d.session, d.frame));
 on('status', status);
 on('reset', () => clear());
+// The server no longer keeps the session (its cap): neither does the page.
+on('forget', (d) => {
+  const c = cards.get(d.session);
+  if (!c) return;
+  c.section.remove();
+  cards.delete(d.session);
+  $('empty').hidden = cards.size > 0;
+});
 source.onopen = () => {
   page.connected = true;
   if (page.status) status(page.status); // a resume does not send the status again

@@ -118,7 +118,7 @@ fn sessions_past_the_cap_are_forgotten_oldest_first_and_the_pages_told() {
             b.pressure(&rec(&format!("s{i}"), 1)).unwrap();
         }
     });
-    let state = hub.state();
+    let state: Value = serde_json::from_str(&hub.state()).unwrap();
     let sessions = agent_fold_testkit::strings_of(&state["sessions"], "session");
     assert_eq!(sessions.len(), MAX_SESSIONS);
     assert_eq!(
@@ -166,7 +166,7 @@ fn records_are_checked_and_sessions_ordered_newest_first() {
         ));
         assert!(!b.frame(Some(b"b"), br#"{"type":"user/message"}"#));
     });
-    let state = hub.state();
+    let state: Value = serde_json::from_str(&hub.state()).unwrap();
     let order = agent_fold_testkit::strings_of(&state["sessions"], "session");
     assert_eq!(order, ["b", "a"]);
     assert_eq!(state["sessions"][1]["error"]["error"], "x");
