@@ -5,7 +5,7 @@
                                lines, files OUTDIR/NNN-keyed|plain, one produce call each, in
                                order; a line's key is the one `agent-fold run` gives it
   frames NAME RUN.jsonl GOT    the frames view consumed from the cluster (KEY 0x1f VALUE lines)
-                               against `agent-fold run`: byte-equal, else SPEC §6 invariants
+                               against `agent-fold run`: byte-equal, else contract §6 invariants
   pressure NAME RUN.jsonl GOT  the sibling topic read back (PARTITION 0x1f OFFSET 0x1f KEY 0x1f
                                VALUE lines) against `agent-fold run --pressure-out`: every record
                                there, in order per session, keyed by it; duplicates counted

@@ -68,7 +68,7 @@ impl Args {
     }
 
     /// Which module runs: checkpoints are the native library's; a fresh clone without a build
-    /// of the module runs the library, which gives the same output (SPEC §6.8), and says so.
+    /// of the module runs the library, which gives the same output (contract §6.8), and says so.
     pub fn source(&self) -> Source {
         let native = self.native || self.checkpoint_in.is_some() || self.checkpoint_out.is_some();
         module::choose(self.wasm.as_deref(), native)
@@ -79,7 +79,7 @@ impl Args {
     }
 }
 
-/// What a frames-view run did, from the SPEC §5 accounting identity.
+/// What a frames-view run did, from the contract §5 accounting identity.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Summary {
     pub records_in: usize,

@@ -1,4 +1,4 @@
-//! The adapters (issue 6): Claude Code transcripts, `claude -p --output-format stream-json`
+//! The adapters: Claude Code transcripts, `claude -p --output-format stream-json`
 //! and Codex rollouts in, agent-fold frames out; the runner's `--input`, `--plot` and progress
 //! bar; the `accuracy` report.
 //!

@@ -1,4 +1,4 @@
-//! Checkpoints (SPEC §3): a replay stopped anywhere and resumed from its checkpoint equals one
+//! Checkpoints (contract §3): a replay stopped anywhere and resumed from its checkpoint equals one
 //! uninterrupted replay; version 4 round-trips to identical text; versions 3, 2 and 1 restore
 //! what they carried; anything else is refused and leaves the state as it was. Also the
 //! runner's `--checkpoint-out` / `--checkpoint-in`.

@@ -1,4 +1,4 @@
-//! SPEC §6 invariants 1–5 of the frames view, and the §5 accounting identity, over generated
+//! contract §6 invariants 1–5 of the frames view, and the §5 accounting identity, over generated
 //! logs (`agent_fold_testkit::GenLog`, the generator the fuzz targets use) of many seeds, natively.
 
 mod common;
@@ -185,7 +185,7 @@ fn as_value(r: &Rec) -> Value {
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&r.value).into_owned()))
 }
 
-/// The generated log split by session (SPEC §1), each in log order.
+/// The generated log split by session (contract §1), each in log order.
 fn sessions(input: &[Rec]) -> BTreeMap<Vec<u8>, Vec<Rec>> {
     let mut by = BTreeMap::<Vec<u8>, Vec<Rec>>::new();
     for r in input {

@@ -1,6 +1,6 @@
-//! The frames view (SPEC §2) on named cases. Each case runs through both the native
+//! The frames view (contract §2) on named cases. Each case runs through both the native
 //! `Processor` and the built `.wasm` in fluvio-smartengine; the two must agree byte for byte,
-//! keys too. Each case asserts what SPEC says by hand (`brief`: id, Δ delta, from, ×frames),
+//! keys too. Each case asserts what the contract says by hand (`brief`: id, Δ delta, from, ×frames),
 //! checks the §5 accounting identity and the order of what passes, then snapshots the whole
 //! exchange as text, one record a line.
 
@@ -37,7 +37,7 @@ fn case(params: Params, history: Option<&[Rec]>, pages: &[Vec<Rec>]) -> (Vec<Bot
     (answers, text)
 }
 
-/// One page through the module: its briefs as SPEC says them, then its snapshot.
+/// One page through the module: its briefs as the contract says them, then its snapshot.
 fn one_page(name: &str, desc: &str, params: Params, page: Vec<Rec>, expect: &[&str]) {
     let (answers, text) = case(params, None, &[page]);
     assert_eq!(briefs(ok(&answers[0])), expect, "{name}");
@@ -73,7 +73,7 @@ fn keyed(key: &str, values: &[String]) -> Vec<Rec> {
     values.iter().map(|v| rec(Some(key), v)).collect()
 }
 
-/// SPEC §2's worked example: `user/message s1 | c(5,t1) | c(7,t2) | c(3,t3) | tool/result |
+/// contract §2's worked example: `user/message s1 | c(5,t1) | c(7,t2) | c(3,t3) | tool/result |
 /// c(4,t5) | c(2,—) | c(1,t7)`.
 fn worked_example() -> Vec<String> {
     vec![
@@ -93,7 +93,7 @@ fn spec_worked_example() {
     let page = keyed("s", &worked_example());
     let (answers, text) = case(&[], None, std::slice::from_ref(&page));
     let out = ok(&answers[0]);
-    // SPEC §2: user/message s1 | c(15, id of 3rd, t3, folded_from t1, folded_frames 3) |
+    // contract §2: user/message s1 | c(15, id of 3rd, t3, folded_from t1, folded_frames 3) |
     // tool/result | c(4,t5) | c(2,—) | c(1,t7).
     assert_eq!(
         render(out),
@@ -111,7 +111,7 @@ fn spec_worked_example() {
     );
     snap!(
         "frames__spec_worked_example",
-        "SPEC §2 worked example: c1..c3 fold into c3 (Δ15, from t1, ×3); c(4,t5) is a part of one; c(2,—) is unstamped and ends the part, so c(1,t7) is served as itself",
+        "contract §2 worked example: c1..c3 fold into c3 (Δ15, from t1, ×3); c(4,t5) is a part of one; c(2,—) is unstamped and ends the part, so c(1,t7) is served as itself",
         text
     );
 }
@@ -125,7 +125,7 @@ fn spec_page_opening_mid_run() {
     assert_eq!(ok(&answers[0]), &page[..]);
     snap!(
         "frames__spec_page_opening_mid_run",
-        "SPEC §2: a page that opens at c(7,t2) serves c(7,t2) and c(3,t3) as themselves; output = input",
+        "contract §2: a page that opens at c(7,t2) serves c(7,t2) and c(3,t3) as themselves; output = input",
         text
     );
 }
@@ -246,7 +246,7 @@ fn unstamped_and_bad_counters_end_the_foldable_part() {
     assert_eq!(briefs(ok(&answers[0])), expected);
     snap!(
         "frames__bad_counters",
-        "SPEC §2: a counter that is unstamped, has a delta that is no integer in 0..=2^53, a bad folded_frames/folded_from, or would carry the sum past 2^53 ends the foldable part; it and the rest of its block pass as themselves",
+        "contract §2: a counter that is unstamped, has a delta that is no integer in 0..=2^53, a bad folded_frames/folded_from, or would carry the sum past 2^53 ends the foldable part; it and the rest of its block pass as themselves",
         text
     );
 }
@@ -289,7 +289,7 @@ fn subagent_page() -> Vec<Rec> {
 fn subagents_drop() {
     one_page(
         "frames__subagents_drop",
-        "SPEC §2 subagents=drop: sub-agent frames (x*) are removed before the fold, so c1 c2 c3 and c4 c5 c6 are runs; a null or numeric parent_tool_use_id is main",
+        "contract §2 subagents=drop: sub-agent frames (x*) are removed before the fold, so c1 c2 c3 and c4 c5 c6 are runs; a null or numeric parent_tool_use_id is main",
         &[("subagents", "drop")],
         subagent_page(),
         &["u0", "c3 Δ6 from t1 ×3", "r1", "c6 Δ15 from t4 ×3"],
@@ -302,7 +302,7 @@ fn subagents_keep() {
     // counter) and x2 stand inside the run c1 c2 c3, which still folds into c3.
     one_page(
         "frames__subagents_keep",
-        "SPEC §2 subagents=keep: sub-agent frames pass unchanged in place; the sub-agent counter x1 in the middle of the main run c1 c2 c3 neither breaks nor joins it",
+        "contract §2 subagents=keep: sub-agent frames pass unchanged in place; the sub-agent counter x1 in the middle of the main run c1 c2 c3 neither breaks nor joins it",
         &[("subagents", "keep")],
         subagent_page(),
         &[
@@ -381,7 +381,7 @@ fn sessions_interleaved() {
     );
     snap!(
         "frames__sessions_interleaved",
-        "SPEC §1: the session is the key, else session_id (a string), else \"\"; runs of A (a1 a2 a3), B (b1 b2) and \"\" (z1 z2) fold independently, each at its newest counter with its key",
+        "contract §1: the session is the key, else session_id (a string), else \"\"; runs of A (a1 a2 a3), B (b1 b2) and \"\" (z1 z2) fold independently, each at its newest counter with its key",
         text
     );
 }
@@ -405,7 +405,7 @@ fn malformed_pass() {
     // s's run; the unkeyed `[1,2]` belongs to session "" and does not.
     one_page(
         "frames__malformed_pass",
-        "SPEC §2 malformed=pass: records that are no JSON object pass unchanged as main non-counters of their session (key, else \"\")",
+        "contract §2 malformed=pass: records that are no JSON object pass unchanged as main non-counters of their session (key, else \"\")",
         &[("malformed", "pass")],
         malformed_page(),
         &[
@@ -424,7 +424,7 @@ fn malformed_drop() {
     // Dropped before the fold: c1..c4 are one run.
     one_page(
         "frames__malformed_drop",
-        "SPEC §2 malformed=drop: the two malformed records are removed before the fold, so c1..c4 fold into c4 (Δ10, ×4)",
+        "contract §2 malformed=drop: the two malformed records are removed before the fold, so c1..c4 fold into c4 (Δ10, ×4)",
         &[("malformed", "drop")],
         malformed_page(),
         &["u0", "c4 Δ10 from t1 ×4", "r1"],
@@ -459,7 +459,7 @@ fn malformed_fail() {
     assert_eq!(ok(&answers[2]), &pages[2][..]);
     snap!(
         "frames__malformed_fail",
-        "SPEC §2 malformed=fail: the invocation errors naming the offset (3 = base 1 + index 2) in both the library and the engine; no state changes, so the next page's leading counters do not fold",
+        "contract §2 malformed=fail: the invocation errors naming the offset (3 = base 1 + index 2) in both the library and the engine; no state changes, so the next page's leading counters do not fold",
         text
     );
 }
@@ -541,7 +541,7 @@ fn folding_again_is_idempotent_and_associative() {
     );
     snap!(
         "frames__fold_again",
-        "Fold again (SPEC §6.3, associativity): a's folded page is unchanged; b = fold(c1..c3)+c4+c5, e = fold(c1..c3)+fold(c4,c5) both give w's bytes (Δ15, from t1, ×5); d folds c0 with the folded c3 in place (Δ16, from t0, ×4)",
+        "Fold again (contract §6.3, associativity): a's folded page is unchanged; b = fold(c1..c3)+c4+c5, e = fold(c1..c3)+fold(c4,c5) both give w's bytes (Δ15, from t1, ×5); d folds c0 with the folded c3 in place (Δ16, from t0, ×4)",
         again_text
     );
 }
@@ -623,7 +623,7 @@ fn field_order_of_a_folded_frame() {
     }
     snap!(
         "frames__field_order",
-        "SPEC §2: estimated_tokens_delta, folded_from, folded_frames are replaced in place where the newest counter has them, else appended in that order; every other byte of the newest counter is kept",
+        "contract §2: estimated_tokens_delta, folded_from, folded_frames are replaced in place where the newest counter has them, else appended in that order; every other byte of the newest counter is kept",
         text
     );
 }
@@ -696,7 +696,7 @@ fn streaming_memory_across_invocations() {
     assert_eq!(got, want);
     snap!(
         "frames__streaming_memory",
-        "SPEC §2: per session the module remembers whether the last main frame of an earlier invocation was a non-counter: then the next page's leading counters fold; after a counter (folded, lone or bad) they do not",
+        "contract §2: per session the module remembers whether the last main frame of an earlier invocation was a non-counter: then the next page's leading counters fold; after a counter (folded, lone or bad) they do not",
         text
     );
 }
@@ -746,7 +746,7 @@ fn look_back_then_process() {
     assert_eq!(fresh[0].as_ref().unwrap(), &page);
     snap!(
         "frames__look_back",
-        "SPEC §4 look_back: history ending in a non-counter (a; d, whose last main frame is d0 since the sub-agent d1 is dropped; e, a malformed record under pass) lets the first page's leading counters fold; after a counter (b) or with no history (c) they do not",
+        "contract §4 look_back: history ending in a non-counter (a; d, whose last main frame is d0 since the sub-agent d1 is dropped; e, a malformed record under pass) lets the first page's leading counters fold; after a counter (b) or with no history (c) they do not",
         text
     );
 }
@@ -787,7 +787,7 @@ fn counter_type_param() {
     );
     snap!(
         "frames__counter_type",
-        "SPEC §1 counter_type=progress/tick: progress/tick runs fold; thinking/tokens frames are non-counters and pass unchanged",
+        "contract §1 counter_type=progress/tick: progress/tick runs fold; thinking/tokens frames are non-counters and pass unchanged",
         text
     );
 }

@@ -149,7 +149,7 @@ fn checkpoint_restore_surface_near_2_pow_64_takes_a_message() {
 
 /// `fold_invariants`, found by the first campaign: a checker bug, not the fold's. Under
 /// `subagents=keep` a sub-agent frame kept in place stood between a fold's members
-/// (`user/message | c1 | sub-agent counter | c3` folds c1 and c3 around it, as SPEC §2 says:
+/// (`user/message | c1 | sub-agent counter | c3` folds c1 and c3 around it, as contract §2 says:
 /// kept sub-agent frames neither extend nor break a run), and the nesting check looked for
 /// the fold's members only after the last frame out, the kept one. Fix in
 /// `testkit/src/checks/fold_invariants.rs` (`page_folds`): members are counted from the last *main*

@@ -1,5 +1,5 @@
 //! The hostile-input reproducers (issue 10, D1–D10 of `../shared/repro/README.md`): each gives
-//! what SPEC §1, §4 and §5 say, natively and as the built `.wasm` in fluvio-smartengine, the two
+//! what contract §1, §4 and §5 say, natively and as the built `.wasm` in fluvio-smartengine, the two
 //! byte for byte alike, in invocations of 1, 7 and all at once. Small inputs live in
 //! `tests/data/hostile/`; the large ones are generated here; the reproducers cut from real logs
 //! are read from `../shared/repro` where it exists, never copied.
@@ -330,7 +330,7 @@ fn d5_odd_keys_beside_the_fields_read_change_nothing() {
         3,
         "the sub-agent counter dropped, two counters folded into one"
     );
-    // Usage and span objects with odd keys read as SPEC §3 says; a sub-agent's reading is not
+    // Usage and span objects with odd keys read as contract §3 says; a sub-agent's reading is not
     // the session's.
     let p = pressure_of(&everywhere(
         PRESSURE,

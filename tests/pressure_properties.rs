@@ -1,9 +1,9 @@
-//! SPEC §6 invariants 6–8 of the pressure view over generated sessions (`GenSession`, the
+//! contract §6 invariants 6–8 of the pressure view over generated sessions (`GenSession`, the
 //! generator the fuzz targets share): valid and invalid replacement spans, re-deliveries,
 //! frames with no seq, sub-agent frames, sessions that start mid-stream.
 //!
 //! Besides the invariants, every frame's records are compared with a small reference model of
-//! SPEC §3 written here from the spec's words, independently of the core's code.
+//! contract §3 written here from the spec's words, independently of the core's code.
 
 mod common;
 
@@ -46,9 +46,9 @@ fn seq_of(r: &Rec) -> Option<u64> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The reference model: SPEC §3, read literally.
+// The reference model: contract §3, read literally.
 
-/// SPEC §3's estimate, read literally (the test kit's naive reference, not the core's scan).
+/// contract §3's estimate, read literally (the test kit's naive reference, not the core's scan).
 fn model_estimate(raw: &str) -> u64 {
     agent_fold_testkit::reference::estimate(raw)
 }
@@ -66,7 +66,7 @@ struct MSession {
     first_node: Option<u64>,
     pressure: Option<u64>,
     anchor: Option<u64>,
-    /// Calibration (SPEC §3): estimated and provider growth over clean sample intervals.
+    /// Calibration (contract §3): estimated and provider growth over clean sample intervals.
     est_growth: u64,
     provider_growth: u64,
     /// A replacement since the last sample: the interval is not clean.
@@ -100,7 +100,7 @@ impl MSession {
         self.nodes.iter().fold(0u64, |s, n| s.saturating_add(n.1))
     }
 
-    /// N/D as SPEC §3 defines it (the test kit's reference, written from the text).
+    /// N/D as contract §3 defines it (the test kit's reference, written from the text).
     fn ratio(&self, fixed: bool) -> (u128, u128) {
         agent_fold_testkit::reference::ratio(self.provider_growth, self.est_growth, fixed)
     }

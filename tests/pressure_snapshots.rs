@@ -906,7 +906,7 @@ fn deep_nesting_huge_records_and_huge_seqs_are_no_trap() {
 }
 
 /// A frame that is refused, re-delivered or ignored is no use of its session: it leaves the
-/// session's recency as it was (SPEC §3, §6.7: the state equals the state before the frame),
+/// session's recency as it was (contract §3, §6.7: the state equals the state before the frame),
 /// so it neither reorders the checkpoint nor saves the session from eviction.
 #[test]
 fn frames_that_change_nothing_leave_recency_alone() {
@@ -947,7 +947,7 @@ fn frames_that_change_nothing_leave_recency_alone() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Calibration (SPEC §3): each session learns what an estimated token is worth from its own
+// Calibration (contract §3): each session learns what an estimated token is worth from its own
 // clean sample intervals, once they add up to 1,000 estimated tokens.
 
 /// A session's frames: `("u", n)` a user message of `n` tokens, `("a", p)` a reading of `p`,

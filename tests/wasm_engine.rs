@@ -1,4 +1,4 @@
-//! The built `.wasm` in fluvio-smartengine against the native library (SPEC §6.8): identical
+//! The built `.wasm` in fluvio-smartengine against the native library (contract §6.8): identical
 //! output, byte for byte and key for key, over invocation sizes 1, 7 and all at once, on the
 //! bundled example and generated logs; look-back; `init` refusing bad params; a long stream
 //! within the engine's default memory limit.

@@ -1,4 +1,4 @@
-//! The module's params (SPEC §4): one table says each param's name, values and default; parsed
+//! The module's params (contract §4): one table says each param's name, values and default; parsed
 //! once at `init`, refused with an error naming the param.
 
 use std::fmt;
@@ -85,7 +85,7 @@ pub enum Projection {
     Rebased,
     /// The estimate scaled by what the session's own readings say it is worth (contract §3.3).
     Calibrated,
-    /// The seed's fixed "4 chars ≈ 1 token".
+    /// The plain "4 chars ≈ 1 token" estimate, unscaled.
     Fixed,
 }
 
@@ -199,7 +199,7 @@ pub const PARAMS: [Param; 10] = [
         name: "projection",
         values: "rebased | calibrated | fixed",
         default: "rebased",
-        doc: "pressure view: re-base at compactions, scale the estimated delta by the session's calibration, or the seed's fixed heuristic",
+        doc: "pressure view: re-base at compactions, scale the estimated delta by the session's calibration, or the plain fixed estimate",
     },
     Param {
         name: "compact_at",

@@ -1,4 +1,4 @@
-//! A frame seen through the few fields the views read (SPEC §1), borrowed from the record.
+//! A frame seen through the few fields the views read (contract §1), borrowed from the record.
 //!
 //! One pass of the [`json`](crate::json) reader: the fields the fold and the projection read are
 //! kept as raw JSON slices of the record; every other member is checked and skipped, never built.
@@ -67,7 +67,7 @@ pub struct Frame<'a> {
 }
 
 impl<'a> Frame<'a> {
-    /// Reads a record; `None` when it is not a JSON object (SPEC §1).
+    /// Reads a record; `None` when it is not a JSON object (contract §1).
     #[inline]
     pub fn parse(bytes: &'a [u8]) -> Option<Frame<'a>> {
         Frame::parse_on(bytes, Isa::best())
@@ -160,7 +160,7 @@ impl<'a> Frame<'a> {
     pub fn folded_from(&self) -> Field<&'a str> {
         self.folded_from
     }
-    /// `extras.parent_tool_use_id` is a string: the frame is a sub-agent's (SPEC §1).
+    /// `extras.parent_tool_use_id` is a string: the frame is a sub-agent's (contract §1).
     pub fn is_subagent(&self) -> bool {
         self.subagent
     }

@@ -5,7 +5,7 @@ use std::fmt;
 
 use crate::frame::Frame;
 
-/// The longest session key that keeps state (SPEC §1): a longer one is served without any.
+/// The longest session key that keeps state (contract §1): a longer one is served without any.
 pub const MAX_KEY_LEN: usize = 1024;
 
 /// One record of an invocation: its key, if it has one, its value, and its offset in the

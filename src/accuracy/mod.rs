@@ -2,7 +2,7 @@
 //!
 //! For each provider reading after a session's first, the figure a UI showed just before it is
 //! compared with it: `projectedTokens` under each projection method (`rebased`, the default,
-//! `calibrated` and the seed's `fixed`), beside a meter that shows only the last reading
+//! `calibrated` and the plain `fixed`), beside a meter that shows only the last reading
 //! (`pressureTokens`). The readings right after a compaction are listed one by one: the moment
 //! the projection exists for (contract §3.4). So are the automatic compactions, with the
 //! `compactAtTokens` shown just before each (contract §3.5).

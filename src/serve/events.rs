@@ -442,7 +442,7 @@ impl Changes<'_> {
         self.inner.cards.get_mut(id).expect("inserted above")
     }
 
-    /// A pressure record (`context/pressure` or `context/error`, SPEC §3): applied to its
+    /// A pressure record (`context/pressure` or `context/error`, contract §3): applied to its
     /// session and sent as a `pressure` event. Anything else is `Err(why)`, for the caller to
     /// count. One older than its session's latest (a re-delivery) is `Ok(false)`.
     pub fn pressure(&mut self, bytes: &[u8]) -> Result<bool, String> {

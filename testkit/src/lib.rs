@@ -1,5 +1,5 @@
 //! agent-fold's test kit: generated agent logs ([`GenLog`], [`GenSession`]), the properties of
-//! SPEC §5 and §6 as functions that panic on a violation ([`checks`]), and naive references the
+//! contract §5 and §6 as functions that panic on a violation ([`checks`]), and naive references the
 //! core's fast paths are checked against ([`reference`]).
 //!
 //! One generator serves the property tests (shaped from seeded bytes) and the fuzz targets

@@ -1,4 +1,4 @@
-//! Naive references, written from SPEC's words with no regard for speed, that the fast paths
+//! Naive references, written from the contract's words with no regard for speed, that the fast paths
 //! of the core are checked against: what counts as a JSON object and what a frame reads of it
 //! (§1), the estimate (§3), the usage sum and the calibrated scale (§3).
 
@@ -267,7 +267,7 @@ fn string(b: &[u8], i: &mut usize) -> Option<String> {
     }
 }
 
-/// A frame as SPEC §1 reads it, from the reference parse: the same fields the core's
+/// A frame as contract §1 reads it, from the reference parse: the same fields the core's
 /// [`agent_fold_core::Frame`] reads, raw values as byte ranges of the record.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RefFrame {
@@ -288,7 +288,7 @@ pub struct RefFrame {
     pub replaces: Option<Range<usize>>,
     /// Where the fold fields stand, and whether each is repeated.
     pub places: [(Option<Range<usize>>, bool); 3],
-    /// The usage sum and the span the frame carries, as SPEC §3 reads them.
+    /// The usage sum and the span the frame carries, as contract §3 reads them.
     pub usage_tokens: Option<u64>,
     pub span: Option<Option<(u64, u64)>>,
 }
@@ -313,7 +313,7 @@ fn member<'v>(v: &'v RefValue, name: &str) -> Option<&'v RefValue> {
     }
 }
 
-/// Reads a record as SPEC §1 defines a frame; `None` when it is not a JSON object.
+/// Reads a record as contract §1 defines a frame; `None` when it is not a JSON object.
 pub fn frame(bytes: &[u8]) -> Option<RefFrame> {
     let parsed = parse(bytes)?;
     let RefValue::Object(members) = &parsed else {
@@ -399,7 +399,7 @@ pub fn frame(bytes: &[u8]) -> Option<RefFrame> {
     Some(f)
 }
 
-/// SPEC §3's estimate, read literally: `ceil(chars / 4)`, chars = the Unicode scalar values of
+/// contract §3's estimate, read literally: `ceil(chars / 4)`, chars = the Unicode scalar values of
 /// the JSON text as it stands, whitespace outside strings excluded.
 pub fn estimate(json: &str) -> u64 {
     let (mut chars, mut in_str, mut esc) = (0u64, false, false);
@@ -421,7 +421,7 @@ pub fn estimate(json: &str) -> u64 {
     chars.div_ceil(4)
 }
 
-/// SPEC §3's calibration ratio N/D as a reduced-free pair: provider/estimated growth clamped to
+/// contract §3's calibration ratio N/D as a reduced-free pair: provider/estimated growth clamped to
 /// [1/4, 4], 1 while the estimated growth is under 1,000 or under `fixed`.
 pub fn ratio(provider_growth: u64, est_growth: u64, fixed: bool) -> (u128, u128) {
     let (n, d) = (provider_growth as u128, est_growth as u128);

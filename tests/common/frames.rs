@@ -1,4 +1,4 @@
-//! The frames view's checks: the SPEC §5 accounting identity, order, briefs for hand-written
+//! The frames view's checks: the contract §5 accounting identity, order, briefs for hand-written
 //! assertions, and generated logs.
 
 use agent_fold_testkit::{Delta, Drawn, GenFrame, GenLog};
@@ -14,14 +14,14 @@ pub fn object(r: &Rec) -> Option<serde_json::Map<String, Value>> {
     }
 }
 
-/// SPEC §1: `extras.parent_tool_use_id` is a string.
+/// contract §1: `extras.parent_tool_use_id` is a string.
 pub fn is_subagent(obj: &serde_json::Map<String, Value>) -> bool {
     obj.get("extras")
         .and_then(|e| e.get("parent_tool_use_id"))
         .is_some_and(Value::is_string)
 }
 
-/// SPEC §1: the record's session: its key, else its frame's `session_id` string, else `""`.
+/// contract §1: the record's session: its key, else its frame's `session_id` string, else `""`.
 pub fn session_of(r: &Rec) -> Vec<u8> {
     if let Some(k) = &r.key {
         return k.clone();
@@ -48,12 +48,12 @@ pub fn folded_frames_of(o: &serde_json::Map<String, Value>, counter_type: &str) 
         .filter(|n| (1..=1u64 << 53).contains(n))
 }
 
-/// Asserts the SPEC §5 accounting identity of one frames-view invocation:
+/// Asserts the contract §5 accounting identity of one frames-view invocation:
 /// `records in = records out that are no folded frame + Σ folded_frames of folded frames out
 ///  − Σ folded_frames of folded frames in + folded frames in + sub-agent frames dropped +
 ///  malformed dropped`.
 ///
-/// The `+ folded frames in` term is not in SPEC §5 as written; without it the identity fails
+/// The `+ folded frames in` term is not in contract §5 as written; without it the identity fails
 /// for any input that already carries a folded frame (one passing through unchanged counts 0
 /// on the right). Each folded frame in is itself one record in.
 pub fn check_accounting(params: Params, input: &[Rec], output: &[Rec]) {
@@ -96,7 +96,7 @@ pub fn check_accounting(params: Params, input: &[Rec], output: &[Rec]) {
     );
 }
 
-/// Whether bytes are one JSON object (what SPEC §1 calls a record, and not malformed).
+/// Whether bytes are one JSON object (what contract §1 calls a record, and not malformed).
 pub fn is_json_object(bytes: &[u8]) -> bool {
     matches!(serde_json::from_slice::<Value>(bytes), Ok(Value::Object(_)))
 }
@@ -126,7 +126,7 @@ pub fn briefs(records: &[Rec]) -> Vec<String> {
     records.iter().map(brief).collect()
 }
 
-/// Asserts SPEC §2 "nothing else changes" on one invocation: the output is the input in order,
+/// Asserts contract §2 "nothing else changes" on one invocation: the output is the input in order,
 /// less removed records, each record byte for byte with its key, except folded frames — a
 /// counter whose `id` is that of an input counter standing later than everything folded into
 /// it. Returns, for each output record, the index of the input record it stands for.

@@ -9,7 +9,7 @@
 //! - `stream_event` thinking deltas (`content_block_delta` with a `thinking_delta`) become
 //!   `thinking/tokens` counters, `estimated_tokens_delta` = the estimate of the delta's text as
 //!   a JSON string. The stream has no timestamps, so these counters are unstamped: the fold
-//!   serves each as itself (SPEC §2).
+//!   serves each as itself (contract §2).
 //! - `result` lines, other stream events and anything else pass through as
 //!   `claude-stream/<type>[/<subtype>]`.
 

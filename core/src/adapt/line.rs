@@ -1,4 +1,4 @@
-//! One line of an agent's log, read as a JSON object by the one reader (SPEC §1): its top-level
+//! One line of an agent's log, read as a JSON object by the one reader (contract §1): its top-level
 //! members as raw slices, nested values looked up on demand, nothing built.
 
 use std::borrow::Cow;

@@ -1,4 +1,4 @@
-//! Adapters: real agent logs in, agent-fold frames (SPEC §1) out.
+//! Adapters: real agent logs in, agent-fold frames (contract §1) out.
 //!
 //! An agent's log line becomes zero or more frames, streaming, with a small state per session
 //! ([`state`]). Lines are read by the one JSON reader: a line is adapted whenever it is a JSON

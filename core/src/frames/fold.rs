@@ -1,4 +1,4 @@
-//! The counter fold (SPEC §2): one state machine that both the streaming view and the page API
+//! The counter fold (contract §2): one state machine that both the streaming view and the page API
 //! drive, so a page and a stream of invocations fold the same way.
 //!
 //! A run may be folded only from its first counter that follows a main frame that is no

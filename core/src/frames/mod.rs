@@ -1,4 +1,4 @@
-//! The frames view (SPEC §2): each invocation is a page per session; the only memory between
+//! The frames view (contract §2): each invocation is a page per session; the only memory between
 //! invocations is whether a session's last main frame was a non-counter.
 
 pub(crate) mod fold;

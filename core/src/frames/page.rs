@@ -1,5 +1,5 @@
-//! The seed's page API over `serde_json::Value`s, for history servers: one session's page,
-//! folded by the same state machine the stream uses.
+//! The page API over `serde_json::Value`s (`compact_counters`), for history servers: one
+//! session's page, folded by the same state machine the stream uses.
 
 use serde_json::{Map, Value};
 

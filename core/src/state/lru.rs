@@ -1,5 +1,5 @@
 //! Per-session state under a cap: a slab of entries on an intrusive recency list, each key
-//! held once (SPEC §4: memory is `max_sessions` × (key + state)).
+//! held once (contract §4: memory is `max_sessions` × (key + state)).
 //!
 //! A busy topic carries an unbounded number of sessions; the least recently used is evicted
 //! first, and its key's hash is remembered (a tombstone) so that the session, when it comes

@@ -65,7 +65,7 @@ pub fn fold_bytes_invocations(body: &[u8], keyed: bool) -> Vec<Vec<GenRecord>> {
 /// empty line between invocations.
 ///
 /// Never panics; every record meets [`check_readers`]; per invocation the frames view meets
-/// [`check_frames_invocation`] (SPEC §5's identity), the pressure view's records agree with its
+/// [`check_frames_invocation`] (contract §5's identity), the pressure view's records agree with its
 /// checkpoint; a refused invocation (`malformed=fail`) names the first malformed record and
 /// changes nothing; checkpoints round-trip, and a processor restored from one between
 /// invocations answers the same.

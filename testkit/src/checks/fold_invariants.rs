@@ -1,4 +1,4 @@
-//! Target `fold_invariants`: SPEC §6 invariants 1–5 over generated logs.
+//! Target `fold_invariants`: contract §6 invariants 1–5 over generated logs.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -127,7 +127,7 @@ fn normalised(bytes: &[u8]) -> String {
 }
 
 /// `fold_invariants`: a generated log ([`GenLog`], after one params byte: bit 0 sub-agents
-/// keep, bit 1 malformed drop), replayed in the invocations its `batches` cut, meets SPEC §6
+/// keep, bit 1 malformed drop), replayed in the invocations its `batches` cut, meets contract §6
 /// invariants 1–5:
 /// 1. Σ delta and Σ counters (by `folded_frames`) of main counters are conserved per session,
 ///    for the cut run and for one invocation of the whole log;

@@ -1,4 +1,4 @@
-//! The frames view, one invocation: SPEC §2 and the §5 accounting identity.
+//! The frames view, one invocation: contract §2 and the §5 accounting identity.
 
 use std::collections::HashMap;
 
@@ -31,7 +31,7 @@ pub(super) fn frames_of(v: &Frame) -> u64 {
 ///   state, so its counters pass;
 /// - a folded frame is its newest counter with `estimated_tokens_delta`, `folded_from` and
 ///   `folded_frames` set to the part's sums, in place or appended in that order;
-/// - the accounting identity of SPEC §5: for each fold
+/// - the accounting identity of contract §5: for each fold
 ///   `members = folded_frames out − Σ (folded_frames in − 1)`, and in total
 ///   `records in = records out that are no folded frame + Σ folded_frames out −
 ///   Σ (folded_frames in − 1) + sub-agent frames dropped + malformed dropped`.
@@ -124,7 +124,7 @@ pub fn check_frames_invocation(config: &Config, records: &[RecordIn], out: &[Emi
     assert_eq!(
         n as u128,
         plain_out + frames_out - extra_in + sub_dropped + malformed_dropped,
-        "SPEC §5 accounting: records in ≠ plain out {plain_out} + Σ folded_frames out {frames_out} \
+        "contract §5 accounting: records in ≠ plain out {plain_out} + Σ folded_frames out {frames_out} \
          − Σ (folded_frames in − 1) {extra_in} + sub-agent dropped {sub_dropped} + malformed \
          dropped {malformed_dropped}"
     );

@@ -40,7 +40,7 @@ fn holds_a_long_key(checkpoint: &str) -> bool {
 
 /// `hostile`: a [`HostileLog`] replayed in the invocations its cuts make. Never panics; every
 /// record reads alike by the fast reader and the naive reference; the state stays within
-/// `max_sessions` and keeps no key over 1,024 bytes; the frames view meets SPEC §5's accounting
+/// `max_sessions` and keeps no key over 1,024 bytes; the frames view meets contract §5's accounting
 /// identity and the pressure view's records agree with its checkpoint; checkpoints round-trip;
 /// with room for every session, an invocation delivered again adds no `context/pressure` record
 /// and changes nothing, and adapting inside the module gives what adapting first does.

@@ -1,4 +1,4 @@
-//! The fuzz properties, one function per fuzz target (SPEC §5 and §6): each takes the fuzzer's
+//! The fuzz properties, one function per fuzz target (contract §5 and §6): each takes the fuzzer's
 //! bytes and panics, saying which property broke, when one does.
 //!
 //! The fuzz targets are thin wrappers around these, and `tests/fuzz_regressions.rs` replays the
@@ -115,7 +115,7 @@ fn assert_round_trip(config: &Config, checkpoint: &str) {
     );
 }
 
-/// `look_back` over each invocation's records in turn leaves the state `process` leaves (SPEC
+/// `look_back` over each invocation's records in turn leaves the state `process` leaves (contract
 /// §4: it replays records into the state without emitting), and after the first the rest is
 /// answered alike; a look-back cut into several calls (as the relay feeds a long one) is the
 /// same replay.

@@ -1,4 +1,4 @@
-//! The readers: the core's fast paths against the naive references (SPEC §1, §3).
+//! The readers: the core's fast paths against the naive references (contract §1, §3).
 
 use agent_fold_core::json::Isa;
 use agent_fold_core::{Field, Frame, Place, estimate, object_uints, usage_tokens};

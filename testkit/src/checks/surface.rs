@@ -1,4 +1,4 @@
-//! Target `surface_ranges`: the surface fold against SPEC §3's rule, and generated sessions
+//! Target `surface_ranges`: the surface fold against contract §3's rule, and generated sessions
 //! through the pressure view.
 
 use agent_fold_core::{Config, Node, Plan, Processor, Replaces, Surface, View};
@@ -40,7 +40,7 @@ pub struct RawSurface {
     pub ops: Vec<RawOp>,
 }
 
-/// An edit as SPEC §3 words it, on the surface's positions.
+/// An edit as contract §3 words it, on the surface's positions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Edit {
     Append,
@@ -55,7 +55,7 @@ enum Edit {
     },
 }
 
-/// SPEC §3's compaction rule, written from the text: the edit a span should get.
+/// contract §3's compaction rule, written from the text: the edit a span should get.
 fn model_plan(nodes: &[Node], floor: Option<u64>, span: Replaces, partial: bool) -> Option<Edit> {
     let pos = |seq: u64| nodes.iter().position(|n| n.seq == seq);
     let below = |seq: u64| floor.is_none_or(|f| seq < f);
@@ -267,7 +267,7 @@ fn check_gen_session(p: u8, data: &[u8]) {
 }
 
 /// `surface_ranges`: byte 0 bit 0 chooses raw [`Surface::plan`]/[`Surface::commit`] ops
-/// (checked against SPEC §3's rule written from the text, Σ tokens after every edit) or a
+/// (checked against contract §3's rule written from the text, Σ tokens after every edit) or a
 /// [`GenSession`] through the pressure view (bit 1: a default capacity), where:
 /// `messageTokens` = Σ surface nodes and `projectedTokens` follows from the checkpoint after
 /// every frame; a refused frame (`context/error`) leaves the checkpoint byte-identical;
