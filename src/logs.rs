@@ -245,6 +245,20 @@ pub fn frame_type(value: &[u8]) -> String {
     }
 }
 
+/// Which file a path names now (device and inode where the platform has them): a log replaced
+/// under the same name is another file.
+#[cfg(unix)]
+pub fn file_id(meta: &std::fs::Metadata) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    Some((meta.dev(), meta.ino()))
+}
+
+/// Which file a path names now: unknown where the platform has no inodes.
+#[cfg(not(unix))]
+pub fn file_id(_: &std::fs::Metadata) -> Option<(u64, u64)> {
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -124,6 +124,19 @@ fn header_then_messages_then_a_sample() {
     assert!(v.iter().all(|r| r.get("partial").is_none()));
 }
 
+/// The seed's session up to its compaction, as every method shows it (one reading, then the
+/// tool result it did not count), then what comes after, per method.
+fn seed_briefs<'a>(after: &[&'a str]) -> Vec<&'a str> {
+    let before = [
+        "s-42@0 P- J- C100000 O- S18 T0 M0",
+        "s-42@1 P- J- C100000 O- S18 T0 M2000",
+        "s-42@2 P- J- C100000 O- S18 T0 M4269",
+        "s-42@3 P4227 J4277 C100000 O0.04277 S18 T0 M4319",
+        "s-42@4 P4227 J4323 C100000 O0.04323 S18 T0 M4365",
+    ];
+    before.iter().chain(after).copied().collect()
+}
+
 /// The seed's session: a header, two messages, a sample, a tool result, a compaction, a sample.
 fn seed_run() -> Vec<Rec> {
     let sys = r#""You are a careful coding agent. Keep changes small and tested, always.""#;
@@ -189,15 +202,10 @@ fn compaction_after_a_sample_drops_the_projection_not_the_pressure() {
             ("projection", "calibrated"),
         ],
         &recs,
-        &[
-            "s-42@0 P- J- C100000 O- S18 T0 M0",
-            "s-42@1 P- J- C100000 O- S18 T0 M2000",
-            "s-42@2 P- J- C100000 O- S18 T0 M4269",
-            "s-42@3 P4227 J4277 C100000 O0.04277 S18 T0 M4319",
-            "s-42@4 P4227 J4323 C100000 O0.04323 S18 T0 M4365",
+        &seed_briefs(&[
             "s-42@8 P4227 J244 C100000 O0.00244 S18 T0 M286",
             "s-42@9 P530 J540 C100000 O0.0054 S18 T0 M296",
-        ],
+        ]),
     );
 }
 
@@ -212,15 +220,10 @@ fn rebased_compaction_rebuilds_from_the_base() {
         "rebased_compaction",
         P,
         &seed_run(),
-        &[
-            "s-42@0 P- J- C100000 O- S18 T0 M0",
-            "s-42@1 P- J- C100000 O- S18 T0 M2000",
-            "s-42@2 P- J- C100000 O- S18 T0 M4269",
-            "s-42@3 P4227 J4277 C100000 O0.04277 S18 T0 M4319",
-            "s-42@4 P4227 J4323 C100000 O0.04323 S18 T0 M4365",
+        &seed_briefs(&[
             "s-42@8 P4227 J304 C100000 O0.00304 S18 T0 M286",
             "s-42@9 P530 J540 C100000 O0.0054 S18 T0 M296",
-        ],
+        ]),
     );
     // A prior restore of 3,000 stands on the base until the next reading.
     case(
@@ -231,15 +234,10 @@ fn rebased_compaction_rebuilds_from_the_base() {
             ("compact_restore", "3000"),
         ],
         &seed_run(),
-        &[
-            "s-42@0 P- J- C100000 O- S18 T0 M0",
-            "s-42@1 P- J- C100000 O- S18 T0 M2000",
-            "s-42@2 P- J- C100000 O- S18 T0 M4269",
-            "s-42@3 P4227 J4277 C100000 O0.04277 S18 T0 M4319",
-            "s-42@4 P4227 J4323 C100000 O0.04323 S18 T0 M4365",
+        &seed_briefs(&[
             "s-42@8 P4227 J3304 C100000 O0.03304 S18 T0 M286",
             "s-42@9 P530 J540 C100000 O0.0054 S18 T0 M296",
-        ],
+        ]),
     );
 }
 

@@ -13,6 +13,9 @@ use std::process::{Command, Stdio};
 use agent_fold_core::{Emit, Processor, RecordIn};
 use serde_json::{Value, json};
 
+/// A Claude Code transcript written for this repository.
+const EXCERPT: &str = "adapt/claude-code/5e551011-0000-4000-8000-000000000001.jsonl";
+
 struct Out {
     stdout: String,
     stderr: String,
@@ -90,6 +93,12 @@ impl Scratch {
     fn join(&self, rel: &str) -> PathBuf {
         self.0.join(rel)
     }
+    /// The repository's Claude Code excerpt, copied in as a transcript of its own.
+    fn excerpt(&self) -> PathBuf {
+        let t = self.join(Path::new(EXCERPT).file_name().unwrap().to_str().unwrap());
+        std::fs::copy(common::data(EXCERPT), &t).unwrap();
+        t
+    }
     fn cache(&self) -> String {
         self.join("cache").to_string_lossy().into_owned()
     }
@@ -145,9 +154,7 @@ fn boundaries(text: &str) -> Vec<usize> {
 #[test]
 fn the_documented_payload_gives_one_line() {
     let s = Scratch::new("documented");
-    let transcript = common::data("adapt/claude-code/5e551011-0000-4000-8000-000000000001.jsonl");
-    let t = s.join("5e551011-0000-4000-8000-000000000001.jsonl");
-    std::fs::copy(&transcript, &t).unwrap();
+    let t = s.excerpt();
     let out = statusline(&["--cache-dir", &s.cache()], &payload(&t, 200_000));
     let want = expected(&std::fs::read(&t).unwrap(), &session_of(&t), 200_000).expect("a record");
     // The default line, from the record the library gives for the same transcript.
@@ -302,9 +309,8 @@ fn whatever_goes_wrong_is_one_short_line_and_a_reason() {
 #[test]
 fn a_corrupt_or_stale_cache_is_read_anew() {
     let s = Scratch::new("cache");
-    let src = common::data("adapt/claude-code/5e551011-0000-4000-8000-000000000001.jsonl");
-    let t = s.join("5e551011-0000-4000-8000-000000000001.jsonl");
-    std::fs::copy(&src, &t).unwrap();
+    let src = common::data(EXCERPT);
+    let t = s.excerpt();
     let args = ["--json", "--cache-dir", &s.cache()];
     let first = json_of(&statusline(&args, &payload(&t, 200_000)));
     assert!(first.is_some());

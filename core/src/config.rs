@@ -50,6 +50,12 @@ pub enum View {
 }
 
 impl View {
+    pub fn parse(name: &str) -> Option<View> {
+        [View::Frames, View::Pressure]
+            .into_iter()
+            .find(|v| v.name() == name)
+    }
+
     /// The view's name, as param `emit` and a checkpoint's `view` spell it.
     pub fn name(self) -> &'static str {
         match self {
@@ -91,6 +97,16 @@ pub enum Projection {
 
 impl Projection {
     pub const NAMES: [&'static str; 3] = ["rebased", "calibrated", "fixed"];
+
+    pub fn parse(name: &str) -> Option<Projection> {
+        [
+            Projection::Rebased,
+            Projection::Calibrated,
+            Projection::Fixed,
+        ]
+        .into_iter()
+        .find(|p| p.name() == name)
+    }
 
     pub fn name(self) -> &'static str {
         match self {
@@ -315,12 +331,7 @@ impl Config {
             expected: param.values,
         };
         match key {
-            "emit" => {
-                self.view = [View::Frames, View::Pressure]
-                    .into_iter()
-                    .find(|v| v.name() == value)
-                    .ok_or_else(bad)?;
-            }
+            "emit" => self.view = View::parse(value).ok_or_else(bad)?,
             "subagents" => {
                 self.subagents = match value {
                     "drop" => Subagents::Drop,
@@ -355,16 +366,7 @@ impl Config {
                 }
             }
             "input" => self.input = Input::parse(value).ok_or_else(bad)?,
-            "projection" => {
-                self.projection = [
-                    Projection::Rebased,
-                    Projection::Calibrated,
-                    Projection::Fixed,
-                ]
-                .into_iter()
-                .find(|p| p.name() == value)
-                .ok_or_else(bad)?;
-            }
+            "projection" => self.projection = Projection::parse(value).ok_or_else(bad)?,
             "compact_at" => {
                 self.compact_at = match value {
                     "none" => CompactAt::Never,

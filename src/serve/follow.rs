@@ -12,7 +12,7 @@
 //! is skipped, so memory stays bounded whatever is written.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::{File, Metadata};
+use std::fs::File;
 use std::io::{ErrorKind, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -110,17 +110,6 @@ fn open(path: &Path) -> std::io::Result<File> {
     File::open(path)
 }
 
-#[cfg(unix)]
-fn file_id(meta: &Metadata) -> Option<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    Some((meta.dev(), meta.ino()))
-}
-
-#[cfg(not(unix))]
-fn file_id(_: &Metadata) -> Option<(u64, u64)> {
-    None
-}
-
 impl Tail {
     fn read(&mut self, path: &Path) -> std::io::Result<Step> {
         let name = path.display();
@@ -135,7 +124,11 @@ impl Tail {
             )));
         }
         let seen = Some((meta.len(), meta.modified().ok()));
-        if !self.gone && self.pos == meta.len() && self.seen == seen && file_id(&meta) == self.id {
+        if !self.gone
+            && self.pos == meta.len()
+            && self.seen == seen
+            && logs::file_id(&meta) == self.id
+        {
             // Idle: nothing was written since the last read.
             return Ok(Step::Lines(Vec::new(), Vec::new(), false));
         }
@@ -151,7 +144,7 @@ impl Tail {
                 "{name} is not a regular file: it cannot be followed"
             )));
         }
-        let id = file_id(&meta);
+        let id = logs::file_id(&meta);
         if self.pos > 0 {
             if self.gone {
                 return Ok(Step::Restart(format!("{name} came back")));

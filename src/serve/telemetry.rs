@@ -15,108 +15,118 @@ use crate::service::metrics::{CONTENT_TYPE, Kind, Text};
 pub fn render(app: &App) -> String {
     let held = app.hub.held();
     let f = &app.hub.figures;
+    let c = &app.connections;
     let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed) as f64;
     let mut t = Text::default();
-    t.one(
-        "agent_fold_serve_records_read_total",
-        Kind::Counter,
-        "Records read from the source (log lines, or pressure records), since the last reset.",
-        held.status.records as f64,
-    );
-    t.one(
-        "agent_fold_serve_records_skipped_total",
-        Kind::Counter,
-        "Records read that were skipped (not what the source should carry), since the last reset.",
-        held.status.skipped as f64,
-    );
-    t.one(
-        "agent_fold_serve_events_total",
-        Kind::Counter,
-        "Events published to the pages.",
-        load(&f.events),
-    );
-    t.one(
-        "agent_fold_serve_sessions_evicted_total",
-        Kind::Counter,
-        "Sessions forgotten to keep the newest 1000.",
-        load(&f.evicted),
-    );
+    let (counter, gauge) = (Kind::Counter, Kind::Gauge);
+    let singles = [
+        (
+            "records_read_total",
+            counter,
+            "Records read from the source (log lines, or pressure records), since the last reset.",
+            held.status.records as f64,
+        ),
+        (
+            "records_skipped_total",
+            counter,
+            "Records read that were skipped (not what the source should carry), since the last reset.",
+            held.status.skipped as f64,
+        ),
+        (
+            "events_total",
+            counter,
+            "Events published to the pages.",
+            load(&f.events),
+        ),
+        (
+            "sessions_evicted_total",
+            counter,
+            "Sessions forgotten to keep the newest 1000.",
+            load(&f.evicted),
+        ),
+        (
+            "sessions",
+            gauge,
+            "Sessions the page shows.",
+            held.sessions as f64,
+        ),
+        (
+            "buffered_events",
+            gauge,
+            "Events buffered for pages that reconnect.",
+            held.events as f64,
+        ),
+        (
+            "sse_clients",
+            gauge,
+            "/events streams open.",
+            load(&f.clients),
+        ),
+        (
+            "connections",
+            gauge,
+            "HTTP connections open.",
+            load(&c.open),
+        ),
+        (
+            "connections_accepted_total",
+            counter,
+            "HTTP connections accepted.",
+            load(&c.accepted),
+        ),
+    ];
+    for (name, kind, help, value) in singles {
+        t.one(&format!("agent_fold_serve_{name}"), kind, help, value);
+    }
+    let state = "agent_fold_serve_source_state";
     t.family(
-        "agent_fold_serve_source_state",
-        Kind::Gauge,
+        state,
+        gauge,
         "1 for the source's state (starting, live, error, ended), 0 for the others.",
     );
     for s in SourceState::ALL {
         let v = f64::from(u8::from(s == held.status.state));
-        t.sample("agent_fold_serve_source_state", &[("state", s.name())], v);
+        t.sample(state, &[("state", s.name())], v);
     }
-    t.one(
-        "agent_fold_serve_sessions",
-        Kind::Gauge,
-        "Sessions the page shows.",
-        held.sessions as f64,
-    );
-    t.one(
-        "agent_fold_serve_buffered_events",
-        Kind::Gauge,
-        "Events buffered for pages that reconnect.",
-        held.events as f64,
-    );
-    t.family(
-        "agent_fold_serve_buffered_bytes",
-        Kind::Gauge,
+    let bytes = [
+        ("events", held.event_bytes as f64),
+        ("sessions", held.session_bytes as f64),
+    ];
+    labelled(
+        &mut t,
+        ("agent_fold_serve_buffered_bytes", gauge),
         "Bytes the hub holds: the event buffer, and the sessions' latest records and frames.",
-    )
-    .sample(
-        "agent_fold_serve_buffered_bytes",
-        &[("what", "events")],
-        held.event_bytes as f64,
-    )
-    .sample(
-        "agent_fold_serve_buffered_bytes",
-        &[("what", "sessions")],
-        held.session_bytes as f64,
+        "what",
+        &bytes,
     );
-    t.one(
-        "agent_fold_serve_sse_clients",
-        Kind::Gauge,
-        "/events streams open.",
-        load(&f.clients),
-    );
-    let c = &app.connections;
-    t.one(
-        "agent_fold_serve_connections",
-        Kind::Gauge,
-        "HTTP connections open.",
-        load(&c.open),
-    );
-    t.one(
-        "agent_fold_serve_connections_accepted_total",
-        Kind::Counter,
-        "HTTP connections accepted.",
-        load(&c.accepted),
-    );
-    t.family(
-        "agent_fold_serve_refusals_total",
-        Kind::Counter,
-        "Connections and requests refused, by reason.",
-    )
-    .sample(
-        "agent_fold_serve_refusals_total",
-        &[("reason", "connection_cap")],
-        load(&c.refused),
-    )
-    .sample(
-        "agent_fold_serve_refusals_total",
-        &[("reason", "host")],
-        load(&app.hosts.refused_host),
-    )
-    .sample(
-        "agent_fold_serve_refusals_total",
-        &[("reason", "origin")],
-        load(&app.hosts.refused_origin),
+    let refused = [
+        ("connection_cap", load(&c.refused)),
+        ("host", load(&app.hosts.refused_host)),
+        ("origin", load(&app.hosts.refused_origin)),
+    ];
+    let help = "Connections and requests refused, by reason.";
+    labelled(
+        &mut t,
+        ("agent_fold_serve_refusals_total", counter),
+        help,
+        "reason",
+        &refused,
     );
     t.finish()
+}
+
+/// A family with one sample per value of its `label`.
+fn labelled(
+    t: &mut Text,
+    (name, kind): (&str, Kind),
+    help: &str,
+    label: &str,
+    values: &[(&str, f64)],
+) {
+    t.family(name, kind, help);
+    for (v, x) in values {
+        t.sample(name, &[(label, v)], *x);
+    }
 }
 
 pub async fn metrics(State(app): State<App>) -> Response {

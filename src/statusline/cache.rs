@@ -10,6 +10,8 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::logs::file_id;
+
 /// The cache's own format.
 const VERSION: u64 = 1;
 /// Cache files not touched for this long are removed when a new one is made.
@@ -33,17 +35,6 @@ impl Identity {
             params: params.to_vec(),
         }
     }
-}
-
-#[cfg(unix)]
-fn file_id(meta: &Metadata) -> Option<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    Some((meta.dev(), meta.ino()))
-}
-
-#[cfg(not(unix))]
-fn file_id(_: &Metadata) -> Option<(u64, u64)> {
-    None
 }
 
 /// One transcript's cache.

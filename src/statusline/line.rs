@@ -24,67 +24,78 @@ pub const FIELDS: [&str; 14] = [
     "pressure_tokens",
 ];
 
-/// What a line can show.
+/// What a line can show: the session's latest record, and what the payload names.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Fields {
-    /// `projectedTokens`, else `pressureTokens`.
-    pub used: Option<u64>,
-    pub window: Option<u64>,
-    pub occupancy: Option<f64>,
-    pub until: Option<u64>,
-    pub compact_at: Option<u64>,
-    pub pressure: Option<u64>,
-    /// The figure is a projection since the last reading (it differs from the reading).
-    pub projecting: bool,
+    pub record: Option<Value>,
     pub model: Option<String>,
     pub session: Option<String>,
 }
 
 impl Fields {
     pub fn of(record: Option<&Value>, p: &Payload) -> Fields {
-        let n = |k: &str| record.and_then(|r| r.get(k)).and_then(Value::as_u64);
-        let (pressure, projected) = (n("pressureTokens"), n("projectedTokens"));
         Fields {
-            used: projected.or(pressure),
-            window: n("capacity"),
-            occupancy: record
-                .and_then(|r| r.get("contextOccupancy"))
-                .and_then(Value::as_f64),
-            until: n("untilCompactTokens"),
-            compact_at: n("compactAtTokens"),
-            pressure,
-            projecting: projected.is_some() && projected != pressure,
+            record: record.cloned(),
             model: p.model.clone(),
             session: p.session_id.clone(),
         }
     }
 
+    fn n(&self, name: &str) -> Option<u64> {
+        self.record.as_ref()?.get(name)?.as_u64()
+    }
+
+    /// `projectedTokens`, else `pressureTokens`.
+    fn used(&self) -> Option<u64> {
+        self.n("projectedTokens").or(self.n("pressureTokens"))
+    }
+
+    fn occupancy(&self) -> Option<f64> {
+        self.record.as_ref()?.get("contextOccupancy")?.as_f64()
+    }
+
+    /// The figure is a projection since the last reading (it differs from the reading).
+    fn projecting(&self) -> bool {
+        let projected = self.n("projectedTokens");
+        projected.is_some() && projected != self.n("pressureTokens")
+    }
+
+    /// A field by its name; empty when its figure is unknown.
     fn get(&self, name: &str) -> String {
-        let short = |v: Option<u64>| v.map(short).unwrap_or_default();
-        let plain = |v: Option<u64>| v.map(|n| n.to_string()).unwrap_or_default();
-        match name {
-            "percent" => self
-                .occupancy
-                .map(|o| format!("{:.0}", o * 100.0))
-                .unwrap_or_default(),
-            "used" => short(self.used),
-            "window" => short(self.window),
-            "until" => short(self.until),
-            "compact_at" => short(self.compact_at),
-            "pressure" => short(self.pressure),
-            "mark" => if self.projecting { "~" } else { "" }.to_owned(),
-            "model" => self.model.clone().unwrap_or_default(),
-            "session" => self
-                .session
-                .as_deref()
-                .map(|s| s.chars().take(8).collect())
-                .unwrap_or_default(),
-            "used_tokens" => plain(self.used),
-            "window_tokens" => plain(self.window),
-            "until_tokens" => plain(self.until),
-            "compact_at_tokens" => plain(self.compact_at),
-            "pressure_tokens" => plain(self.pressure),
-            _ => String::new(),
+        let figure = match name {
+            "percent" => {
+                return self
+                    .occupancy()
+                    .map(|o| format!("{:.0}", o * 100.0))
+                    .unwrap_or_default();
+            }
+            "mark" => return if self.projecting() { "~" } else { "" }.to_owned(),
+            "model" => return self.model.clone().unwrap_or_default(),
+            "session" => {
+                return self
+                    .session
+                    .as_deref()
+                    .map(|s| s.chars().take(8).collect())
+                    .unwrap_or_default();
+            }
+            _ => name,
+        };
+        let (base, plain) = match figure.strip_suffix("_tokens") {
+            Some(b) => (b, true),
+            None => (figure, false),
+        };
+        let v = match base {
+            "used" => self.used(),
+            "window" => self.n("capacity"),
+            "until" => self.n("untilCompactTokens"),
+            "compact_at" => self.n("compactAtTokens"),
+            "pressure" => self.n("pressureTokens"),
+            _ => None,
+        };
+        match (v, plain) {
+            (Some(n), true) => n.to_string(),
+            (Some(n), false) => short(n),
+            (None, _) => String::new(),
         }
     }
 }
@@ -174,17 +185,17 @@ impl Template {
             Template::Default => {
                 let mark = f.get("mark");
                 let mut parts = Vec::new();
-                if f.occupancy.is_some() {
+                if f.occupancy().is_some() {
                     parts.push(format!("{mark}{}%", f.get("percent")));
                 }
-                match (f.used, f.window) {
+                match (f.used(), f.n("capacity")) {
                     (Some(_), Some(_)) => {
                         parts.push(format!("~{}/{}", f.get("used"), f.get("window")))
                     }
                     (Some(_), None) => parts.push(format!("~{}", f.get("used"))),
                     _ => {}
                 }
-                if f.until.is_some() {
+                if f.n("untilCompactTokens").is_some() {
                     parts.push(format!("{mark}{} to compact", f.get("until")));
                 }
                 if parts.is_empty() {
@@ -202,16 +213,20 @@ mod tests {
 
     fn fields() -> Fields {
         Fields {
-            used: Some(76_400),
-            window: Some(200_000),
-            occupancy: Some(0.382),
-            until: Some(90_600),
-            compact_at: Some(167_000),
-            pressure: Some(84_213),
-            projecting: true,
+            record: Some(serde_json::json!({
+                "pressureTokens": 84_213, "projectedTokens": 76_400, "capacity": 200_000,
+                "contextOccupancy": 0.382, "compactAtTokens": 167_000, "untilCompactTokens": 90_600,
+            })),
             model: Some("Opus".into()),
             session: Some("6113e919-67d3".into()),
         }
+    }
+
+    /// The same figures right at a reading: the projection is the reading.
+    fn at_reading(mut f: Fields) -> Fields {
+        let r = f.record.as_mut().unwrap();
+        r["pressureTokens"] = r["projectedTokens"].clone();
+        f
     }
 
     #[test]
@@ -226,19 +241,19 @@ mod tests {
 
     #[test]
     fn the_default_line_marks_a_projection_and_drops_what_is_unknown() {
-        let mut f = fields();
         assert_eq!(
-            Template::Default.fill(&f),
+            Template::Default.fill(&fields()),
             "~38% · ~76k/200k · ~91k to compact"
         );
-        f.projecting = false;
+        let mut f = at_reading(fields());
         assert_eq!(
             Template::Default.fill(&f),
             "38% · ~76k/200k · 91k to compact"
         );
-        f.until = None;
-        f.window = None;
-        f.occupancy = None;
+        let r = f.record.as_mut().unwrap().as_object_mut().unwrap();
+        for k in ["untilCompactTokens", "capacity", "contextOccupancy"] {
+            r.insert(k.into(), serde_json::Value::Null);
+        }
         assert_eq!(Template::Default.fill(&f), "~76k");
         assert_eq!(
             Template::Default.fill(&Fields::default()),

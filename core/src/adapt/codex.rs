@@ -98,11 +98,7 @@ pub(crate) fn adapt(cx: &mut Cx, line: &Line) {
             match uint_at(payload, "model_context_window").filter(|w| *w >= 1) {
                 Some(w) => {
                     cx.st.window = Some(w);
-                    let mut f = cx.frame(REQUEST_HEADER, Id::Numbered, stamp, None);
-                    f.uint("context_window", w);
-                    f.extra_str("source_type", "event_msg/task_started");
-                    f.source(line, &[], &[]);
-                    cx.emit(f);
+                    header(cx, line, ("context_window", w), "event_msg/task_started");
                 }
                 None => {
                     let kind = kind_of(line, payload_type.as_deref());
@@ -115,11 +111,7 @@ pub(crate) fn adapt(cx: &mut Cx, line: &Line) {
         {
             let limit = compact_limit(payload).unwrap_or_default();
             cx.st.compact_limit = Some(limit);
-            let mut f = cx.frame(REQUEST_HEADER, Id::Numbered, stamp, None);
-            f.uint("auto_compact_tokens", limit);
-            f.extra_str("source_type", "turn_context");
-            f.source(line, &[], &[]);
-            cx.emit(f);
+            header(cx, line, ("auto_compact_tokens", limit), "turn_context");
         }
         ("event_msg", Some("context_compacted")) => {
             let mut f = cx.frame(COMPACT_END, Id::Numbered, stamp, None);
@@ -131,6 +123,15 @@ pub(crate) fn adapt(cx: &mut Cx, line: &Line) {
             cx.pass_through(&kind, Id::Numbered, stamp, None, line);
         }
     }
+}
+
+/// A `request/header` announcing one figure the line names, the line as its `source`.
+fn header(cx: &mut Cx, line: &Line, (name, n): (&str, u64), source_type: &str) {
+    let mut f = cx.frame(REQUEST_HEADER, Id::Numbered, line.get("timestamp"), None);
+    f.uint(name, n);
+    f.extra_str("source_type", source_type);
+    f.source(line, &[], &[]);
+    cx.emit(f);
 }
 
 /// The automatic compaction threshold a rollout's configuration names

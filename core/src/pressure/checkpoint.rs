@@ -8,7 +8,7 @@ use std::fmt;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-use super::session::Session;
+use super::session::{Levels, Rebase, Session};
 use super::surface::{Node, RestoreError, Surface};
 use crate::state::checkpoint::{CheckpointError, Members, field};
 
@@ -76,11 +76,11 @@ impl Session {
         w.uint("estGrowth", self.est_growth);
         w.uint("providerGrowth", self.provider_growth);
         w.bool("replacedSinceSample", self.replaced);
-        w.opt_uint("baseTokens", self.base);
-        w.opt_uint("restoreTokens", self.restore);
-        w.opt_uint("rebaseFrom", self.rebase_from);
-        w.opt_uint("autoCompactAt", self.auto_compact);
-        w.opt_uint("agentCompactAt", self.agent_compact);
+        w.opt_uint("baseTokens", self.rebase.base);
+        w.opt_uint("restoreTokens", self.rebase.restore);
+        w.opt_uint("rebaseFrom", self.rebase.kept);
+        w.opt_uint("autoCompactAt", self.levels.auto);
+        w.opt_uint("agentCompactAt", self.levels.agent);
         let mut nodes = String::with_capacity(self.surface.len() * 12 + 2);
         nodes.push('[');
         for (i, n) in self.surface.nodes().enumerate() {
@@ -99,23 +99,32 @@ impl Session {
         name: &str,
         map: &mut A,
     ) -> Result<bool, A::Error> {
+        // The members that are an integer or null, each read into its slot.
+        let slot = match name {
+            "cursor" => Some(&mut b.cursor),
+            "floor" => Some(&mut b.floor),
+            "systemTokens" => Some(&mut b.system),
+            "toolsTokens" => Some(&mut b.tools),
+            "capacity" => Some(&mut b.capacity),
+            "pressureTokens" => Some(&mut b.pressure),
+            "anchorTokens" => Some(&mut b.anchor),
+            "baseTokens" => Some(&mut b.base),
+            "restoreTokens" => Some(&mut b.restore),
+            "rebaseFrom" => Some(&mut b.rebase_from),
+            "autoCompactAt" => Some(&mut b.auto_compact),
+            "agentCompactAt" => Some(&mut b.agent_compact),
+            _ => None,
+        };
+        if let Some(slot) = slot {
+            *slot = field::read(map, name)?;
+            b.any = true;
+            return Ok(true);
+        }
         match name {
-            "cursor" => b.cursor = field::read(map, name)?,
             "partial" => b.partial = Some(field::read(map, name)?),
-            "floor" => b.floor = field::read(map, name)?,
-            "systemTokens" => b.system = field::read(map, name)?,
-            "toolsTokens" => b.tools = field::read(map, name)?,
-            "capacity" => b.capacity = field::read(map, name)?,
-            "pressureTokens" => b.pressure = field::read(map, name)?,
-            "anchorTokens" => b.anchor = field::read(map, name)?,
             "estGrowth" => b.est_growth = field::read(map, name)?,
             "providerGrowth" => b.provider_growth = field::read(map, name)?,
             "replacedSinceSample" => b.replaced = Some(field::read(map, name)?),
-            "baseTokens" => b.base = field::read(map, name)?,
-            "restoreTokens" => b.restore = field::read(map, name)?,
-            "rebaseFrom" => b.rebase_from = field::read(map, name)?,
-            "autoCompactAt" => b.auto_compact = field::read(map, name)?,
-            "agentCompactAt" => b.agent_compact = field::read(map, name)?,
             "surface" => {
                 // Borrowed first, to size the surface exactly (a node is a `[`, and at least six
                 // bytes): no doubling growth over a million nodes.
@@ -185,11 +194,16 @@ impl Session {
             s.replaced = b.replaced.unwrap_or(false);
         }
         if version >= 5 {
-            s.base = b.base.filter(|_| !s.partial);
-            s.restore = b.restore;
-            s.rebase_from = b.rebase_from.filter(|_| s.base.is_some());
-            s.auto_compact = b.auto_compact.filter(|n| *n >= 1);
-            s.agent_compact = b.agent_compact.filter(|n| *n >= 1);
+            let base = b.base.filter(|_| !s.partial);
+            s.rebase = Rebase {
+                base,
+                restore: b.restore,
+                kept: b.rebase_from.filter(|_| base.is_some()),
+            };
+            s.levels = Levels {
+                auto: b.auto_compact.filter(|n| *n >= 1),
+                agent: b.agent_compact.filter(|n| *n >= 1),
+            };
         }
         // Every node was applied, so stands at or below the cursor: a frame above it can never
         // repeat a node's seq. Version 1 carried no cursor: its surface's highest seq is one.

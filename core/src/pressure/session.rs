@@ -34,19 +34,33 @@ pub(crate) struct Session {
     pub provider_growth: u64,
     /// A replacement was applied since the latest sample: the next interval is not clean.
     pub replaced: bool,
-    /// `rebased`: what the session's first reading counted beyond its surface (system prompt,
-    /// tools, what the agent adds unseen); `None` in a partial session.
+    /// What `rebased` keeps.
+    pub rebase: Rebase,
+    /// Where the agent compacts on its own, as the log said.
+    pub levels: Levels,
+}
+
+/// What `rebased` keeps (contract §3.4).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Rebase {
+    /// What the session's first reading counted beyond its surface (system prompt, tools, what
+    /// the agent adds unseen); `None` in a partial session.
     pub base: Option<u64>,
-    /// `rebased`: what the agent put back at the last compaction beyond what the log shows,
-    /// learnt from the first reading after it; `None` until then (the param's prior stands).
+    /// What the agent put back at the last compaction beyond the replacement, learnt from the
+    /// first reading after it; `None` until then (the param's prior stands).
     pub restore: Option<u64>,
-    /// `rebased`: a replacement was applied since the latest sample, leaving this many
-    /// `messageTokens` (the replacement and what it kept).
-    pub rebase_from: Option<u64>,
+    /// A replacement was applied since the latest sample, leaving this many `messageTokens`
+    /// (its node and what it kept).
+    pub kept: Option<u64>,
+}
+
+/// Where the agent compacts on its own, as the session's log says (contract §3.5).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Levels {
     /// The level the session's last automatic compaction fired at.
-    pub auto_compact: Option<u64>,
-    /// The agent's own compaction threshold, as the latest header that named one said.
-    pub agent_compact: Option<u64>,
+    pub auto: Option<u64>,
+    /// The agent's own threshold, as the latest header that named one said.
+    pub agent: Option<u64>,
 }
 
 /// What the figures read besides a session's state: the instance's params.
@@ -65,15 +79,21 @@ pub(crate) struct Params {
 /// What a session shows, as a `context/pressure` record carries it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Figures {
+    /// `pressureTokens`, the last reading.
     pub pressure: Option<u64>,
+    /// `projectedTokens`.
     pub projected: Option<u64>,
+    /// `capacity`: the header's window, else the param's.
     pub capacity: Option<u64>,
+    /// `contextOccupancy`.
     pub occupancy: Option<f64>,
+    /// `systemTokens`, `toolsTokens`, `messageTokens`: the raw estimates.
     pub system: Option<u64>,
     pub tools: Option<u64>,
     pub message: Option<u64>,
     /// `estimateScale` in thousandths.
     pub scale_milli: u64,
+    /// `compactAtTokens` and `untilCompactTokens`.
     pub compact_at: Option<u64>,
     pub until_compact: Option<u64>,
     pub partial: bool,
@@ -226,10 +246,10 @@ impl Session {
             self.capacity = c.capacity;
         }
         if c.auto_compact.is_some() {
-            self.auto_compact = c.auto_compact;
+            self.levels.auto = c.auto_compact;
         }
         if c.agent_compact.is_some() {
-            self.agent_compact = c.agent_compact;
+            self.levels.agent = c.agent_compact;
         }
         if let Some(now) = c.sample {
             let before_join = self.surface.total();
@@ -239,10 +259,10 @@ impl Session {
             if !self.partial {
                 let (n, d) = self.ratio(Projection::Calibrated);
                 let beyond = |what: u64| (now as i128 - scaled(what as i128, n, d)).max(0) as u64;
-                match (self.base, self.rebase_from.take()) {
-                    (None, _) => self.base = Some(beyond(before_join)),
+                match (self.rebase.base, self.rebase.kept.take()) {
+                    (None, _) => self.rebase.base = Some(beyond(before_join)),
                     (Some(base), Some(kept)) => {
-                        self.restore = Some(beyond(kept).saturating_sub(base));
+                        self.rebase.restore = Some(beyond(kept).saturating_sub(base));
                     }
                     (Some(_), None) => {}
                 }
@@ -268,8 +288,8 @@ impl Session {
                 Plan::Append => {}
                 Plan::Splice { .. } => {
                     self.replaced = true;
-                    if self.base.is_some() {
-                        self.rebase_from = Some(self.surface.total());
+                    if self.rebase.base.is_some() {
+                        self.rebase.kept = Some(self.surface.total());
                     }
                 }
                 Plan::FrontCut { .. } => {
@@ -316,11 +336,11 @@ impl Session {
         let scale = |t: u64| scaled(t as i128, n, d);
         let projected = match (self.pressure, self.anchor) {
             (Some(p), Some(a)) => {
-                let v = match (params.projection, self.base, self.rebase_from) {
+                let v = match (params.projection, self.rebase.base, self.rebase.kept) {
                     // Re-based: the base, the replacement and what it kept, and the larger of
                     // what joined since and what the agent puts back (contract §3.4).
                     (Projection::Rebased, Some(base), Some(kept)) => {
-                        let restore = self.restore.unwrap_or(params.restore_prior) as i128;
+                        let restore = self.rebase.restore.unwrap_or(params.restore_prior) as i128;
                         let joined = scale(total.saturating_sub(kept));
                         self.floor(base) as i128 + scale(kept) + joined.max(restore)
                     }
@@ -334,7 +354,7 @@ impl Session {
         let compact_at = match params.compact_at {
             CompactAt::Never => None,
             CompactAt::Tokens(t) => Some(t),
-            CompactAt::Learnt => self.auto_compact.or(self.agent_compact).or_else(|| {
+            CompactAt::Learnt => self.levels.auto.or(self.levels.agent).or_else(|| {
                 let reserve = params.window_reserve?;
                 capacity.filter(|c| *c > reserve).map(|c| c - reserve)
             }),
@@ -452,14 +472,14 @@ mod tests {
     fn a_compaction_re_bases_on_the_first_reading() {
         let mut s = Session::starting_at(0, false);
         feed(&mut s, &[msg(0, "user/message", 10), reading(1, 20, 5_000)]);
-        assert_eq!(s.base, Some(4_990));
+        assert_eq!(s.rebase.base, Some(4_990));
         feed(&mut s, &[msg(2, "tool/result", 400), reading(3, 30, 5_700)]);
         let before = s.clone();
         for p in [Projection::Rebased, Projection::Calibrated] {
             assert_eq!(projected(&s, p), projected(&before, Projection::Calibrated));
         }
         feed(&mut s, &[summary(4, 50, 0, 3)]);
-        assert_eq!(s.rebase_from, Some(50));
+        assert_eq!(s.rebase.kept, Some(50));
         assert_eq!(projected(&s, Projection::Rebased), Some(4_990 + 50 + 1_000));
         // calibrated: 5,700 + (50 − 430), its anchor, at scale 1 (420 of growth is too little).
         assert_eq!(projected(&s, Projection::Calibrated), Some(5_320));
@@ -485,7 +505,7 @@ mod tests {
                 reading(3, 25, 7_040),
             ],
         );
-        assert_eq!((s.restore, s.rebase_from), (Some(2_000), None));
+        assert_eq!((s.rebase.restore, s.rebase.kept), (Some(2_000), None));
         assert_eq!(
             projected(&s, Projection::Rebased),
             projected(&s, Projection::Calibrated)
@@ -521,7 +541,7 @@ mod tests {
             &mut partial,
             &[msg(7, "user/message", 10), reading(8, 20, 5_000)],
         );
-        assert_eq!(partial.base, None);
+        assert_eq!(partial.rebase.base, None);
         feed(&mut partial, &[summary(9, 50, 7, 8)]);
         assert_eq!(
             projected(&partial, Projection::Rebased),
