@@ -439,29 +439,20 @@ fn the_records_match_a_reference_model_of_the_spec() {
     assert_model_agrees(P, &example, "the example");
     assert_model_agrees(&[("emit", "pressure")], &example, "the example, no param");
     // Sessions long enough to calibrate, at ratios inside and beyond the clamp, with
-    // compactions between samples; under both projection methods.
-    let fixed = [
-        ("emit", "pressure"),
-        ("capacity", "100000"),
-        ("projection", "fixed"),
-    ];
-    let calibrated = [
-        ("emit", "pressure"),
-        ("capacity", "100000"),
-        ("projection", "calibrated"),
-    ];
-    // A prior that matters, a threshold from the window, one from the param.
-    let restoring = [
-        ("emit", "pressure"),
-        ("capacity", "100000"),
-        ("compact_restore", "1500"),
-        ("input", "agent-fold"),
-        ("compact_at", "90000"),
+    // compactions between samples: under every projection method, and with a restore prior
+    // that matters and a threshold from the param.
+    let with = |more: &[(&'static str, &'static str)]| -> Vec<(&str, &str)> {
+        P.iter().chain(more).copied().collect()
+    };
+    let methods = [
+        with(&[("projection", "fixed")]),
+        with(&[("projection", "calibrated")]),
+        with(&[("compact_restore", "1500"), ("compact_at", "90000")]),
     ];
     for seed in 0..40 {
         let recs = calibrating(seed);
         assert_model_agrees(P, &recs, &format!("calibrating seed {seed}"));
-        for method in [&fixed[..], &calibrated[..], &restoring[..]] {
+        for method in &methods {
             assert_model_agrees(
                 method,
                 &recs,

@@ -302,6 +302,15 @@ mod tests {
 
     use super::*;
 
+    /// An empty scratch directory of the test's own.
+    fn scratch(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("agent-fold-follow-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
     fn values(p: &Polled) -> Vec<String> {
         p.lines
             .iter()
@@ -311,8 +320,7 @@ mod tests {
 
     #[test]
     fn lines_count_once_complete_and_rewrites_start_again() {
-        let dir = std::env::temp_dir().join(format!("agent-fold-follow-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch("log");
         let log = dir.join("log.jsonl");
         let _ = std::fs::remove_file(&log);
         let mut f = Follow::new(&log);
@@ -359,9 +367,7 @@ mod tests {
 
     #[test]
     fn a_session_directory_merges_its_files_by_time() {
-        let dir =
-            std::env::temp_dir().join(format!("agent-fold-follow-dir-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = scratch("dir");
         let session = dir.join("s1");
         std::fs::create_dir_all(session.join("subagents")).unwrap();
         let main = dir.join("s1.jsonl");
@@ -385,9 +391,7 @@ mod tests {
 
     #[test]
     fn idle_files_are_not_opened_again_and_a_written_one_is() {
-        let dir =
-            std::env::temp_dir().join(format!("agent-fold-follow-idle-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = scratch("idle");
         std::fs::create_dir_all(dir.join("many")).unwrap();
         for i in 0..50 {
             append(&dir.join(format!("many/{i:02}.jsonl")), b"{\"n\":1}\n");
