@@ -548,10 +548,10 @@ fn message_tokens_are_the_surface_sum_and_projections_never_negative() {
             let envelope =
                 s["systemTokens"].as_u64().unwrap_or(0) + s["toolsTokens"].as_u64().unwrap_or(0);
             let rebase = (
-                s["baseTokens"].as_u64().map(|b| b.max(envelope)),
-                s["rebaseFrom"].as_u64(),
+                s["rebase"][0].as_u64().map(|b| b.max(envelope)),
+                s["rebase"][2].as_u64(),
             );
-            let restore = s["restoreTokens"].as_u64().unwrap_or(0) as i128;
+            let restore = s["rebase"][1].as_u64().unwrap_or(0) as i128;
             let projected = match (
                 s["pressureTokens"].as_u64(),
                 s["anchorTokens"].as_u64(),

@@ -241,20 +241,24 @@ fn rebased_compaction_rebuilds_from_the_base() {
     );
 }
 
+/// One session's readings and compaction frames: a header naming the agent's threshold, a
+/// manual compaction, one whose level is not an integer, two automatic ones.
+const LEVELS_LOG: [&str; 7] = [
+    r#"{"type":"user/message","session_id":"a","seq":0,"message":"Start."}"#,
+    r#"{"type":"assistant/message","session_id":"a","seq":1,"message":"Ok.","usage":{"input_tokens":40000}}"#,
+    r#"{"type":"request/header","session_id":"a","seq":2,"auto_compact_tokens":180000}"#,
+    r#"{"type":"compact/start","session_id":"a","seq":3,"trigger":"manual","preTokens":60000}"#,
+    r#"{"type":"compact/start","session_id":"a","seq":4,"trigger":"auto","preTokens":"155241"}"#,
+    r#"{"type":"compact/start","session_id":"a","seq":5,"trigger":"auto","preTokens":155241}"#,
+    r#"{"type":"compact/start","session_id":"a","seq":6,"trigger":"auto","preTokens":156699}"#,
+];
+
 /// Where `compactAtTokens` comes from (contract §3.5): nothing known; the agent's own threshold
 /// on a header; the session's last automatic compaction (a manual one, or one with a bad level,
 /// changes nothing); the param over all of them; `none`.
 #[test]
 fn the_compaction_level_and_its_sources() {
-    let recs = frames(&[
-        r#"{"type":"user/message","session_id":"a","seq":0,"message":"Start."}"#,
-        r#"{"type":"assistant/message","session_id":"a","seq":1,"message":"Ok.","usage":{"input_tokens":40000}}"#,
-        r#"{"type":"request/header","session_id":"a","seq":2,"auto_compact_tokens":180000}"#,
-        r#"{"type":"compact/start","session_id":"a","seq":3,"trigger":"manual","preTokens":60000}"#,
-        r#"{"type":"compact/start","session_id":"a","seq":4,"trigger":"auto","preTokens":"155241"}"#,
-        r#"{"type":"compact/start","session_id":"a","seq":5,"trigger":"auto","preTokens":155241}"#,
-        r#"{"type":"compact/start","session_id":"a","seq":6,"trigger":"auto","preTokens":156699}"#,
-    ]);
+    let recs = frames(&LEVELS_LOG);
     // "Start." 8 chars → 2, "Ok." 5 → 2: 40,000 read at 2, projected 40,002.
     case(
         "compact_at_sources",

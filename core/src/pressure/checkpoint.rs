@@ -8,7 +8,7 @@ use std::fmt;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-use super::session::{Levels, Rebase, Session};
+use super::session::{Envelope, Levels, Rebase, Session};
 use super::surface::{Node, RestoreError, Surface};
 use crate::state::checkpoint::{CheckpointError, Members, field};
 
@@ -27,11 +27,10 @@ pub(crate) struct Fields {
     est_growth: u64,
     provider_growth: u64,
     replaced: Option<bool>,
-    base: Option<u64>,
-    restore: Option<u64>,
-    rebase_from: Option<u64>,
-    auto_compact: Option<u64>,
-    agent_compact: Option<u64>,
+    /// `rebase`: `[base, restore, kept]`.
+    rebase: (Option<u64>, Option<u64>, Option<u64>),
+    /// `compactLevels`: `[auto, agent]`.
+    levels: (Option<u64>, Option<u64>),
     surface: Option<Result<Surface, RestoreError>>,
 }
 
@@ -68,19 +67,18 @@ impl Session {
         w.opt_uint("cursor", self.cursor);
         w.bool("partial", self.partial);
         w.opt_uint("floor", self.surface.floor());
-        w.opt_uint("systemTokens", self.system);
-        w.opt_uint("toolsTokens", self.tools);
-        w.opt_uint("capacity", self.capacity);
+        w.opt_uint("systemTokens", self.envelope.system);
+        w.opt_uint("toolsTokens", self.envelope.tools);
+        w.opt_uint("capacity", self.envelope.capacity);
         w.opt_uint("pressureTokens", self.pressure);
         w.opt_uint("anchorTokens", self.anchor);
         w.uint("estGrowth", self.est_growth);
         w.uint("providerGrowth", self.provider_growth);
         w.bool("replacedSinceSample", self.replaced);
-        w.opt_uint("baseTokens", self.rebase.base);
-        w.opt_uint("restoreTokens", self.rebase.restore);
-        w.opt_uint("rebaseFrom", self.rebase.kept);
-        w.opt_uint("autoCompactAt", self.levels.auto);
-        w.opt_uint("agentCompactAt", self.levels.agent);
+        let r = &self.rebase;
+        w.raw("rebase", &field::nullable(&[r.base, r.restore, r.kept]));
+        let l = &self.levels;
+        w.raw("compactLevels", &field::nullable(&[l.auto, l.agent]));
         let mut nodes = String::with_capacity(self.surface.len() * 12 + 2);
         nodes.push('[');
         for (i, n) in self.surface.nodes().enumerate() {
@@ -99,32 +97,20 @@ impl Session {
         name: &str,
         map: &mut A,
     ) -> Result<bool, A::Error> {
-        // The members that are an integer or null, each read into its slot.
-        let slot = match name {
-            "cursor" => Some(&mut b.cursor),
-            "floor" => Some(&mut b.floor),
-            "systemTokens" => Some(&mut b.system),
-            "toolsTokens" => Some(&mut b.tools),
-            "capacity" => Some(&mut b.capacity),
-            "pressureTokens" => Some(&mut b.pressure),
-            "anchorTokens" => Some(&mut b.anchor),
-            "baseTokens" => Some(&mut b.base),
-            "restoreTokens" => Some(&mut b.restore),
-            "rebaseFrom" => Some(&mut b.rebase_from),
-            "autoCompactAt" => Some(&mut b.auto_compact),
-            "agentCompactAt" => Some(&mut b.agent_compact),
-            _ => None,
-        };
-        if let Some(slot) = slot {
-            *slot = field::read(map, name)?;
-            b.any = true;
-            return Ok(true);
-        }
         match name {
+            "cursor" => b.cursor = field::read(map, name)?,
+            "floor" => b.floor = field::read(map, name)?,
+            "systemTokens" => b.system = field::read(map, name)?,
+            "toolsTokens" => b.tools = field::read(map, name)?,
+            "capacity" => b.capacity = field::read(map, name)?,
             "partial" => b.partial = Some(field::read(map, name)?),
+            "pressureTokens" => b.pressure = field::read(map, name)?,
+            "anchorTokens" => b.anchor = field::read(map, name)?,
             "estGrowth" => b.est_growth = field::read(map, name)?,
             "providerGrowth" => b.provider_growth = field::read(map, name)?,
             "replacedSinceSample" => b.replaced = Some(field::read(map, name)?),
+            "rebase" => b.rebase = field::read(map, name)?,
+            "compactLevels" => b.levels = field::read(map, name)?,
             "surface" => {
                 // Borrowed first, to size the surface exactly (a node is a `[`, and at least six
                 // bytes): no doubling growth over a million nodes.
@@ -169,8 +155,11 @@ impl Session {
             }
         };
         let mut s = Session {
-            system: b.system,
-            tools: b.tools,
+            envelope: Envelope {
+                system: b.system,
+                tools: b.tools,
+                capacity: None,
+            },
             ..Session::default()
         };
         if version >= 2 {
@@ -179,7 +168,7 @@ impl Session {
             s.partial = b.partial.ok_or_else(|| {
                 CheckpointError::Invalid("`partial` must be true or false".into())
             })?;
-            s.capacity = b.capacity.filter(|c| *c > 0);
+            s.envelope.capacity = b.capacity.filter(|c| *c > 0);
             s.pressure = b.pressure;
         }
         if version >= 3 {
@@ -194,15 +183,17 @@ impl Session {
             s.replaced = b.replaced.unwrap_or(false);
         }
         if version >= 5 {
-            let base = b.base.filter(|_| !s.partial);
+            let (base, restore, kept) = b.rebase;
+            let base = base.filter(|_| !s.partial);
             s.rebase = Rebase {
                 base,
-                restore: b.restore,
-                kept: b.rebase_from.filter(|_| base.is_some()),
+                restore,
+                kept: kept.filter(|_| base.is_some()),
             };
+            let (auto, agent) = b.levels;
             s.levels = Levels {
-                auto: b.auto_compact.filter(|n| *n >= 1),
-                agent: b.agent_compact.filter(|n| *n >= 1),
+                auto: auto.filter(|n| *n >= 1),
+                agent: agent.filter(|n| *n >= 1),
             };
         }
         // Every node was applied, so stands at or below the cursor: a frame above it can never

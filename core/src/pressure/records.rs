@@ -53,7 +53,7 @@ pub(crate) fn pressure_record(
     opt(&mut out, "projectedTokens", f.projected);
     opt(&mut out, "capacity", f.capacity);
     out.extend_from_slice(b",\"contextOccupancy\":");
-    match f.occupancy {
+    match f.occupancy() {
         Some(x) => serde_json::to_writer(&mut out, &x).expect("writing to a Vec"),
         None => out.extend_from_slice(b"null"),
     }
@@ -63,7 +63,7 @@ pub(crate) fn pressure_record(
     out.extend_from_slice(b",\"estimateScale\":");
     milli(&mut out, f.scale_milli);
     opt(&mut out, "compactAtTokens", f.compact_at);
-    opt(&mut out, "untilCompactTokens", f.until_compact);
+    opt(&mut out, "untilCompactTokens", f.until_compact());
     if f.partial {
         out.extend_from_slice(b",\"partial\":true");
     }

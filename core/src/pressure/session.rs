@@ -17,12 +17,8 @@ pub(crate) struct Session {
     /// The session's first applied frame had `seq` > 0, or its state was evicted: nodes before
     /// what it saw are unknown.
     pub partial: bool,
-    /// `estimate(system)` of the latest header that had one.
-    pub system: Option<u64>,
-    /// `estimate(tools)` of the latest header that had one.
-    pub tools: Option<u64>,
-    /// The latest header's `context_window`.
-    pub capacity: Option<u64>,
+    /// What the latest headers said of the request's envelope.
+    pub envelope: Envelope,
     pub surface: Surface,
     /// The latest provider reading.
     pub pressure: Option<u64>,
@@ -38,6 +34,18 @@ pub(crate) struct Session {
     pub rebase: Rebase,
     /// Where the agent compacts on its own, as the log said.
     pub levels: Levels,
+}
+
+/// The request's envelope, as the latest `request/header` that named each part said (contract
+/// §3.1): field by field, a header without one keeps the previous value.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Envelope {
+    /// `estimate(system)`.
+    pub system: Option<u64>,
+    /// `estimate(tools)`.
+    pub tools: Option<u64>,
+    /// `context_window`.
+    pub capacity: Option<u64>,
 }
 
 /// What `rebased` keeps (contract §3.4).
@@ -85,18 +93,31 @@ pub(crate) struct Figures {
     pub projected: Option<u64>,
     /// `capacity`: the header's window, else the param's.
     pub capacity: Option<u64>,
-    /// `contextOccupancy`.
-    pub occupancy: Option<f64>,
     /// `systemTokens`, `toolsTokens`, `messageTokens`: the raw estimates.
     pub system: Option<u64>,
     pub tools: Option<u64>,
     pub message: Option<u64>,
     /// `estimateScale` in thousandths.
     pub scale_milli: u64,
-    /// `compactAtTokens` and `untilCompactTokens`.
+    /// `compactAtTokens`.
     pub compact_at: Option<u64>,
-    pub until_compact: Option<u64>,
     pub partial: bool,
+}
+
+impl Figures {
+    /// `contextOccupancy`: the projection, else the last reading, of the capacity.
+    pub fn occupancy(&self) -> Option<f64> {
+        match (self.projected.or(self.pressure), self.capacity) {
+            (Some(used), Some(cap)) if cap > 0 => Some(used as f64 / cap as f64),
+            _ => None,
+        }
+    }
+
+    /// `untilCompactTokens`: how far the projection is from the level the agent compacts at.
+    pub fn until_compact(&self) -> Option<u64> {
+        let (c, p) = (self.compact_at?, self.projected?);
+        Some(c.saturating_sub(p))
+    }
 }
 
 /// Why a frame could not be applied: a `context/error` record says it.
@@ -237,13 +258,13 @@ impl Session {
         };
         // Commit.
         if c.system.is_some() {
-            self.system = c.system;
+            self.envelope.system = c.system;
         }
         if c.tools.is_some() {
-            self.tools = c.tools;
+            self.envelope.tools = c.tools;
         }
         if c.capacity.is_some() {
-            self.capacity = c.capacity;
+            self.envelope.capacity = c.capacity;
         }
         if c.auto_compact.is_some() {
             self.levels.auto = c.auto_compact;
@@ -322,11 +343,8 @@ impl Session {
     /// The base a re-based figure stands on: never under the envelope's own estimate, so that
     /// the figure never falls under the system prompt and tools (contract §3.4).
     fn floor(&self, base: u64) -> u64 {
-        let envelope = self
-            .system
-            .unwrap_or(0)
-            .saturating_add(self.tools.unwrap_or(0));
-        base.max(envelope)
+        let e = &self.envelope;
+        base.max(e.system.unwrap_or(0).saturating_add(e.tools.unwrap_or(0)))
     }
 
     /// What the session shows under the instance's params.
@@ -350,7 +368,7 @@ impl Session {
             }
             _ => None,
         };
-        let capacity = self.capacity.or(params.capacity);
+        let capacity = self.envelope.capacity.or(params.capacity);
         let compact_at = match params.compact_at {
             CompactAt::Never => None,
             CompactAt::Tokens(t) => Some(t),
@@ -358,10 +376,6 @@ impl Session {
                 let reserve = params.window_reserve?;
                 capacity.filter(|c| *c > reserve).map(|c| c - reserve)
             }),
-        };
-        let occupancy = match (projected.or(self.pressure), capacity) {
-            (Some(used), Some(cap)) if cap > 0 => Some(used as f64 / cap as f64),
-            _ => None,
         };
         let envelope = |v: Option<u64>| {
             if self.partial {
@@ -374,13 +388,11 @@ impl Session {
             pressure: self.pressure,
             projected,
             capacity,
-            occupancy,
-            system: envelope(self.system),
-            tools: envelope(self.tools),
+            system: envelope(self.envelope.system),
+            tools: envelope(self.envelope.tools),
             message: (!self.partial).then_some(total),
             scale_milli: scaled(1000, n, d) as u64,
             compact_at,
-            until_compact: compact_at.zip(projected).map(|(c, p)| c.saturating_sub(p)),
             partial: self.partial,
         }
     }
@@ -559,7 +571,7 @@ mod tests {
                 window_reserve: reserve,
                 ..params(Projection::Rebased)
             });
-            (f.compact_at, f.until_compact)
+            (f.compact_at, f.until_compact())
         };
         assert_eq!(at(&s, CompactAt::Learnt, None), (None, None));
         // 50,000 read, then its own message (1) joined: 50,001 projected.

@@ -438,6 +438,21 @@ pub(crate) mod field {
     impl Shape for Vec<(u64, u64)> {
         const WHAT: &'static str = "an array of [integer ≥ 0, integer ≥ 0] pairs";
     }
+    impl Shape for (Option<u64>, Option<u64>) {
+        const WHAT: &'static str = "[integer ≥ 0 or null, integer ≥ 0 or null]";
+    }
+    impl Shape for (Option<u64>, Option<u64>, Option<u64>) {
+        const WHAT: &'static str = "an array of three integers ≥ 0 or nulls";
+    }
+
+    /// `[1,null,3]`: integers that may be absent, as one member.
+    pub fn nullable(values: &[Option<u64>]) -> String {
+        let items: Vec<String> = values
+            .iter()
+            .map(|v| v.map_or_else(|| "null".to_owned(), |n| n.to_string()))
+            .collect();
+        format!("[{}]", items.join(","))
+    }
 
     pub fn read<'de, A: MapAccess<'de>, T: Deserialize<'de> + Shape>(
         map: &mut A,

@@ -69,11 +69,11 @@ pub(super) fn pressure_sessions(checkpoint: &str) -> HashMap<Vec<u8>, CpSession>
                 capacity: obj["capacity"].as_u64(),
                 envelope: obj["systemTokens"].as_u64().unwrap_or(0)
                     + obj["toolsTokens"].as_u64().unwrap_or(0),
-                base: obj["baseTokens"].as_u64(),
-                restore: obj["restoreTokens"].as_u64(),
-                rebase_from: obj["rebaseFrom"].as_u64(),
-                auto_compact: obj["autoCompactAt"].as_u64(),
-                agent_compact: obj["agentCompactAt"].as_u64(),
+                base: obj["rebase"][0].as_u64(),
+                restore: obj["rebase"][1].as_u64(),
+                rebase_from: obj["rebase"][2].as_u64(),
+                auto_compact: obj["compactLevels"][0].as_u64(),
+                agent_compact: obj["compactLevels"][1].as_u64(),
             },
         );
     }
