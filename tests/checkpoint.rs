@@ -147,6 +147,63 @@ fn a_session_checkpoint_round_trips() {
     assert_eq!(back["surface"], s["surface"]);
 }
 
+/// A version 4 checkpoint carries no base or restore: `rebased` starts as if the session had
+/// seen no compaction (contract §3.7). A compaction right after the restore is `calibrated`'s
+/// figure; the next reading gives the session its base, and the compaction after that re-bases.
+#[test]
+fn a_version_4_checkpoint_restores_with_rebased_starting_afresh() {
+    let key = Some(b"s".as_slice());
+    let line = |v: Value| Rec::new(key, v.to_string().as_bytes());
+    let msg = |seq: u64, n: usize| json!({"type": "user/message", "seq": seq, "message": "m".repeat(4 * n - 2)});
+    let reading = |seq: u64, p: u64| json!({"type": "assistant/message", "seq": seq, "usage": {"input_tokens": p}});
+    let summary = |seq: u64, from: u64, to: u64| json!({"type": "user/message", "seq": seq, "message": "s".repeat(38), "replaces": {"from_seq": from, "to_seq": to}});
+    let before = [line(msg(0, 500)), line(reading(1, 3000)), line(msg(2, 700))];
+    let after = [
+        line(summary(3, 0, 2)),
+        line(reading(4, 2500)),
+        line(msg(5, 600)),
+        line(summary(6, 3, 5)),
+    ];
+    let mut p = processor(P);
+    process(&mut p, &before);
+    // The same state as version 4 wrote it: no `rebase`, no `compactLevels`.
+    let mut doc: Value = serde_json::from_str(&p.checkpoint()).unwrap();
+    doc["stateVersion"] = 4.into();
+    for s in doc["sessions"].as_array_mut().unwrap() {
+        let s = s.as_object_mut().unwrap();
+        s.remove("rebase");
+        s.remove("compactLevels");
+    }
+    let mut v4 = processor(P);
+    v4.restore(&doc.to_string()).unwrap();
+    let mut calibrated = processor(&[
+        ("emit", "pressure"),
+        ("capacity", "100000"),
+        ("projection", "calibrated"),
+    ]);
+    calibrated.restore(&doc.to_string()).unwrap();
+    let shown = |p: &mut Processor, r: &Rec| -> Value {
+        let out = process(p, std::slice::from_ref(r));
+        let last: Value = serde_json::from_str(out.last().expect("a record")).unwrap();
+        last["projectedTokens"].clone()
+    };
+    // The first compaction: no base yet, so `calibrated`'s figure, 3,000 + (10 − 500).
+    assert_eq!(shown(&mut v4, &after[0]), shown(&mut calibrated, &after[0]));
+    assert_eq!(
+        session_checkpoint(&v4, "s").unwrap()["rebase"],
+        json!([null, null, null])
+    );
+    // The reading after it: the base it implies (2,500 − 10), the restore not learnt from it.
+    shown(&mut v4, &after[1]);
+    assert_eq!(
+        session_checkpoint(&v4, "s").unwrap()["rebase"],
+        json!([2490, null, null])
+    );
+    shown(&mut v4, &after[2]);
+    // The next compaction re-bases: base + the summary (10) + the prior (0 for agent-fold).
+    assert_eq!(shown(&mut v4, &after[3]), json!(2490 + 10));
+}
+
 fn pressure_of(out: &[Rec]) -> Vec<Value> {
     out.iter().map(json).collect()
 }
