@@ -81,12 +81,6 @@ fn init_refusal(e: &ParamError, version: i16) -> Reply {
     )
 }
 
-/// An input's base offset and records, if it decodes.
-fn decode(input: &[u8], version: i16) -> Option<(i64, wire::Records<'_>)> {
-    let input = wire::input(input, version).ok()?;
-    Some((input.base_offset, input.records().ok()?))
-}
-
 /// The records as the core reads them, each at its offset (`base_offset` + its delta).
 fn inputs<'a>(records: impl Iterator<Item = Stored<'a>>, base_offset: i64) -> Vec<RecordIn<'a>> {
     records
@@ -97,10 +91,10 @@ fn inputs<'a>(records: impl Iterator<Item = Stored<'a>>, base_offset: i64) -> Ve
 /// `array_map`: one invocation of `p`. Untouched frames leave as the very bytes that came in; a
 /// refusal (`malformed=fail`) emits nothing and comes with the offending record.
 pub fn array_map(p: &mut Processor, input: &[u8], version: i16) -> Reply {
-    let Some((base_offset, records)) = decode(input, version) else {
+    let decoded = wire::input(input, version).and_then(|i| Ok((i.base_offset, i.collect()?)));
+    let Ok((base_offset, records)) = decoded else {
         return Reply::code(SmartModuleTransformErrorStatus::DecodingBaseInput as i32);
     };
-    let records: Vec<Stored> = records.collect();
     let emits = match p.process(&inputs(records.iter().copied(), base_offset)) {
         Ok(emits) => emits,
         Err(e) => return refusal(&e, &records, base_offset, version),
@@ -167,7 +161,9 @@ fn refusal(e: &BatchError, records: &[Stored], base_offset: i64, version: i16) -
 
 /// `look_back`: replays the input's records into `p`'s state, emitting nothing.
 pub fn look_back(p: &mut Processor, input: &[u8], version: i16) -> Reply {
-    let Some((base_offset, records)) = decode(input, version) else {
+    // Two passes over the records rather than all of them held twice: a look-back is big.
+    let decoded = wire::input(input, version).and_then(|i| Ok((i.base_offset, i.records()?)));
+    let Ok((base_offset, records)) = decoded else {
         return Reply::code(SmartModuleLookbackErrorStatus::DecodingBaseInput as i32);
     };
     p.look_back(&inputs(records, base_offset));

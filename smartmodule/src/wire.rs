@@ -94,8 +94,20 @@ impl<'a> Cursor<'a> {
 
     /// A zigzag varint, as Fluvio's decoder reads it (bits shifted past 64 are dropped), and
     /// whether Fluvio's encoder writes this value as these bytes.
-    #[inline]
+    #[inline(always)]
     fn varint(&mut self) -> Res<(i64, bool)> {
+        // One byte, the usual case: canonical whatever its value.
+        if let Some(&b) = self.b.get(self.i)
+            && b < 0x80
+        {
+            self.i += 1;
+            return Ok((((b >> 1) as i64) ^ -((b & 1) as i64), true));
+        }
+        self.long_varint()
+    }
+
+    #[inline(never)]
+    fn long_varint(&mut self) -> Res<(i64, bool)> {
         let start = self.i;
         let mut num: u64 = 0;
         for k in 0..10 {
@@ -255,20 +267,41 @@ pub struct Stored<'a> {
 
 impl<'a> Input<'a> {
     /// The records, every one checked against the buffer before the first is handed over (the
-    /// `Vec<Record>` reads its count's worth, ignoring what follows).
+    /// `Vec<Record>` reads its count's worth, ignoring what follows): a second pass reads them.
     pub fn records(&self) -> Res<Records<'a>> {
-        let mut c = Cursor { b: self.raw, i: 0 };
-        let shift = |e: Undecodable| Undecodable {
-            at: e.at + self.raw_at,
-            ..e
-        };
-        let n = c.i32().map_err(shift)?.max(0) as usize;
+        let (mut c, n) = self.count()?;
         let first = c.i;
         for _ in 0..n {
-            record(&mut c).map_err(shift)?;
+            record(&mut c).map_err(|e| self.shift(e))?;
         }
         c.i = first;
         Ok(Records { c, left: n })
+    }
+
+    /// The records read in one pass, held.
+    pub fn collect(&self) -> Res<Vec<Stored<'a>>> {
+        let (mut c, n) = self.count()?;
+        // A record takes 7 bytes at least: a count past that is refused as the reads go.
+        let mut out = Vec::with_capacity(n.min(self.raw.len() / 7));
+        for _ in 0..n {
+            out.push(record(&mut c).map_err(|e| self.shift(e))?);
+        }
+        Ok(out)
+    }
+
+    /// A cursor after the records' count, and the count.
+    fn count(&self) -> Res<(Cursor<'a>, usize)> {
+        let mut c = Cursor { b: self.raw, i: 0 };
+        let n = c.i32().map_err(|e| self.shift(e))?.max(0) as usize;
+        Ok((c, n))
+    }
+
+    /// An error's place in the whole input.
+    fn shift(&self, e: Undecodable) -> Undecodable {
+        Undecodable {
+            at: e.at + self.raw_at,
+            ..e
+        }
     }
 }
 
