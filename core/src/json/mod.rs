@@ -84,7 +84,7 @@ fn as_member<'a>((key, escaped, value): (&'a [u8], bool, &'a [u8])) -> Member<'a
 ///
 /// # Safety
 /// The CPU has `B`'s instruction set.
-#[inline]
+#[inline(always)]
 unsafe fn walk<'a, B: Block>(bytes: &'a [u8], f: &mut impl FnMut(Member<'a>)) -> Res<()> {
     // SAFETY: the caller vouches for the instruction set.
     let mut s = unsafe { Scanner::<B>::new(bytes) };

@@ -63,16 +63,18 @@ unsafe fn block_mask<B: Block>(b: &[u8], i: usize) -> Res<u64> {
     }
 }
 
-/// A mask of the 64 bytes from `i`, a block at a time.
+/// The attention mask of the 64 bytes from `i`, a block at a time. (Its methods are called
+/// here, never passed as functions: a function value would not inline into a `target_feature`
+/// caller, nor would the block's intrinsics then.)
 ///
 /// # Safety
 /// 64 bytes from `i` are inside `b`, and the CPU has `B`'s instruction set.
 #[inline(always)]
-unsafe fn window<B: Block>(b: &[u8], i: usize, mask: impl Fn(B) -> u64) -> u64 {
+unsafe fn window<B: Block>(b: &[u8], i: usize) -> u64 {
     let mut m = 0;
     for k in 0..64 / B::LEN {
         // SAFETY: the caller vouches for the 64 bytes and the instruction set.
-        m |= mask(unsafe { B::load(b.as_ptr().add(i + k * B::LEN)) }) << (k * B::LEN);
+        m |= unsafe { B::load(b.as_ptr().add(i + k * B::LEN)) }.attention() << (k * B::LEN);
     }
     m
 }
@@ -97,7 +99,7 @@ unsafe fn string<B: Block>(b: &[u8], mut i: usize) -> Res<(usize, bool)> {
             }
             i += B::LEN;
             while i + 64 <= b.len() {
-                let m = unsafe { window(b, i, B::attention) };
+                let m = unsafe { window::<B>(b, i) };
                 if m != 0 {
                     break 'found i + m.trailing_zeros() as usize;
                 }
@@ -343,6 +345,7 @@ impl<'a, B: Block> Scanner<'a, B> {
     }
 
     /// `"key" :` inside a nested object, and the whitespace before its value.
+    #[inline(always)]
     fn member_key(&mut self) -> Res<()> {
         self.eat(b'"')?;
         self.string()?;
@@ -353,7 +356,9 @@ impl<'a, B: Block> Scanner<'a, B> {
     }
 
     /// One value at the cursor (no whitespace before it), nested to any depth: the depth is
-    /// a stack of bits on the heap, never the call stack.
+    /// a stack of bits on the heap, never the call stack. Inlined, as everything between an
+    /// entry point and the blocks is, so that a `target_feature` entry point's blocks inline.
+    #[inline(always)]
     pub fn value(&mut self) -> Res<()> {
         let mut stack = BitStack::default();
         loop {

@@ -63,6 +63,10 @@ pub struct Args {
     /// An earlier agent-fold module, run beside this one at batch 10,000 (both views)
     #[arg(long, value_name = "FILE")]
     before: Option<PathBuf>,
+    /// Also one look_back call of this many MB of records in the engine's default store, per
+    /// view (and with --before, the earlier module's): does it run?
+    #[arg(long, value_name = "MB")]
+    lookback_mb: Option<usize>,
 }
 
 /// An integer, `_` separators allowed.
@@ -131,20 +135,16 @@ fn main() -> Result<()> {
             specs.push(Spec::Engine(view, wasm.clone(), params(view), batch));
         }
     }
-    if let Some(path) = &args.before {
-        let before = read_wasm(path)?;
-        specs.push(Spec::Engine(
-            "frames (before)",
-            before.clone(),
-            params("frames"),
-            10_000,
-        ));
-        specs.push(Spec::Engine(
-            "pressure (before)",
-            before,
-            params("pressure"),
-            10_000,
-        ));
+    let before = args.before.as_deref().map(read_wasm).transpose()?;
+    if let Some(before) = &before {
+        for view in ["frames", "pressure"] {
+            let name = if view == "frames" {
+                "frames (before)"
+            } else {
+                "pressure (before)"
+            };
+            specs.push(Spec::Engine(name, before.clone(), params(view), 10_000));
+        }
     }
     for &batch in &BATCHES {
         specs.push(Spec::Native("frames", batch));
@@ -172,14 +172,25 @@ fn main() -> Result<()> {
     eprintln!("bench: store memory per call");
     let pages: Vec<&[Rec]> = corpus.chunks(10_000).take(2).collect();
     let [first, second] = [pages[0], pages.get(1).copied().unwrap_or(pages[0])];
-    let subjects: Vec<store::Subject> = vec![
+    let mut subjects: Vec<store::Subject> = vec![
         ("floor", &floor, vec![]),
         ("identity", &identity, vec![]),
         ("frames", &wasm, params("frames")),
         ("pressure", &wasm, params("pressure")),
     ];
+    if let Some(before) = &before {
+        subjects.push(("frames (before)", before, params("frames")));
+        subjects.push(("pressure (before)", before, params("pressure")));
+    }
     let history = history(&corpus);
     let store = store::measure(&subjects, &subjects[2..], [first, second], history);
+    let lookbacks = match args.lookback_mb {
+        Some(mb) => {
+            eprintln!("bench: one look_back call of {mb} MB per view");
+            store::one_look_back(&subjects[2..], mb * 1_000_000, args.seed + 2)
+        }
+        None => Vec::new(),
+    };
 
     eprintln!("bench: per-session state");
     counting(true);
@@ -215,6 +226,7 @@ fn main() -> Result<()> {
         stats: &stats,
         rows: &rows,
         store: &store,
+        lookbacks: &lookbacks,
         sessions,
         stream,
         flat: &flat,

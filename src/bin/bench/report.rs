@@ -8,7 +8,7 @@ use agent_fold::corpus::Stats;
 
 use crate::phases::Row;
 use crate::state::Held;
-use crate::store::{DEFAULT_STORE, StoreRow};
+use crate::store::{DEFAULT_STORE, LookBack, StoreRow};
 use crate::{Args, BATCHES};
 
 /// Per-session state of the native core.
@@ -25,6 +25,7 @@ pub struct Report<'a> {
     pub stats: &'a Stats,
     pub rows: &'a [Row],
     pub store: &'a [StoreRow],
+    pub lookbacks: &'a [LookBack],
     pub sessions: SessionState,
     pub stream: usize,
     pub flat: &'a [Held],
@@ -248,6 +249,16 @@ impl Report<'_> {
                 s.what,
                 mib(s.bytes as i64)
             );
+        }
+        if !self.lookbacks.is_empty() {
+            let _ = writeln!(md, "\nOne look_back call in the engine's default store:\n");
+        }
+        for l in self.lookbacks {
+            let outcome = match &l.error {
+                None => "runs".to_string(),
+                Some(e) => format!("fails: {}", e.lines().next().unwrap_or("")),
+            };
+            let _ = writeln!(md, "- {} ({}): {outcome}", l.what, mib(l.bytes as i64));
         }
         for s in self.store.iter().filter(|s| s.what.contains("look_back")) {
             if let Some(b) = s.store {

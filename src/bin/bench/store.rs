@@ -2,6 +2,7 @@
 //! under which the call still runs. The store's memory is the module's linear memory, which
 //! grows and never shrinks; the engine refuses growth past the limit, and the call fails.
 
+use agent_fold::corpus::{Corpus, CorpusConfig};
 use agent_fold::module::Instance;
 use agent_fold::record::Rec;
 use anyhow::Result;
@@ -78,4 +79,39 @@ pub fn measure(
         });
     }
     rows
+}
+
+/// One look_back call's outcome in the default store: what ran, how many bytes of records, and
+/// the engine's error when it failed.
+pub struct LookBack {
+    pub what: String,
+    pub bytes: usize,
+    pub error: Option<String>,
+}
+
+/// One `look_back` call of about `bytes` of generated records (keys and values) for each of
+/// `subjects`, in the engine's default store.
+pub fn one_look_back(subjects: &[Subject], bytes: usize, seed: u64) -> Vec<LookBack> {
+    let mut total = 0;
+    let history: Vec<Rec> = Corpus::new(CorpusConfig {
+        seed,
+        ..CorpusConfig::default()
+    })
+    .take_while(|r| {
+        total += r.bytes();
+        total <= bytes
+    })
+    .collect();
+    let bytes = history.iter().map(Rec::bytes).sum();
+    subjects
+        .iter()
+        .map(|(name, wasm, params)| {
+            let ran = Instance::new(wasm, params, None).and_then(|mut i| i.look_back(&history, 0));
+            LookBack {
+                what: format!("{name}: look_back of {} records", history.len()),
+                bytes,
+                error: ran.err().map(|e| format!("{e:#}")),
+            }
+        })
+        .collect()
 }
