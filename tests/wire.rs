@@ -327,12 +327,11 @@ fn generated_cases_and_bytes() {
         let mut data = vec![(seed as u8 & 0x6) | (seed as u8 & 1)];
         data.extend_from_slice(&bytes);
         check_wire(&data);
-        if seed % 2 == 1 {
-            if let Some(c) = WireCase::drawn(&bytes) {
-                *reads
-                    .entry(format!("{:?}", check_reader(&c.bytes(), c.version())))
-                    .or_insert(0) += 1;
-            }
+        if seed % 2 == 1
+            && let Some(c) = WireCase::drawn(&bytes)
+        {
+            let read = check_reader(&c.bytes(), c.version());
+            *reads.entry(format!("{read:?}")).or_insert(0) += 1;
         }
     }
     assert!(reads.contains_key("Taken"), "{reads:?}");

@@ -63,7 +63,7 @@ fn chars(json: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::{chars, estimate};
-    use crate::json::{Isa, chars_on};
+    use crate::json::{Isa, chars_on, xorshift};
 
     #[test]
     fn every_isa_counts_windows_as_the_byte_at_a_time_count_does() {
@@ -86,9 +86,7 @@ mod tests {
         let mut x: u64 = 0x2545_f491_4f6c_dd1d;
         let mut fast = 0;
         for _ in 0..20_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            xorshift(&mut x);
             let mut s = Vec::new();
             for k in 0..(x % 40) {
                 let p = pieces[((x >> (k % 60)) % 14) as usize];

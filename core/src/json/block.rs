@@ -399,7 +399,9 @@ mod tests {
         let bytes = &bytes[..B::LEN];
         assert_eq!(
             b.attention(),
-            naive(bytes, |c| c == b'"' || c == b'\\' || c < 0x20 || c >= 0x80)
+            naive(bytes, |c| c == b'"'
+                || c == b'\\'
+                || !(0x20..0x80).contains(&c))
         );
         assert_eq!(
             b.quote_or_backslash(),

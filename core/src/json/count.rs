@@ -113,6 +113,7 @@ pub(crate) fn count(isa: Isa, b: &[u8]) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::json::xorshift;
 
     /// The escaped bytes one at a time: a backslash not itself escaped escapes the next byte.
     fn naive_escaped(bytes: &[u8]) -> Vec<bool> {
@@ -130,11 +131,9 @@ mod tests {
         let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
         for _ in 0..3000 {
             let bytes: Vec<u8> = (0..256)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    if x % 3 == 0 { b'a' } else { b'\\' }
+                .map(|_| match xorshift(&mut x) % 3 {
+                    0 => b'a',
+                    _ => b'\\',
                 })
                 .collect();
             let mut carry = 0;

@@ -94,9 +94,7 @@ fn every_isa_finds_the_same_string_ends() {
     ];
     let mut x: u64 = 0x2545_f491_4f6c_dd1d;
     for _ in 0..20_000 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
+        xorshift(&mut x);
         let mut s = Vec::new();
         for k in 0..(x % 12) {
             let p = pieces[((x >> (4 * k)) % 10) as usize];

@@ -101,20 +101,13 @@ fn main() -> Result<()> {
     use clap::Parser;
     let args = Args::parse();
     let started = Instant::now();
-    let beside = |name: &str| args.wasm.with_file_name(name);
+    // A reference module: the file named, else the one the build puts beside the module.
+    let reference = |named: &Option<PathBuf>, built: &str| {
+        read_wasm(named.as_deref().unwrap_or(&args.wasm.with_file_name(built)))
+    };
     let wasm = read_wasm(&args.wasm)?;
-    let identity = read_wasm(
-        &args
-            .identity
-            .clone()
-            .unwrap_or_else(|| beside("agent_fold_identity.wasm")),
-    )?;
-    let floor = read_wasm(
-        &args
-            .floor
-            .clone()
-            .unwrap_or_else(|| beside("agent_fold_floor.wasm")),
-    )?;
+    let identity = reference(&args.identity, "agent_fold_identity.wasm")?;
+    let floor = reference(&args.floor, "agent_fold_floor.wasm")?;
     let records = args
         .records
         .unwrap_or(if args.quick { 20_000 } else { 200_000 });

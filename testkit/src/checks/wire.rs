@@ -366,15 +366,8 @@ pub fn fluvio_array_map(p: &mut Processor, bytes: &[u8], version: i16) -> Reply 
     let Some((base, _, records)) = fluvio_decodes(bytes, version) else {
         return undecodable;
     };
-    let ins: Vec<RecordIn> = records
-        .iter()
-        .map(|r| {
-            RecordIn::new(r.key().map(|k| k.as_ref()), r.value().as_ref())
-                .at(base.saturating_add(r.offset_delta()))
-        })
-        .collect();
     let mut output = SmartModuleOutput::default();
-    match p.process(&ins) {
+    match p.process(&fluvio_inputs(&records, base)) {
         Ok(emits) => output.successes = fluvio_emitted(&records, &emits),
         Err(e) => {
             let record = records.get(e.index).cloned().unwrap_or_default();
@@ -397,15 +390,19 @@ pub fn fluvio_array_map(p: &mut Processor, bytes: &[u8], version: i16) -> Reply 
 /// `look_back` as the module did it when Fluvio decoded its input.
 pub fn fluvio_look_back(p: &mut Processor, bytes: &[u8], version: i16) {
     if let Some((base, _, records)) = fluvio_decodes(bytes, version) {
-        let ins: Vec<RecordIn> = records
-            .iter()
-            .map(|r| {
-                RecordIn::new(r.key().map(|k| k.as_ref()), r.value().as_ref())
-                    .at(base.saturating_add(r.offset_delta()))
-            })
-            .collect();
-        p.look_back(&ins);
+        p.look_back(&fluvio_inputs(&records, base));
     }
+}
+
+/// Fluvio's records as the core reads them, each at its offset (`base` + its delta).
+fn fluvio_inputs(records: &[Record], base: i64) -> Vec<RecordIn<'_>> {
+    records
+        .iter()
+        .map(|r| {
+            RecordIn::new(r.key().map(|k| k.as_ref()), r.value().as_ref())
+                .at(base.saturating_add(r.offset_delta()))
+        })
+        .collect()
 }
 
 /// The calls against the module as it was with Fluvio's codec: `look_back` leaves the same
@@ -446,13 +443,13 @@ pub fn without_backtrace(mut reply: Reply, version: i16) -> Reply {
     if output.decode(&mut Cursor::new(bytes), version).is_err() {
         return reply;
     }
-    if let Some(e) = &mut output.error {
-        if let Some(at) = e.hint.find("\n\nStack backtrace:") {
-            e.hint.truncate(at);
-            let mut out = Vec::new();
-            output.encode(&mut out, version).expect("an output encodes");
-            reply.output = Some(out);
-        }
+    if let Some(e) = &mut output.error
+        && let Some(at) = e.hint.find("\n\nStack backtrace:")
+    {
+        e.hint.truncate(at);
+        let mut out = Vec::new();
+        output.encode(&mut out, version).expect("an output encodes");
+        reply.output = Some(out);
     }
     reply
 }
