@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# agent-fold's bench, side by side: the identity module, the frames and pressure views in
+# agent-fold's bench, side by side: the floor module (hands its input's records back with one
+# copy) and Fluvio's generated identity module as references, the frames and pressure views in
 # fluvio-smartengine at batch 1, 100 and 10,000, the native core, a naive serde_json baseline,
-# per-session state and memory over a 1M-record stream.
-#   scripts/bench.sh --quick   the table in under a minute (20,000 records)
-#   scripts/bench.sh           the full run (200,000 records)
-# Extra arguments go to the bench binary (--records N, --seed S, --stream N).
-# Writes the report to stdout and to target/bench.md.
+# the engine's store per call, per-session state and memory over a 1M-record stream.
+#   scripts/bench.sh --quick                 the table in about a minute (20,000 records)
+#   scripts/bench.sh                         the full run (200,000 records)
+#   scripts/bench.sh --before OLD.wasm       an earlier build of the module beside this one
+# Extra arguments go to the bench binary (--records N, --seed S, --stream N, --wasm, --floor,
+# --identity, --before). Writes the report to stdout and to target/bench.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build-wasm.sh

@@ -1,11 +1,24 @@
 #!/usr/bin/env bash
 # Builds the SmartModule to target/wasm/wasm32-unknown-unknown/release/agent_fold_smartmodule.wasm,
-# and the bench's identity fixture (agent_fold_identity.wasm) next to it.
+# and the bench's reference modules (agent_fold_identity.wasm, agent_fold_floor.wasm) next to it.
 # rustup's wasm32 target where it is (or installs), else Debian's toolchain that builds std from
 # source (see ../shared/TOOLCHAIN.md). Each toolchain keeps its own target dir.
+#   scripts/build-wasm.sh              with WebAssembly SIMD (.cargo/config.toml), as engines run
+#   scripts/build-wasm.sh --portable   without SIMD, for an engine that has none: the same
+#                                      modules under target/wasm-portable/…/release/
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=target/wasm/wasm32-unknown-unknown/release/agent_fold_smartmodule.wasm
+dir=target/wasm
+if [[ ${1:-} == --portable ]]; then
+  dir=target/wasm-portable
+  # Overrides .cargo/config.toml's target rustflags.
+  export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-C target-feature=-simd128"
+elif [[ -n ${1:-} ]]; then
+  echo "usage: scripts/build-wasm.sh [--portable]" >&2
+  exit 2
+fi
+out=$dir/wasm32-unknown-unknown/release/agent_fold_smartmodule.wasm
+crates=(-p agent-fold-smartmodule -p agent-fold-identity -p agent-fold-floor)
 
 if rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
   route=rustup
@@ -17,8 +30,7 @@ else
 fi
 
 if [[ $route == rustup ]]; then
-  cargo build --release --locked --target wasm32-unknown-unknown -p agent-fold-smartmodule \
-    -p agent-fold-identity --target-dir target/wasm
+  cargo build --release --locked --target wasm32-unknown-unknown "${crates[@]}" --target-dir "$dir"
 else
   if ! [[ -x /usr/bin/cargo && -d /usr/lib/rustlib/src/rust/library ]] || ! command -v rust-lld >/dev/null; then
     echo "build-wasm: installing Debian's rustc-web cargo-web rust-web-src lld-22" >&2
@@ -26,10 +38,10 @@ else
     apt-get install -y -q rustc-web cargo-web rust-web-src lld-22 >&2
   fi
   RUSTC_BOOTSTRAP=1 PATH=/usr/bin:$PATH /usr/bin/cargo build --release \
-    --target wasm32-unknown-unknown -Zbuild-std=std,panic_abort -p agent-fold-smartmodule \
-    -p agent-fold-identity --target-dir target/wasm-debian
+    --target wasm32-unknown-unknown -Zbuild-std=std,panic_abort "${crates[@]}" \
+    --target-dir "$dir-debian"
   mkdir -p "$(dirname "$out")"
-  cp target/wasm-debian/wasm32-unknown-unknown/release/agent_fold_{smartmodule,identity}.wasm \
+  cp "$dir"-debian/wasm32-unknown-unknown/release/agent_fold_{smartmodule,identity,floor}.wasm \
     "$(dirname "$out")/"
 fi
 echo "build-wasm: $out ($(wc -c <"$out") bytes, via $route)" >&2

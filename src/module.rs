@@ -1,6 +1,6 @@
 //! A module instance: the `.wasm` in `fluvio-smartengine`, run as a Fluvio SPU runs it (params,
 //! look-back, invocations of a batch of records each), or the native library, which gives the
-//! same output (SPEC §6.8) and can be checkpointed.
+//! same output (contract §6.8) and can be checkpointed.
 
 use std::path::{Path, PathBuf};
 use std::task::{Context, Poll, Waker};
@@ -12,7 +12,7 @@ use fluvio_smartengine::{
     Lookback, SmartEngine, SmartModuleChainBuilder, SmartModuleChainInstance, SmartModuleConfig,
 };
 use fluvio_smartmodule::Record;
-use fluvio_smartmodule::dataplane::smartmodule::SmartModuleInput;
+use fluvio_smartmodule::dataplane::smartmodule::{SmartModuleInput, SmartModuleOutput};
 
 use crate::record::{Rec, emitted, inputs};
 
@@ -156,6 +156,22 @@ impl Instance {
         params: &[(String, String)],
         history: Option<(&[Rec], i64)>,
     ) -> Result<Self> {
+        let mut instance = Instance::in_store(wasm, params, None)?;
+        if let Some((h, base)) = history {
+            for (cut, first) in cuts(h, base, INVOCATION_BYTES) {
+                instance.look_back(cut, first)?;
+            }
+        }
+        Ok(instance)
+    }
+
+    /// Loads the module with params in a store of at most `store_bytes` of memory (the
+    /// engine's default, 1 GB, when `None`).
+    pub fn in_store(
+        wasm: &[u8],
+        params: &[(String, String)],
+        store_bytes: Option<usize>,
+    ) -> Result<Self> {
         let engine = SmartEngine::new();
         let mut config = SmartModuleConfig::builder();
         config.smartmodule_names(vec!["agent-fold".to_string()]);
@@ -167,15 +183,12 @@ impl Instance {
         config.lookback(Some(Lookback::Last(1)));
         let config = config.build().map_err(|e| anyhow!("{e}"))?;
         let mut builder = SmartModuleChainBuilder::default();
+        if let Some(bytes) = store_bytes {
+            builder.set_store_memory_limit(bytes);
+        }
         builder.add_smart_module(config, wasm.to_vec());
         let chain = builder.initialize(&engine).map_err(|e| anyhow!("{e:#}"))?;
-        let mut instance = Instance { chain };
-        if let Some((h, base)) = history {
-            for (cut, first) in cuts(h, base, INVOCATION_BYTES) {
-                instance.look_back(cut, first)?;
-            }
-        }
-        Ok(instance)
+        Ok(Instance { chain })
     }
 
     /// One `look_back` call over `records`, at the offsets from `first` on: the whole input is
@@ -189,11 +202,24 @@ impl Instance {
         .map_err(|e| anyhow!("look_back: {e:#}"))
     }
 
-    /// One invocation, its first record at `base_offset`; a refusal is an [`InvocationRefused`].
-    pub fn process(&mut self, records: &[Rec], base_offset: i64) -> Result<Vec<Rec>> {
+    /// One invocation's input as an SPU hands it to the engine, its first record at
+    /// `base_offset` (built apart from [`Instance::call`], so that a bench can time the engine
+    /// alone).
+    pub fn input(records: &[Rec], base_offset: i64) -> Result<SmartModuleInput> {
         let mut input = SmartModuleInput::try_from_records(fluvio_records(records, 0), 22)?;
         input.set_base_offset(base_offset);
-        let output = self.chain.process(input)?;
+        Ok(input)
+    }
+
+    /// The engine's answer to one input, as it comes out of the engine (a refusal is its
+    /// `error`).
+    pub fn call(&mut self, input: SmartModuleInput) -> Result<SmartModuleOutput> {
+        self.chain.process(input)
+    }
+
+    /// One invocation, its first record at `base_offset`; a refusal is an [`InvocationRefused`].
+    pub fn process(&mut self, records: &[Rec], base_offset: i64) -> Result<Vec<Rec>> {
+        let output = self.call(Instance::input(records, base_offset)?)?;
         if let Some(err) = output.error {
             return Err(InvocationRefused {
                 offset: err.offset,

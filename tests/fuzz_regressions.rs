@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use agent_fold_testkit::checks::{
     check_checkpoint_restore, check_fold_bytes, check_fold_invariants, check_hostile,
-    check_surface_ranges,
+    check_surface_ranges, check_wire,
 };
 use agent_fold_testkit::seeded_bytes;
 
@@ -85,6 +85,17 @@ fn hostile_seeds() {
 #[test]
 fn hostile_random() {
     replay_random(check_hostile, 400);
+}
+
+#[test]
+fn wire_seeds() {
+    replay_seeds("wire", check_wire);
+}
+
+#[test]
+fn wire_random() {
+    // Even first bytes: the bytes as an input (mostly refused); odd: a drawn, well-formed case.
+    replay_random(check_wire, 2000);
 }
 
 #[test]

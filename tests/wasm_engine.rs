@@ -356,3 +356,112 @@ fn smart_toml_documents_every_param_and_no_other() {
     let params: Vec<&str> = agent_fold_core::PARAMS.iter().map(|p| p.name).collect();
     assert_eq!(documented, params);
 }
+
+/// Records that put every byte value, and every UTF-8 width, at every position of a 16-byte
+/// block and across a block's end, inside strings whose ends the scan must find for the fields
+/// after them to read right: the SIMD scan in the `.wasm` must classify each as the native scans
+/// do. Each probe stands in a user message's content (which the pressure view prices, its
+/// projection moving by it at the sample that follows) and in two counters after them, which
+/// fold when both read.
+fn every_byte_at_every_lane() -> Vec<Rec> {
+    let mut probes: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    for s in ["é", "中", "😀", "\\\"", "\\\\", "\\u0041", "\\n"] {
+        probes.push(s.as_bytes().to_vec());
+    }
+    probes.extend([vec![0xe4, 0xb8], vec![0xc0, 0xaf], vec![0xed, 0xa0, 0x80]]);
+    let mut out = Vec::new();
+    for (i, probe) in probes.iter().enumerate() {
+        for lane in 0..33 {
+            let session = format!("s{}-{lane}", i % 3);
+            let mut user = format!(
+                r#"{{"type":"user/message","session_id":"{session}","seq":{},"message":{{"role":"user","content":"{}"#,
+                2 * i + 1,
+                "y".repeat(lane)
+            )
+            .into_bytes();
+            user.extend_from_slice(probe);
+            user.extend_from_slice(b"\"}}");
+            out.push(Rec::new(None, &user));
+            // A sample: the pressure view's projection then moves by each message's estimate.
+            let assistant = format!(
+                r#"{{"type":"assistant/message","session_id":"{session}","seq":{},"usage":{{"input_tokens":{}}}}}"#,
+                2 * i + 2,
+                100 + i
+            );
+            out.push(Rec::new(None, assistant.as_bytes()));
+            for t in 0..2 {
+                let mut v = format!(
+                    r#"{{"type":"thinking/tokens","session_id":"{session}","x":"{}"#,
+                    "a".repeat(lane)
+                )
+                .into_bytes();
+                v.extend_from_slice(probe);
+                v.extend_from_slice(
+                    format!(r#"b","timestamp":"t{t}","estimated_tokens_delta":1,"content":""#)
+                        .as_bytes(),
+                );
+                v.extend_from_slice(&"z".repeat(lane).into_bytes());
+                v.extend_from_slice(probe);
+                v.extend_from_slice(b"\"}");
+                out.push(Rec::new(None, &v));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_byte_at_every_lane_reads_alike_in_the_engine() {
+    let input = every_byte_at_every_lane();
+    for batch in [40, 0] {
+        let out = both_checked(&[("malformed", "drop")], None, &split(&input, batch));
+        assert!(folds(&out) > 1000, "batch {batch}: {} folds", folds(&out));
+        // The pressure view prices what it reads (estimate's scan of each string).
+        let answers = run_both(&[("emit", "pressure")], None, &split(&input, batch));
+        let priced = answers.iter().flatten().flatten().count();
+        assert!(priced > 1000, "batch {batch}: {priced} pressure records");
+    }
+}
+
+/// The engine refuses the module where it has no SIMD: the `.wasm` holds SIMD instructions.
+#[test]
+fn the_module_scans_with_simd_and_fluvios_engine_runs_it() {
+    let mut config = wasmtime::Config::new();
+    config.wasm_simd(false).wasm_relaxed_simd(false);
+    let no_simd = wasmtime::Engine::new(&config).expect("an engine");
+    assert!(
+        wasmtime::Module::new(&no_simd, wasm()).is_err(),
+        "the module validates without SIMD: it was built without simd128"
+    );
+    // Fluvio's engine as an SPU makes it (wasmtime's defaults: SIMD on) runs it.
+    let out = both_checked(&[], None, &split(&example(), 7));
+    assert!(!out.is_empty());
+}
+
+/// The portable build (`scripts/build-wasm.sh --portable`, for engines without SIMD) loads in an
+/// engine without SIMD and answers as the native library does.
+#[test]
+fn the_portable_module_runs_without_simd_and_answers_alike() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target/wasm-portable/wasm32-unknown-unknown/release/agent_fold_smartmodule.wasm");
+    let Ok(portable) = std::fs::read(&path) else {
+        eprintln!(
+            "skipped: no portable build at {} (scripts/build-wasm.sh --portable)",
+            path.display()
+        );
+        return;
+    };
+    let mut config = wasmtime::Config::new();
+    config.wasm_simd(false).wasm_relaxed_simd(false);
+    let no_simd = wasmtime::Engine::new(&config).expect("an engine");
+    wasmtime::Module::new(&no_simd, &portable).expect("the portable module needs no SIMD");
+    let input = every_byte_at_every_lane();
+    let mut wasm =
+        agent_fold::module::Instance::new(&portable, &owned(&[("malformed", "drop")]), None)
+            .expect("the portable module loads");
+    let mut native = processor(&[("malformed", "drop")], None);
+    for page in split(&input, 40) {
+        let n = agent_fold::module::native_process(&mut native, &page, 0).expect("native");
+        assert_eq!(wasm.process(&page, 0).expect("portable"), n);
+    }
+}

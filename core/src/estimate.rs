@@ -1,13 +1,21 @@
-//! The token estimate: the seed's fixed "4 chars ≈ 1 token" heuristic, in its one home.
+//! The token estimate: the fixed "4 chars ≈ 1 token" heuristic of contract §3.1, in its one home.
 //!
 //! It prices the JSON text *as it stands in the record*: an escaped `\u4e2d` is six chars, a
 //! literal `中` one. It underprices CJK text and code on purpose; every figure it yields is a
 //! `~` figure to a UI and is never reconciled with the provider's.
 
 /// `ceil(chars / 4)`, where `chars` counts the Unicode scalar values of `json`, whitespace
-/// outside strings excluded. A linear scan with no recursion, so nesting depth costs nothing;
-/// the plain runs inside strings, where a record's bytes are, go a block at a time.
+/// outside strings excluded. A JSON value is counted 64 bytes at a time; other text (a
+/// backslash outside a string) one byte at a time, by [`chars`], which says what is counted.
 pub fn estimate(json: &[u8]) -> u64 {
+    crate::json::chars_on(crate::json::Isa::best(), json)
+        .unwrap_or_else(|| chars(json))
+        .div_ceil(4)
+}
+
+/// The count, a byte at a time: a linear scan with no recursion, so nesting depth costs
+/// nothing; the plain runs inside strings go a block at a time.
+fn chars(json: &[u8]) -> u64 {
     let mut chars: u64 = 0;
     let mut in_string = false;
     let mut escaped = false;
@@ -49,12 +57,57 @@ pub fn estimate(json: &[u8]) -> u64 {
             }
         }
     }
-    chars.div_ceil(4)
+    chars
 }
 
 #[cfg(test)]
 mod tests {
-    use super::estimate;
+    use super::{chars, estimate};
+    use crate::json::{Isa, chars_on, xorshift};
+
+    #[test]
+    fn every_isa_counts_windows_as_the_byte_at_a_time_count_does() {
+        let pieces: [&[u8]; 14] = [
+            b"\"a\"",
+            b"\\\"",
+            b"\\\\",
+            b"\\",
+            b" ",
+            b"\n",
+            b"{",
+            b"}",
+            b"\"",
+            b"\xe4\xb8\xad",
+            b"x",
+            b"\t",
+            b"\\\xa9",
+            b"\xbf",
+        ];
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut fast = 0;
+        for _ in 0..20_000 {
+            xorshift(&mut x);
+            let mut s = Vec::new();
+            for k in 0..(x % 40) {
+                let p = pieces[((x >> (k % 60)) % 14) as usize];
+                for _ in 0..1 + (x >> (k % 50)) % 9 {
+                    s.extend_from_slice(p);
+                }
+            }
+            for isa in Isa::available() {
+                if let Some(n) = chars_on(isa, &s) {
+                    assert_eq!(n, chars(&s), "{isa:?} on {:?}", String::from_utf8_lossy(&s));
+                    fast += 1;
+                }
+            }
+        }
+        assert!(fast > 3_000, "{fast} texts counted by windows");
+        // A JSON value always is.
+        let v = r#"{"a": ["x\"y", "\\", "\u00e9", 1 ], "b" : "中 z\n"}"#.as_bytes();
+        for isa in Isa::available() {
+            assert_eq!(chars_on(isa, v), Some(chars(v)), "{isa:?}");
+        }
+    }
 
     #[test]
     fn counts_scalars_not_bytes() {

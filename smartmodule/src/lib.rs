@@ -4,81 +4,168 @@
 //! `array_map` is exported by hand rather than through `#[smartmodule(array_map)]`: the derive
 //! calls the user function once per record, but the fold's page is one invocation's records, so
 //! the module must see the whole batch at once. `init` is hand-written too, to see every param's
-//! name (the derive's params type cannot list them) and refuse unknown ones.
+//! name (the derive's params type cannot list them) and refuse unknown ones. The records are
+//! read in place and the output written directly ([`wire`]); each call below is safe code from
+//! the input's bytes to what goes back to the engine, so that it runs natively in tests.
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, OnceLock};
+use std::io::Cursor;
 
 use agent_fold_core::{BatchError, Emit, ParamError, Processor, RecordIn};
-use fluvio_smartmodule::Record;
+use fluvio_smartmodule::dataplane::core::{Decoder, Encoder};
+use fluvio_smartmodule::dataplane::smartmodule::{
+    SmartModuleInitErrorStatus, SmartModuleInitOutput, SmartModuleInitRuntimeError,
+    SmartModuleKind, SmartModuleLookbackErrorStatus, SmartModuleOutput,
+    SmartModuleTransformErrorStatus, SmartModuleTransformRuntimeError,
+};
+use fluvio_smartmodule::{Record, RecordData, eyre};
 
 #[cfg(target_arch = "wasm32")]
 mod abi;
+pub mod wire;
 
-/// The instance's state: one per consumer stream, living as long as the stream.
-static STATE: OnceLock<Mutex<Processor>> = OnceLock::new();
+use wire::{Output, Stored};
 
-fn with_state<T>(f: impl FnOnce(&mut Processor) -> T) -> T {
-    let cell = STATE.get_or_init(|| Mutex::new(Processor::new(&Default::default())));
-    let mut guard = cell.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    f(&mut guard)
+/// What one call hands back to the engine: its return code, and the bytes `copy_records`
+/// points the engine at, if any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    pub code: i32,
+    pub output: Option<Vec<u8>>,
 }
 
-/// `init`: reads the params; an unknown one or a bad value is refused with its name.
-pub fn init(params: &BTreeMap<String, String>) -> Result<(), ParamError> {
-    let processor = Processor::from_params(params.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
-    with_state(|p| *p = processor);
-    Ok(())
+impl Reply {
+    fn code(code: i32) -> Reply {
+        Reply { code, output: None }
+    }
+
+    /// `value` encoded, or `encoding_failed` if it does not encode.
+    fn encoded<E: Encoder>(code: i32, value: &E, version: i16, encoding_failed: i32) -> Reply {
+        let mut out = Vec::new();
+        match value.encode(&mut out, version) {
+            Ok(()) => Reply {
+                code,
+                output: Some(out),
+            },
+            Err(_) => Reply::code(encoding_failed),
+        }
+    }
+}
+
+/// `init`: reads the params into a fresh `p` (the input's trailing look-back is not read); an
+/// unknown one or a bad value is refused with its name, and `p` left as it was.
+pub fn init(p: &mut Processor, input: &[u8], version: i16) -> Reply {
+    let mut params = BTreeMap::<String, String>::new();
+    if params.decode(&mut Cursor::new(input), version).is_err() {
+        return Reply::code(SmartModuleInitErrorStatus::DecodingInput as i32);
+    }
+    match Processor::from_params(params.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
+        Ok(processor) => {
+            *p = processor;
+            Reply::code(0)
+        }
+        Err(e) => init_refusal(&e, version),
+    }
+}
+
+fn init_refusal(e: &ParamError, version: i16) -> Reply {
+    // An SPU's log names no module: the message does.
+    let output = SmartModuleInitOutput {
+        error: SmartModuleInitRuntimeError::new(eyre!("agent-fold: {e}")),
+    };
+    Reply::encoded(
+        SmartModuleInitErrorStatus::InitError as i32,
+        &output,
+        version,
+        SmartModuleInitErrorStatus::EncodingOutput as i32,
+    )
 }
 
 /// The records as the core reads them, each at its offset (`base_offset` + its delta).
-fn inputs(records: &[Record], base_offset: i64) -> Vec<RecordIn<'_>> {
+fn inputs<'a>(records: impl Iterator<Item = Stored<'a>>, base_offset: i64) -> Vec<RecordIn<'a>> {
     records
-        .iter()
-        .map(|r| {
-            RecordIn::new(r.key().map(|k| k.as_ref()), r.value().as_ref())
-                .at(base_offset.saturating_add(r.preamble.offset_delta()))
-        })
+        .map(|r| RecordIn::new(r.key, r.value).at(base_offset.saturating_add(r.offset_delta)))
         .collect()
 }
 
-/// `array_map`: one invocation. Untouched frames leave as the very records that came in.
-/// On error (`malformed=fail`) nothing is emitted; the error comes with the offending record
-/// (boxed: the error path is cold, the `Ok` path should stay small).
-pub fn process(
-    records: Vec<Record>,
-    base_offset: i64,
-) -> Result<Vec<Record>, Box<(BatchError, Record)>> {
-    let emits = match with_state(|p| p.process(&inputs(&records, base_offset))) {
-        Ok(emits) => emits,
-        Err(e) => {
-            let record = records.into_iter().nth(e.index).unwrap_or_default();
-            return Err(Box::new((e, record)));
-        }
+/// `array_map`: one invocation of `p`. Untouched frames leave as the very bytes that came in; a
+/// refusal (`malformed=fail`) emits nothing and comes with the offending record.
+pub fn array_map(p: &mut Processor, input: &[u8], version: i16) -> Reply {
+    let decoded = wire::input(input, version).and_then(|i| Ok((i.base_offset, i.collect()?)));
+    let Ok((base_offset, records)) = decoded else {
+        return Reply::code(SmartModuleTransformErrorStatus::DecodingBaseInput as i32);
     };
-    let mut slots: Vec<Option<Record>> = records.into_iter().map(Some).collect();
-    let mut out = Vec::with_capacity(emits.len());
-    for emit in emits {
+    let emits = match p.process(&inputs(records.iter().copied(), base_offset)) {
+        Ok(emits) => emits,
+        Err(e) => return refusal(&e, &records, base_offset, version),
+    };
+    let mut out = Output::with_capacity(emits.iter().map(|e| emitted_len(e, &records)).sum());
+    for emit in &emits {
         match emit {
-            Emit::Pass(i) => out.push(slots[i].take().expect("each record passes once")),
+            Emit::Pass(i) => out.pass(&records[*i]),
             Emit::Replace(i, value) => {
-                let mut r = slots[i].take().expect("each record passes once");
-                r.value = value.into();
-                out.push(r);
+                let r = &records[*i];
+                out.record(&r.preamble(), r.key, value, r.headers);
             }
+            // A record of the module's own carries its source's offset and timestamp.
             Emit::New { at, key, value } => {
-                let mut r = Record::new_key_value(key, value);
-                if let Some(src) = &slots[at] {
-                    r.preamble = src.preamble.clone();
-                }
-                out.push(r);
+                out.record(&records[*at].preamble(), Some(key), value, 0)
             }
         }
     }
-    Ok(out)
+    Reply {
+        code: out.count() as i32,
+        output: Some(out.finish()),
+    }
 }
 
-/// `look_back`: replays history into the state, emitting nothing.
-pub fn look_back(records: &[Record], base_offset: i64) {
-    with_state(|p| p.look_back(&inputs(records, base_offset)));
+/// The bytes `emit` takes in the output.
+fn emitted_len(emit: &Emit, records: &[Stored]) -> usize {
+    match emit {
+        Emit::Pass(i) => records[*i].encoded_len(),
+        Emit::Replace(i, value) => {
+            let r = &records[*i];
+            wire::record_len(&r.preamble(), r.key, value, r.headers)
+        }
+        Emit::New { at, key, value } => {
+            wire::record_len(&records[*at].preamble(), Some(key), value, 0)
+        }
+    }
+}
+
+/// The output of a refused invocation: no records, the error naming the offending one (the
+/// cold path, so Fluvio's own types and encoder write it).
+fn refusal(e: &BatchError, records: &[Stored], base_offset: i64, version: i16) -> Reply {
+    let mut record = Record::default();
+    if let Some(r) = records.get(e.index) {
+        record.key = r.key.map(RecordData::from);
+        record.value = r.value.into();
+        record.preamble.set_offset_delta(r.offset_delta);
+    }
+    let output = SmartModuleOutput {
+        successes: Vec::new(),
+        error: Some(SmartModuleTransformRuntimeError::new(
+            &record,
+            base_offset,
+            SmartModuleKind::ArrayMap,
+            eyre!("{}", e.message),
+        )),
+    };
+    Reply::encoded(
+        0,
+        &output,
+        version,
+        SmartModuleTransformErrorStatus::EncodingOutput as i32,
+    )
+}
+
+/// `look_back`: replays the input's records into `p`'s state, emitting nothing.
+pub fn look_back(p: &mut Processor, input: &[u8], version: i16) -> Reply {
+    // Two passes over the records rather than all of them held twice: a look-back is big.
+    let decoded = wire::input(input, version).and_then(|i| Ok((i.base_offset, i.records()?)));
+    let Ok((base_offset, records)) = decoded else {
+        return Reply::code(SmartModuleLookbackErrorStatus::DecodingBaseInput as i32);
+    };
+    p.look_back(&inputs(records, base_offset));
+    Reply::code(0)
 }

@@ -1,4 +1,4 @@
-//! What counts as a JSON object (SPEC §1), in one home: the frames reader, the pressure view
+//! What counts as a JSON object (contract §1), in one home: the frames reader, the pressure view
 //! and the adapters all read records through it.
 //!
 //! A record is a JSON object when its bytes are UTF-8 (skipped values included) and an RFC 8259
@@ -7,11 +7,18 @@
 //! range are no limit. Members are handed over as raw slices of the record, never built.
 
 mod block;
+#[macro_use]
 mod scan;
+mod count;
 
 use std::borrow::Cow;
 
 pub use block::Isa;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+use block::Simd128;
+#[cfg(target_arch = "x86_64")]
+use block::{Avx2, Sse2};
+use block::{Block, Kind, Swar};
 pub(crate) use scan::plain;
 use scan::{Bad, Res, Scanner, string_end};
 
@@ -48,11 +55,39 @@ impl Member<'_> {
 /// Reads `bytes` as a JSON object and hands each top-level member to `f`, in order; `None` when
 /// the text is not one (then `f` may have seen members of the valid prefix).
 pub fn object<'a>(bytes: &'a [u8], isa: Isa, mut f: impl FnMut(Member<'a>)) -> Option<()> {
-    walk(bytes, isa, &mut f).ok()
+    let f = &mut f;
+    per_isa!(isa, walk, walk_avx2, bytes, f).ok()
 }
 
-fn walk<'a>(bytes: &'a [u8], isa: Isa, f: &mut impl FnMut(Member<'a>)) -> Res<()> {
-    let mut s = Scanner::new(bytes, isa);
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn walk_avx2<'a>(bytes: &'a [u8], f: &mut impl FnMut(Member<'a>)) -> Res<()> {
+    // SAFETY: this function runs only where the CPU has AVX2.
+    unsafe { walk::<Avx2>(bytes, f) }
+}
+
+/// A member as [`Scanner::member`] read it.
+///
+/// SAFETY: the scanner checked every string as UTF-8, and JSON outside strings is ASCII.
+fn as_member<'a>((key, escaped, value): (&'a [u8], bool, &'a [u8])) -> Member<'a> {
+    // SAFETY: as above.
+    unsafe {
+        Member {
+            key: std::str::from_utf8_unchecked(key),
+            escaped,
+            value: std::str::from_utf8_unchecked(value),
+        }
+    }
+}
+
+/// [`object`] on `B`'s blocks.
+///
+/// # Safety
+/// The CPU has `B`'s instruction set.
+#[inline(always)]
+unsafe fn walk<'a, B: Block>(bytes: &'a [u8], f: &mut impl FnMut(Member<'a>)) -> Res<()> {
+    // SAFETY: the caller vouches for the instruction set.
+    let mut s = unsafe { Scanner::<B>::new(bytes) };
     s.ws();
     s.eat(b'{')?;
     s.ws();
@@ -60,28 +95,7 @@ fn walk<'a>(bytes: &'a [u8], isa: Isa, f: &mut impl FnMut(Member<'a>)) -> Res<()
         s.i += 1;
     } else {
         loop {
-            s.eat(b'"')?;
-            let start = s.i;
-            let escaped = s.string()?;
-            let key = &bytes[start..s.i - 1];
-            s.ws();
-            s.eat(b':')?;
-            s.ws();
-            let vstart = s.i;
-            s.value()?;
-            // SAFETY: the scanner checked every string as UTF-8, and JSON outside strings is
-            // ASCII.
-            let (key, value) = unsafe {
-                (
-                    std::str::from_utf8_unchecked(key),
-                    std::str::from_utf8_unchecked(&bytes[vstart..s.i]),
-                )
-            };
-            f(Member {
-                key,
-                escaped,
-                value,
-            });
+            f(as_member(s.member()?));
             s.ws();
             match s.peek() {
                 Some(b',') => {
@@ -111,7 +125,7 @@ pub fn is_object(bytes: &[u8]) -> bool {
 /// The members of an object value that was read already (a slice [`object`] handed over); for
 /// any other text, none.
 pub fn members(raw: &str) -> impl Iterator<Item = Member<'_>> {
-    let mut s = Scanner::new(raw.as_bytes(), Isa::best());
+    let mut s = Scanner::base(raw.as_bytes());
     let mut open = false;
     let mut done = !raw.starts_with('{');
     std::iter::from_fn(move || {
@@ -126,37 +140,16 @@ pub fn members(raw: &str) -> impl Iterator<Item = Member<'_>> {
     })
 }
 
-fn next_member<'a>(s: &mut Scanner<'a>, open: &mut bool) -> Option<Member<'a>> {
+fn next_member<'a, B: Block>(s: &mut Scanner<'a, B>, open: &mut bool) -> Option<Member<'a>> {
     if !*open {
         *open = true;
         s.eat(b'{').ok()?;
-        s.ws();
     } else {
         s.ws();
         s.eat(b',').ok()?;
-        s.ws();
     }
-    s.eat(b'"').ok()?;
-    let start = s.i;
-    let escaped = s.string().ok()?;
-    let key = &s.b[start..s.i - 1];
     s.ws();
-    s.eat(b':').ok()?;
-    s.ws();
-    let vstart = s.i;
-    s.value().ok()?;
-    // SAFETY: `raw` is a `&str`.
-    let (key, value) = unsafe {
-        (
-            std::str::from_utf8_unchecked(key),
-            std::str::from_utf8_unchecked(&s.b[vstart..s.i]),
-        )
-    };
-    Some(Member {
-        key,
-        escaped,
-        value,
-    })
+    Some(as_member(s.member().ok()?))
 }
 
 /// The value of member `name` of an object value (the last one, when repeated).
@@ -166,7 +159,7 @@ pub fn get<'a>(raw: &'a str, name: &str) -> Option<&'a str> {
 
 /// The elements of an array value that was read already; for any other text, none.
 pub fn elements(raw: &str) -> impl Iterator<Item = &str> {
-    let mut s = Scanner::new(raw.as_bytes(), Isa::best());
+    let mut s = Scanner::base(raw.as_bytes());
     let mut first = true;
     let mut done = s.eat(b'[').is_err();
     std::iter::from_fn(move || {
@@ -271,6 +264,14 @@ fn unescape(inner: &str) -> String {
 #[inline]
 pub(crate) fn plain_run(b: &[u8], i: usize) -> (usize, usize) {
     plain(Isa::best(), b, i)
+}
+
+/// What the estimate counts in `b` (its scalars, whitespace outside strings left out), 64 bytes
+/// at a time on `isa`; `None` for text with a backslash outside a string or before a UTF-8
+/// continuation byte, which the count one byte at a time reads otherwise.
+#[inline]
+pub(crate) fn chars_on(isa: Isa, b: &[u8]) -> Option<u64> {
+    count::count(isa, b)
 }
 
 /// Writes `s` as a JSON string (quotes, `"` `\` and control characters escaped).
@@ -385,6 +386,15 @@ fn escape_unit(s: &str) -> Option<u16> {
         return None;
     }
     u16::from_str_radix(s.get(2..6)?, 16).ok()
+}
+
+/// xorshift64: the tests' pseudo-random texts, deterministic.
+#[cfg(test)]
+pub(crate) fn xorshift(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
 }
 
 /// Texts that are no JSON object, each for a different reason (shared by the readers' tests).

@@ -2,9 +2,13 @@
 //! checked on the runs of non-ASCII bytes, which are the only bytes that can be invalid) and
 //! the estimate's plain run; each written once over [`Block`], wrapped per instruction set.
 
+use std::marker::PhantomData;
+
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+use super::block::Simd128;
 #[cfg(target_arch = "x86_64")]
 use super::block::{Avx2, Sse2};
-use super::block::{Block, Isa, Swar, low_bits, tail};
+use super::block::{Block, Isa, Kind, Swar, low_bits, tail};
 
 /// Not JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,7 +18,7 @@ pub(crate) type Res<T> = Result<T, Bad>;
 
 /// The end of the escape whose backslash is at `at`: `\uXXXX` needs four hex digits (a lone
 /// surrogate is valid JSON), the others one of `"\/bfnrt`.
-#[inline]
+#[inline(always)]
 fn escape_end(b: &[u8], at: usize) -> Res<usize> {
     match b.get(at + 1) {
         Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(at + 2),
@@ -40,66 +44,83 @@ fn utf8_run(b: &[u8], at: usize) -> Res<usize> {
     }
 }
 
+/// The attention mask of the block at `i` (its bytes past the text's end left out); `Bad`
+/// when the text ends there with nothing to look at, inside the string.
+///
+/// # Safety
+/// The CPU has `B`'s instruction set.
+#[inline(always)]
+unsafe fn block_mask<B: Block>(b: &[u8], i: usize) -> Res<u64> {
+    if i + B::LEN <= b.len() {
+        // SAFETY: `LEN` bytes from `i` are inside `b`.
+        return Ok(unsafe { B::load(b.as_ptr().add(i)) }.attention());
+    }
+    // SAFETY: the caller vouches for the instruction set.
+    let (blk, shift, keep) = unsafe { tail::<B>(b, i) };
+    match (blk.attention() >> shift) & keep {
+        0 => Err(Bad),
+        m => Ok(m),
+    }
+}
+
+/// The attention mask of the 64 bytes from `i`, a block at a time. (Its methods are called
+/// here, never passed as functions: a function value would not inline into a `target_feature`
+/// caller, nor would the block's intrinsics then.)
+///
+/// # Safety
+/// 64 bytes from `i` are inside `b`, and the CPU has `B`'s instruction set.
+#[inline(always)]
+unsafe fn window<B: Block>(b: &[u8], i: usize) -> u64 {
+    let mut m = 0;
+    for k in 0..64 / B::LEN {
+        // SAFETY: the caller vouches for the 64 bytes and the instruction set.
+        m |= unsafe { B::load(b.as_ptr().add(i + k * B::LEN)) }.attention() << (k * B::LEN);
+    }
+    m
+}
+
 /// From `i`, just after a string's opening quote: the index after its closing quote, and
-/// whether it holds an escape.
+/// whether it holds an escape. Each byte that needs a look (a quote, an escape, a control
+/// character, the start of a non-ASCII run) is found by the masks, dealt with, and the scan
+/// goes on after it: first a block (most strings end there), then 64 bytes at a time.
 ///
 /// # Safety
 /// The CPU has `B`'s instruction set.
 #[inline(always)]
 unsafe fn string<B: Block>(b: &[u8], mut i: usize) -> Res<(usize, bool)> {
     let mut escaped = false;
-    'block: loop {
-        // Blocks with nothing to look at are skipped in a tight loop.
-        let (mut hits, mut high, whole) = loop {
-            if i + B::LEN > b.len() {
-                // SAFETY: the caller vouches for the instruction set.
-                let (blk, keep) = unsafe { tail::<B>(b, i) };
-                break (blk.specials() & keep, blk.high() & keep, false);
-            }
-            // SAFETY: `LEN` bytes from `i` are inside `b`.
-            let blk = unsafe { B::load(b.as_ptr().add(i)) };
-            let (h, g) = (blk.specials(), blk.high());
-            if h | g != 0 {
-                break (h, g, true);
+    loop {
+        // SAFETY (all three): the caller vouches for the instruction set; the window has its
+        // 64 bytes.
+        let at = 'found: {
+            let m = unsafe { block_mask::<B>(b, i) }?;
+            if m != 0 {
+                break 'found i + m.trailing_zeros() as usize;
             }
             i += B::LEN;
-        };
-        // In a block that has something, every hit comes out of the masks in order.
-        loop {
-            let k = if hits != 0 {
-                hits.trailing_zeros()
-            } else {
-                B::LEN as u32
-            };
-            let before = high & low_bits(k);
-            if before != 0 {
-                i = utf8_run(b, i + before.trailing_zeros() as usize)?;
-                continue 'block;
+            while i + 64 <= b.len() {
+                let m = unsafe { window::<B>(b, i) };
+                if m != 0 {
+                    break 'found i + m.trailing_zeros() as usize;
+                }
+                i += 64;
             }
-            if hits == 0 {
-                if !whole {
-                    return Err(Bad); // the end of the text, inside the string
+            loop {
+                let m = unsafe { block_mask::<B>(b, i) }?;
+                if m != 0 {
+                    break 'found i + m.trailing_zeros() as usize;
                 }
                 i += B::LEN;
-                continue 'block;
             }
-            let at = i + k as usize;
-            match b[at] {
-                b'"' => return Ok((at + 1, escaped)),
-                b'\\' => {
-                    escaped = true;
-                    let next = escape_end(b, at)?;
-                    let step = next - i;
-                    if step >= B::LEN {
-                        i = next;
-                        continue 'block;
-                    }
-                    let done = !low_bits(step as u32);
-                    hits &= done;
-                    high &= done;
-                }
-                _ => return Err(Bad), // a control character
+        };
+        match b[at] {
+            b'"' => return Ok((at + 1, escaped)),
+            b'\\' => {
+                escaped = true;
+                i = escape_end(b, at)?;
             }
+            0x80.. => i = utf8_run(b, at)?,
+            _ => return Err(Bad), // a control character
         }
     }
 }
@@ -127,9 +148,9 @@ unsafe fn plain_run<B: Block>(b: &[u8], mut i: usize) -> (usize, usize) {
     }
     if i < b.len() {
         // SAFETY: the caller vouches for the instruction set.
-        let (blk, keep) = unsafe { tail::<B>(b, i) };
-        let hits = blk.quote_or_backslash() & keep;
-        let cont = blk.continuation() & keep;
+        let (blk, shift, keep) = unsafe { tail::<B>(b, i) };
+        let hits = (blk.quote_or_backslash() >> shift) & keep;
+        let cont = (blk.continuation() >> shift) & keep;
         let k = if hits != 0 {
             hits.trailing_zeros()
         } else {
@@ -155,19 +176,22 @@ unsafe fn plain_run_avx2(b: &[u8], i: usize) -> (usize, usize) {
     unsafe { plain_run::<Avx2>(b, i) }
 }
 
-/// Runs a kernel on `isa`'s blocks: AVX2 through its `target_feature` wrapper, SSE2 directly
-/// (part of the x86_64 baseline), SWAR everywhere else.
+/// Runs a kernel on `isa`'s blocks: AVX2 through its `target_feature` wrapper, SSE2 and SIMD128
+/// directly (the x86_64 baseline; compiled in), SWAR everywhere.
 macro_rules! per_isa {
     ($isa:expr, $kernel:ident, $avx2:ident, $($arg:expr),*) => {
-        match $isa {
-            // SAFETY: `Isa::Avx2` is only ever chosen where the CPU has AVX2.
+        match $isa.0 {
+            // SAFETY: an `Isa` of AVX2 is only made where the CPU has AVX2.
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx2 => unsafe { $avx2($($arg),*) },
+            Kind::Avx2 => unsafe { $avx2($($arg),*) },
             // SAFETY: SSE2 is part of the x86_64 baseline.
             #[cfg(target_arch = "x86_64")]
-            Isa::Sse2 => unsafe { $kernel::<Sse2>($($arg),*) },
+            Kind::Sse2 => unsafe { $kernel::<Sse2>($($arg),*) },
+            // SAFETY: the module is built with simd128, which the engine checks when it loads it.
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            Kind::Simd128 => unsafe { $kernel::<Simd128>($($arg),*) },
             // SAFETY: SWAR needs no instruction set.
-            _ => unsafe { $kernel::<Swar>($($arg),*) },
+            Kind::Swar => unsafe { $kernel::<Swar>($($arg),*) },
         }
     };
 }
@@ -184,16 +208,43 @@ pub(crate) fn plain(isa: Isa, b: &[u8], i: usize) -> (usize, usize) {
     per_isa!(isa, plain_run, plain_run_avx2, b, i)
 }
 
-/// A validating cursor over JSON text: values at any depth, numbers of any size.
-pub(crate) struct Scanner<'a> {
+/// The blocks every machine that runs this build has: SSE2 on x86_64 (its baseline), SIMD128
+/// in a wasm32 build with it, SWAR elsewhere.
+#[cfg(target_arch = "x86_64")]
+pub(crate) type Base = Sse2;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+pub(crate) type Base = Simd128;
+#[cfg(not(any(
+    target_arch = "x86_64",
+    all(target_arch = "wasm32", target_feature = "simd128")
+)))]
+pub(crate) type Base = Swar;
+
+/// A validating cursor over JSON text: values at any depth, numbers of any size, its strings
+/// scanned on `B`'s blocks (the kernel inlined into the scanner).
+pub(crate) struct Scanner<'a, B> {
     pub b: &'a [u8],
     pub i: usize,
-    pub isa: Isa,
+    blocks: PhantomData<B>,
 }
 
-impl<'a> Scanner<'a> {
-    pub fn new(b: &'a [u8], isa: Isa) -> Self {
-        Scanner { b, i: 0, isa }
+impl<'a> Scanner<'a, Base> {
+    /// A scanner on the blocks every machine has.
+    pub fn base(b: &'a [u8]) -> Self {
+        // SAFETY: `Base` is in every machine's instruction set (see its definition).
+        unsafe { Scanner::new(b) }
+    }
+}
+
+impl<'a, B: Block> Scanner<'a, B> {
+    /// # Safety
+    /// The CPU has `B`'s instruction set: every method leans on it.
+    pub unsafe fn new(b: &'a [u8]) -> Self {
+        Scanner {
+            b,
+            i: 0,
+            blocks: PhantomData,
+        }
     }
 
     #[inline]
@@ -219,11 +270,28 @@ impl<'a> Scanner<'a> {
     }
 
     /// The rest of a string whose opening quote was eaten; true when it holds an escape.
-    #[inline]
+    #[inline(always)]
     pub fn string(&mut self) -> Res<bool> {
-        let (end, escaped) = string_end(self.isa, self.b, self.i)?;
+        // SAFETY: a scanner of `B` is only made where the CPU has `B` (`new`).
+        let (end, escaped) = unsafe { string::<B>(self.b, self.i) }?;
         self.i = end;
         Ok(escaped)
+    }
+
+    /// `"key" : value`, from the key's opening quote: the key as it stands between its quotes,
+    /// whether it holds an escape, and the value's text.
+    #[inline(always)]
+    pub fn member(&mut self) -> Res<(&'a [u8], bool, &'a [u8])> {
+        self.eat(b'"')?;
+        let start = self.i;
+        let escaped = self.string()?;
+        let key = &self.b[start..self.i - 1];
+        self.ws();
+        self.eat(b':')?;
+        self.ws();
+        let vstart = self.i;
+        self.value()?;
+        Ok((key, escaped, &self.b[vstart..self.i]))
     }
 
     /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`
@@ -277,6 +345,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// `"key" :` inside a nested object, and the whitespace before its value.
+    #[inline(always)]
     fn member_key(&mut self) -> Res<()> {
         self.eat(b'"')?;
         self.string()?;
@@ -287,7 +356,9 @@ impl<'a> Scanner<'a> {
     }
 
     /// One value at the cursor (no whitespace before it), nested to any depth: the depth is
-    /// a stack of bits on the heap, never the call stack.
+    /// a stack of bits on the heap, never the call stack. Inlined, as everything between an
+    /// entry point and the blocks is, so that a `target_feature` entry point's blocks inline.
+    #[inline(always)]
     pub fn value(&mut self) -> Res<()> {
         let mut stack = BitStack::default();
         loop {

@@ -94,9 +94,7 @@ fn every_isa_finds_the_same_string_ends() {
     ];
     let mut x: u64 = 0x2545_f491_4f6c_dd1d;
     for _ in 0..20_000 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
+        xorshift(&mut x);
         let mut s = Vec::new();
         for k in 0..(x % 12) {
             let p = pieces[((x >> (4 * k)) % 10) as usize];
@@ -110,7 +108,7 @@ fn every_isa_finds_the_same_string_ends() {
             }
         }
         s.extend_from_slice(b"\"tail");
-        let want = scan::string_end(Isa::Swar, &s, 0);
+        let want = scan::string_end(Isa::portable(), &s, 0);
         for isa in Isa::available() {
             assert_eq!(
                 scan::string_end(isa, &s, 0),
@@ -118,7 +116,7 @@ fn every_isa_finds_the_same_string_ends() {
                 "{isa:?} on {:?}",
                 String::from_utf8_lossy(&s)
             );
-            assert_eq!(plain(isa, &s, 0), plain(Isa::Swar, &s, 0), "{isa:?}");
+            assert_eq!(plain(isa, &s, 0), plain(Isa::portable(), &s, 0), "{isa:?}");
         }
     }
 }

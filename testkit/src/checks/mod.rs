@@ -13,6 +13,7 @@ mod hostile;
 mod pressure;
 mod readers;
 mod surface;
+mod wire;
 
 use std::ops::Range;
 
@@ -26,6 +27,10 @@ pub use hostile::{check_hostile, check_hostile_log, hostile_config};
 pub use pressure::check_pressure_invocation;
 pub use readers::check_readers;
 pub use surface::check_surface_ranges;
+pub use wire::{
+    KeyShape, Read, Wide, WireCase, WireRecord, check_reader, check_wire, check_wire_input,
+    fluvio_array_map, fluvio_decodes, fluvio_look_back, without_backtrace,
+};
 
 use crate::GenRecord;
 

@@ -1,0 +1,231 @@
+//! `bench`: agent-fold's performance, side by side, in one process, on one corpus.
+//!
+//! - two reference modules in fluvio-smartengine: the floor (hands its input's encoded records
+//!   back with one copy, the least any module costs) and Fluvio's generated identity
+//!   `array_map`,
+//! - the agent-fold `.wasm` in the engine, frames view and pressure view, at batch 1, 100, 10,000,
+//! - the native core for both views at the same batches,
+//! - a naive baseline: every record parsed into a `serde_json::Value` and serialised again.
+//!
+//! Then the engine's store memory per call, per-session state (a counting global allocator on
+//! the native core), and memory over a 1M-record stream with `max_sessions` bounding it.
+//!
+//! `scripts/bench.sh [--quick]` builds what this needs and runs it.
+
+mod clock;
+mod heap;
+mod phases;
+mod report;
+mod state;
+mod store;
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use agent_fold::corpus::{Corpus, CorpusConfig};
+use agent_fold::module::{default_wasm_path, read_wasm};
+use agent_fold::record::Rec;
+use anyhow::{Result, bail};
+
+use heap::{Counting, counting};
+use phases::{PackedRecords, Spec};
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+/// agent-fold's bench: the floor and identity modules, the frames and pressure views in
+/// fluvio-smartengine at batch 1, 100 and 10,000, the native core, a naive serde_json baseline,
+/// store memory per call, per-session state and memory over a long stream.
+#[derive(clap::Parser)]
+#[command(name = "bench")]
+pub struct Args {
+    /// 20,000 records unless --records says otherwise (the full run takes 200,000)
+    #[arg(long)]
+    pub quick: bool,
+    /// Records in the timed corpus
+    #[arg(long, value_parser = number)]
+    records: Option<usize>,
+    /// Records in the memory stream
+    #[arg(long, default_value = "1000000", value_parser = number)]
+    stream: usize,
+    /// The corpus generator's seed
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// The agent-fold module
+    #[arg(long, value_name = "FILE", default_value_os_t = default_wasm_path())]
+    wasm: PathBuf,
+    /// Fluvio's generated identity module (default: beside the agent-fold module)
+    #[arg(long, value_name = "FILE")]
+    identity: Option<PathBuf>,
+    /// The floor module (default: beside the agent-fold module)
+    #[arg(long, value_name = "FILE")]
+    floor: Option<PathBuf>,
+    /// An earlier agent-fold module, run beside this one at batch 10,000 (both views)
+    #[arg(long, value_name = "FILE")]
+    before: Option<PathBuf>,
+    /// Also one look_back call of this many MB of records in the engine's default store, per
+    /// view (and with --before, the earlier module's): does it run?
+    #[arg(long, value_name = "MB")]
+    lookback_mb: Option<usize>,
+}
+
+/// An integer, `_` separators allowed.
+fn number(s: &str) -> Result<usize, String> {
+    s.replace('_', "")
+        .parse()
+        .map_err(|_| format!("{s:?} is not an integer"))
+}
+
+fn params(view: &str) -> Vec<(String, String)> {
+    vec![("emit".to_string(), view.to_string())]
+}
+
+/// The batch sizes every module and the native core run at.
+const BATCHES: [usize; 3] = [1, 100, 10_000];
+
+/// The records a look-back's store is measured with: about 100 MB of the corpus (all of it
+/// when smaller).
+fn history(corpus: &[Rec]) -> &[Rec] {
+    let mut bytes = 0;
+    let n = corpus
+        .iter()
+        .take_while(|r| {
+            bytes += r.bytes();
+            bytes <= 100_000_000
+        })
+        .count();
+    &corpus[..n]
+}
+
+fn main() -> Result<()> {
+    use clap::Parser;
+    let args = Args::parse();
+    let started = Instant::now();
+    // A reference module: the file named, else the one the build puts beside the module.
+    let reference = |named: &Option<PathBuf>, built: &str| {
+        read_wasm(named.as_deref().unwrap_or(&args.wasm.with_file_name(built)))
+    };
+    let wasm = read_wasm(&args.wasm)?;
+    let identity = reference(&args.identity, "agent_fold_identity.wasm")?;
+    let floor = reference(&args.floor, "agent_fold_floor.wasm")?;
+    let records = args
+        .records
+        .unwrap_or(if args.quick { 20_000 } else { 200_000 });
+
+    eprintln!("bench: generating {records} records (seed {})", args.seed);
+    let mut generator = Corpus::new(CorpusConfig {
+        seed: args.seed,
+        ..CorpusConfig::default()
+    });
+    let corpus: Vec<Rec> = generator.by_ref().take(records).collect();
+    let stats = generator.stats().clone();
+
+    let mut specs = Vec::new();
+    for &batch in &BATCHES {
+        specs.push(Spec::Engine("floor", floor.clone(), vec![], batch));
+        specs.push(Spec::Engine("identity", identity.clone(), vec![], batch));
+        for view in ["frames", "pressure"] {
+            specs.push(Spec::Engine(view, wasm.clone(), params(view), batch));
+        }
+    }
+    let before = args.before.as_deref().map(read_wasm).transpose()?;
+    if let Some(before) = &before {
+        for view in ["frames", "pressure"] {
+            let name = if view == "frames" {
+                "frames (before)"
+            } else {
+                "pressure (before)"
+            };
+            specs.push(Spec::Engine(name, before.clone(), params(view), 10_000));
+        }
+    }
+    for &batch in &BATCHES {
+        specs.push(Spec::Native("frames", batch));
+        specs.push(Spec::Native("pressure", batch));
+    }
+    specs.push(Spec::Naive);
+    let packed = PackedRecords::of(&corpus);
+    let ins = packed.inputs();
+    eprintln!("bench: {} phases, interleaved", specs.len());
+    let mut rows = phases::timed(&specs, &corpus, &ins)?;
+    eprintln!("bench: peak RSS, one phase at a time");
+    for (row, spec) in rows.iter_mut().zip(&specs) {
+        row.rss_mib = phases::peak_rss(spec, &corpus, &ins)?;
+    }
+    for name in ["engine floor", "engine identity"] {
+        let all = rows
+            .iter()
+            .filter(|r| r.name == name)
+            .all(|r| r.out == corpus.len());
+        if !all {
+            bail!("the {name} module did not emit every record");
+        }
+    }
+
+    eprintln!("bench: store memory per call");
+    let pages: Vec<&[Rec]> = corpus.chunks(10_000).take(2).collect();
+    let [first, second] = [pages[0], pages.get(1).copied().unwrap_or(pages[0])];
+    let mut subjects: Vec<store::Subject> = vec![
+        ("floor", &floor, vec![]),
+        ("identity", &identity, vec![]),
+        ("frames", &wasm, params("frames")),
+        ("pressure", &wasm, params("pressure")),
+    ];
+    if let Some(before) = &before {
+        subjects.push(("frames (before)", before, params("frames")));
+        subjects.push(("pressure (before)", before, params("pressure")));
+    }
+    let history = history(&corpus);
+    let store = store::measure(&subjects, &subjects[2..], [first, second], history);
+    let lookbacks = match args.lookback_mb {
+        Some(mb) => {
+            eprintln!("bench: one look_back call of {mb} MB per view");
+            store::one_look_back(&subjects[2..], mb * 1_000_000, args.seed + 2)
+        }
+        None => Vec::new(),
+    };
+
+    eprintln!("bench: per-session state");
+    counting(true);
+    let sessions = report::SessionState {
+        frames_10k: state::frames_bytes_per_session(10_000)?,
+        frames_100k: state::frames_bytes_per_session(100_000)?,
+        per_node_1: state::pressure_bytes_per_node(1, 100_000)?.0,
+        per_node_1k: state::pressure_bytes_per_node(1_000, 100)?,
+    };
+    counting(false);
+
+    let stream = if args.quick {
+        args.stream.min(250_000)
+    } else {
+        args.stream
+    };
+    eprintln!("bench: memory over a {stream}-record stream");
+    counting(true);
+    let flat = state::stream_memory(
+        &[
+            ("frames", 256),
+            ("pressure", 256),
+            ("frames", 10_000),
+            ("pressure", 10_000),
+        ],
+        stream,
+        args.seed + 1,
+    )?;
+    counting(false);
+
+    let md = report::Report {
+        args: &args,
+        stats: &stats,
+        rows: &rows,
+        store: &store,
+        lookbacks: &lookbacks,
+        sessions,
+        stream,
+        flat: &flat,
+        elapsed: started.elapsed(),
+    }
+    .markdown();
+    print!("{md}");
+    Ok(())
+}
