@@ -14,6 +14,7 @@ mod behaviour;
 mod cdp;
 #[path = "browser/chart.rs"]
 mod chart;
+mod common;
 #[path = "browser/drawing.rs"]
 mod drawing;
 #[path = "serve/harness.rs"]

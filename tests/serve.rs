@@ -4,6 +4,7 @@
 //! (a line written in two parts, folded frames, a vanished and a rewritten file), every flag,
 //! and a Fluvio topic (a real local cluster when there is one; else that part prints skipped).
 
+mod common;
 #[path = "serve/fluvio.rs"]
 mod fluvio;
 #[path = "serve/harness.rs"]

@@ -483,20 +483,10 @@ pub fn last_pressure(records: &[Rec], params: &[(&str, &str)]) -> Value {
 }
 
 /// The real Claude Code session's directory (its transcript is the `.jsonl` beside it), when
-/// ../shared is there: the real logs live outside the repository and are never copied in.
+/// ../shared is there (under CI=true its absence fails the test: [`crate::common::shared`]).
 pub fn real_session() -> Option<std::path::PathBuf> {
-    let dir = std::path::Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/data/real/claude-code/ae4a77f8-aedd-4bc1-888f-c94edc91af04"
-    ));
-    if dir.is_dir() && dir.with_extension("jsonl").is_file() {
-        Some(dir.to_owned())
-    } else {
-        println!(
-            "skipped: no ../shared/data/real/claude-code (the real logs live outside the repo)"
-        );
-        None
-    }
+    crate::common::real_data("claude-code/ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl")?;
+    crate::common::real_data("claude-code/ae4a77f8-aedd-4bc1-888f-c94edc91af04")
 }
 
 /// A sample's value in a scrape: the first of `name` whose labels include `labels`.
