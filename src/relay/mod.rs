@@ -220,7 +220,7 @@ async fn relay(
         let fluvio = connect(&settings, watch).await?;
         let count = cluster::partitions(&fluvio, &args.topic).await?;
         let parts = args.select(count)?;
-        cluster::ensure_topic(&fluvio, &to, count).await?;
+        // The module first: a refusal leaves the cluster as it was.
         let wasm = match local {
             Some(w) => w,
             None => {
@@ -228,6 +228,7 @@ async fn relay(
                 cluster::smartmodule_wasm(&fluvio, name).await?
             }
         };
+        cluster::ensure_topic(&fluvio, &to, count).await?;
         anyhow::Ok((fluvio, parts, Rc::new(wasm)))
     };
     let (fluvio, parts, wasm) = tokio::select! {
