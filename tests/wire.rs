@@ -257,7 +257,7 @@ fn refusals_where_fluvio_would_trap() {
     for (r, why) in cases {
         let bytes = around(&one(r));
         let e = wire::input(&bytes, 22)
-            .and_then(|i| i.records().map(|_| ()))
+            .and_then(|i| i.collect().map(|_| ()))
             .expect_err("refused");
         assert_eq!(e.why, why, "{r:?}");
         assert_eq!(check_reader(&bytes, 22), Read::RefusedUnchecked(why));
@@ -291,7 +291,7 @@ fn the_engines_own_inputs_pass_as_copies_of_their_records() {
     assert_eq!(check_reader(&bytes, 22), Read::Taken);
     let read = wire::input(&bytes, 22).unwrap();
     let mut out = wire::Output::with_capacity(0);
-    read.records().unwrap().for_each(|r| out.pass(&r));
+    read.collect().unwrap().iter().for_each(|r| out.pass(r));
     let mut want = input.raw_bytes().to_vec();
     want.push(0);
     assert_eq!(out.finish(), want);

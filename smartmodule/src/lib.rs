@@ -81,11 +81,9 @@ fn init_refusal(e: &ParamError, version: i16) -> Reply {
     )
 }
 
-/// The records as the core reads them, each at its offset (`base_offset` + its delta).
-fn inputs<'a>(records: impl Iterator<Item = Stored<'a>>, base_offset: i64) -> Vec<RecordIn<'a>> {
-    records
-        .map(|r| RecordIn::new(r.key, r.value).at(base_offset.saturating_add(r.offset_delta)))
-        .collect()
+/// A record as the core reads it, at its offset (`base_offset` + its delta).
+fn record_in(r: Stored<'_>, base_offset: i64) -> RecordIn<'_> {
+    RecordIn::new(r.key, r.value).at(base_offset.saturating_add(r.offset_delta))
 }
 
 /// `array_map`: one invocation of `p`. Untouched frames leave as the very bytes that came in; a
@@ -95,12 +93,23 @@ pub fn array_map(p: &mut Processor, input: &[u8], version: i16) -> Reply {
     let Ok((base_offset, records)) = decoded else {
         return Reply::code(SmartModuleTransformErrorStatus::DecodingBaseInput as i32);
     };
-    let emits = match p.process(&inputs(records.iter().copied(), base_offset)) {
+    let inputs: Vec<RecordIn> = records.iter().map(|r| record_in(*r, base_offset)).collect();
+    let emits = match p.process(&inputs) {
         Ok(emits) => emits,
         Err(e) => return refusal(&e, &records, base_offset, version),
     };
-    let mut out = Output::with_capacity(emits.iter().map(|e| emitted_len(e, &records)).sum());
-    for emit in &emits {
+    let out = output(&records, &emits);
+    Reply {
+        code: out.count() as i32,
+        output: Some(out.finish()),
+    }
+}
+
+/// The records `emits` make of `records`, written once into a buffer of their size: a record
+/// passed is copied as its encoded bytes.
+pub fn output(records: &[Stored], emits: &[Emit]) -> Output {
+    let mut out = Output::with_capacity(emits.iter().map(|e| emitted_len(e, records)).sum());
+    for emit in emits {
         match emit {
             Emit::Pass(i) => out.pass(&records[*i]),
             Emit::Replace(i, value) => {
@@ -113,14 +122,11 @@ pub fn array_map(p: &mut Processor, input: &[u8], version: i16) -> Reply {
             }
         }
     }
-    Reply {
-        code: out.count() as i32,
-        output: Some(out.finish()),
-    }
+    out
 }
 
 /// The bytes `emit` takes in the output.
-fn emitted_len(emit: &Emit, records: &[Stored]) -> usize {
+pub fn emitted_len(emit: &Emit, records: &[Stored]) -> usize {
     match emit {
         Emit::Pass(i) => records[*i].encoded_len(),
         Emit::Replace(i, value) => {
@@ -161,11 +167,11 @@ fn refusal(e: &BatchError, records: &[Stored], base_offset: i64, version: i16) -
 
 /// `look_back`: replays the input's records into `p`'s state, emitting nothing.
 pub fn look_back(p: &mut Processor, input: &[u8], version: i16) -> Reply {
-    // Two passes over the records rather than all of them held twice: a look-back is big.
-    let decoded = wire::input(input, version).and_then(|i| Ok((i.base_offset, i.records()?)));
-    let Ok((base_offset, records)) = decoded else {
+    // One pass, the records held once, as the core reads them: a look-back is big.
+    let decoded = wire::input(input, version).and_then(|i| i.map(|r| record_in(r, i.base_offset)));
+    let Ok(records) = decoded else {
         return Reply::code(SmartModuleLookbackErrorStatus::DecodingBaseInput as i32);
     };
-    p.look_back(&inputs(records, base_offset));
+    p.look_back(&records);
     Reply::code(0)
 }

@@ -266,25 +266,20 @@ pub struct Stored<'a> {
 }
 
 impl<'a> Input<'a> {
-    /// The records, every one checked against the buffer before the first is handed over (the
-    /// `Vec<Record>` reads its count's worth, ignoring what follows): a second pass reads them.
-    pub fn records(&self) -> Res<Records<'a>> {
-        let (mut c, n) = self.count()?;
-        let first = c.i;
-        for _ in 0..n {
-            record(&mut c).map_err(|e| self.shift(e))?;
-        }
-        c.i = first;
-        Ok(Records { c, left: n })
+    /// The records read in one pass, held (the `Vec<Record>` reads its count's worth, ignoring
+    /// what follows).
+    pub fn collect(&self) -> Res<Vec<Stored<'a>>> {
+        self.map(|r| r)
     }
 
-    /// The records read in one pass, held.
-    pub fn collect(&self) -> Res<Vec<Stored<'a>>> {
+    /// The records read in one pass, each held as `f` makes it: one that does not decode
+    /// refuses the whole input, and none is handed over.
+    pub fn map<T>(&self, mut f: impl FnMut(Stored<'a>) -> T) -> Res<Vec<T>> {
         let (mut c, n) = self.count()?;
         // A record takes 7 bytes at least: a count past that is refused as the reads go.
         let mut out = Vec::with_capacity(n.min(self.raw.len() / 7));
         for _ in 0..n {
-            out.push(record(&mut c).map_err(|e| self.shift(e))?);
+            out.push(f(record(&mut c).map_err(|e| self.shift(e))?));
         }
         Ok(out)
     }
@@ -304,29 +299,6 @@ impl<'a> Input<'a> {
         }
     }
 }
-
-/// The records of an input that decodes, in order.
-pub struct Records<'a> {
-    c: Cursor<'a>,
-    left: usize,
-}
-
-impl<'a> Iterator for Records<'a> {
-    type Item = Stored<'a>;
-
-    #[inline]
-    fn next(&mut self) -> Option<Stored<'a>> {
-        self.left = self.left.checked_sub(1)?;
-        // Read once already: it decodes again.
-        record(&mut self.c).ok()
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.left, Some(self.left))
-    }
-}
-
-impl ExactSizeIterator for Records<'_> {}
 
 /// One `Record`: a varint length (checked against what is left, as Fluvio does, and otherwise
 /// unused), attributes, timestamp and offset deltas, an optional key, the value, the header count.
