@@ -179,27 +179,21 @@ pub fn run(args: &Args) -> Result<Summary> {
         bail!("--input adapts the log here, -e input=… in the module: choose one (same output)");
     }
     let mut adapter = format.map(|f| Adapter::new(f, config.max_sessions));
-    // Look-back history stands before the input: offsets −n … −1.
-    let mut raw_history = None;
+    // Look-back history stands before the input: offsets −n … −1. The adapter learns it
+    // whether or not the main module is given it adapted.
     let history = match &args.lookback {
         Some(p) => {
             let lines = logs::read_records(Some(p))?;
             let base = -(lines.len() as i64);
-            let h = match (&mut adapter, adapt_here) {
-                (Some(a), true) => logs::adapt_chunk(a, &lines, base),
-                (Some(a), false) => {
-                    logs::adapt_chunk(a, &lines, base);
-                    lines.clone()
-                }
-                (None, _) => lines.clone(),
-            };
-            raw_history = Some((lines, base));
-            Some((h, base))
+            let adapted = adapter.as_mut().map(|a| logs::adapt_chunk(a, &lines, base));
+            Some((lines, adapted.filter(|_| adapt_here), base))
         }
         None => None,
     };
-    let history = history.as_ref().map(|(h, b)| (&h[..], *b));
-    let mut main = Module::new(&source, &args.params, history)?;
+    let main_history = history
+        .as_ref()
+        .map(|(lines, adapted, b)| (adapted.as_deref().unwrap_or(&lines[..]), *b));
+    let mut main = Module::new(&source, &args.params, main_history)?;
     // The pressure view reads the log's own lines and adapts them itself, as a relay over the
     // topic does: the agent's defaults (contract §3.4, §3.5) come with its `input`.
     let pressure_params = || {
@@ -209,10 +203,8 @@ pub fn run(args: &Args) -> Result<Summary> {
         }
         p
     };
-    let pressure_history = match adapt_here {
-        true => raw_history.as_ref().map(|(h, b)| (&h[..], *b)),
-        false => history,
-    };
+    // The log's own lines, as the pressure instance adapts them itself.
+    let pressure_history = history.as_ref().map(|(lines, _, b)| (&lines[..], *b));
     let mut pressure = match args.pressure_out.is_some() || args.plot.is_some() {
         true => Some(Module::new(&source, &pressure_params(), pressure_history)?),
         false => None,

@@ -210,13 +210,13 @@ pub fn measure_path(
         ),
     };
     let frames = if input == Input::AgentFold {
-        lines.clone()
+        std::borrow::Cow::Borrowed(&lines[..])
     } else {
-        logs::adapt_all(
+        std::borrow::Cow::Owned(logs::adapt_all(
             input,
             &lines,
             agent_fold_core::Config::default().max_sessions,
-        )
+        ))
     };
     let measured = measure(&lines, &frames, input, params)?;
     Ok((input, summarize(&measured)))

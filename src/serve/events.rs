@@ -347,7 +347,9 @@ impl Inner {
     /// The snapshot's JSON text, written from the records' own texts (each already JSON): no
     /// tree of them is built, so a snapshot costs its size once, whatever the records hold.
     fn snapshot(&self, id: Option<&str>) -> String {
-        let raw = |s: &Option<Arc<str>>| s.as_deref().unwrap_or("null").to_owned();
+        fn raw(s: &Option<Arc<str>>) -> &str {
+            s.as_deref().unwrap_or("null")
+        }
         let size: usize = self.cards.values().map(|c| c.bytes() + 64).sum();
         let mut out = String::with_capacity(size + 256);
         out.push_str("{\"sessions\":[");
@@ -363,9 +365,9 @@ impl Inner {
             out.push_str("{\"session\":");
             out.push_str(&Value::from(id.as_str()).to_string());
             out.push_str(",\"pressure\":");
-            out.push_str(&raw(&card.pressure));
+            out.push_str(raw(&card.pressure));
             out.push_str(",\"error\":");
-            out.push_str(&raw(&card.error));
+            out.push_str(raw(&card.error));
             out.push_str(",\"frames\":[");
             for (j, f) in card.frames.iter().enumerate() {
                 if j > 0 {

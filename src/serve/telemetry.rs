@@ -20,18 +20,63 @@ pub fn render(app: &App) -> String {
     let mut t = Text::default();
     let (counter, gauge) = (Kind::Counter, Kind::Gauge);
     let singles = [
-        ("records_read_total", counter, held.status.records as f64),
-        ("records_skipped_total", counter, held.status.skipped as f64),
-        ("events_total", counter, load(&f.events)),
-        ("sessions_evicted_total", counter, load(&f.evicted)),
-        ("sessions", gauge, held.sessions as f64),
-        ("buffered_events", gauge, held.events as f64),
-        ("sse_clients", gauge, load(&f.clients)),
-        ("connections", gauge, load(&c.open)),
-        ("connections_accepted_total", counter, load(&c.accepted)),
+        (
+            "records_read_total",
+            counter,
+            "Records read from the source (log lines, or pressure records), since the last reset.",
+            held.status.records as f64,
+        ),
+        (
+            "records_skipped_total",
+            counter,
+            "Records read that were skipped (not what the source should carry), since the last reset.",
+            held.status.skipped as f64,
+        ),
+        (
+            "events_total",
+            counter,
+            "Events published to the pages.",
+            load(&f.events),
+        ),
+        (
+            "sessions_evicted_total",
+            counter,
+            "Sessions forgotten to keep the newest 1000.",
+            load(&f.evicted),
+        ),
+        (
+            "sessions",
+            gauge,
+            "Sessions the page shows.",
+            held.sessions as f64,
+        ),
+        (
+            "buffered_events",
+            gauge,
+            "Events buffered for pages that reconnect.",
+            held.events as f64,
+        ),
+        (
+            "sse_clients",
+            gauge,
+            "/events streams open.",
+            load(&f.clients),
+        ),
+        (
+            "connections",
+            gauge,
+            "HTTP connections open.",
+            load(&c.open),
+        ),
+        (
+            "connections_accepted_total",
+            counter,
+            "HTTP connections accepted.",
+            load(&c.accepted),
+        ),
     ];
-    for (name, kind, value) in singles {
-        t.one(&format!("agent_fold_serve_{name}"), kind, help(name), value);
+    for (name, kind, help, value) in singles {
+        t.one(&format!("agent_fold_serve_{name}"), kind, help, value);
     }
     let state = "agent_fold_serve_source_state";
     t.family(
@@ -68,26 +113,6 @@ pub fn render(app: &App) -> String {
         &refused,
     );
     t.finish()
-}
-
-/// What a metric of one sample says, for its `# HELP` line.
-fn help(name: &str) -> &'static str {
-    match name {
-        "records_read_total" => {
-            "Records read from the source (log lines, or pressure records), since the last reset."
-        }
-        "records_skipped_total" => {
-            "Records read that were skipped (not what the source should carry), since the last reset."
-        }
-        "events_total" => "Events published to the pages.",
-        "sessions_evicted_total" => "Sessions forgotten to keep the newest 1000.",
-        "sessions" => "Sessions the page shows.",
-        "buffered_events" => "Events buffered for pages that reconnect.",
-        "sse_clients" => "/events streams open.",
-        "connections" => "HTTP connections open.",
-        "connections_accepted_total" => "HTTP connections accepted.",
-        _ => "",
-    }
 }
 
 /// A family with one sample per value of its `label`.

@@ -78,11 +78,10 @@ fn path_of(dir: &Path, transcript: &Path) -> PathBuf {
 }
 
 /// The cached state of this transcript, if one reads and still fits it: the same file and
-/// params, and no longer than the file is now.
-pub fn load(dir: &Path, identity: &Identity) -> Option<Cached> {
+/// params, and no longer than the file is now (`len`, from the file the caller opened).
+pub fn load(dir: &Path, identity: &Identity, len: u64) -> Option<Cached> {
     let text = std::fs::read_to_string(path_of(dir, &identity.transcript)).ok()?;
     let c: Cached = serde_json::from_str(&text).ok()?;
-    let len = std::fs::metadata(&identity.transcript).ok()?.len();
     (c.version == VERSION && c.identity == *identity && c.offset <= len).then_some(c)
 }
 

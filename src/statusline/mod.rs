@@ -15,7 +15,7 @@ mod line;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use agent_fold_core::{Emit, Processor, RecordIn};
+use agent_fold_core::{Emit, Processor};
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::Value;
 
@@ -121,13 +121,11 @@ pub fn latest(p: &Payload, user: &[(String, String)], cache_dir: &Path) -> Resul
         );
     }
     let identity = cache::Identity::of(&p.transcript, &meta, &params);
+    // A refused restore leaves the processor as it was: fresh.
     let mut processor = Processor::from_params(refs.iter().copied())?;
-    let mut state = match cache::load(cache_dir, &identity) {
+    let mut state = match cache::load(cache_dir, &identity, meta.len()) {
         Some(c) if processor.restore(&c.checkpoint).is_ok() => c,
-        _ => {
-            processor = Processor::from_params(refs.iter().copied())?;
-            cache::Cached::fresh(identity.clone())
-        }
+        _ => cache::Cached::fresh(identity),
     };
     let mut reader = BufReader::new(file);
     reader.seek(SeekFrom::Start(state.offset))?;
@@ -158,7 +156,6 @@ pub fn latest(p: &Payload, user: &[(String, String)], cache_dir: &Path) -> Resul
     }
     feed(&mut processor, &mut batch, &mut state, p)?;
     state.checkpoint = processor.checkpoint();
-    state.identity = identity;
     cache::store(cache_dir, &state);
     Ok(state.latest)
 }
@@ -189,12 +186,9 @@ fn feed(
     if batch.is_empty() {
         return Ok(());
     }
-    let records: Vec<RecordIn> = batch
-        .iter()
-        .enumerate()
-        .map(|(i, r)| RecordIn::new(r.key.as_deref(), &r.value).at(state.lines + i as i64))
-        .collect();
-    let out = p.process(&records).map_err(|e| anyhow!("{e}"))?;
+    let out = p
+        .process(&crate::record::inputs(batch, state.lines))
+        .map_err(|e| anyhow!("{e}"))?;
     state.lines += batch.len() as i64;
     batch.clear();
     for e in out {

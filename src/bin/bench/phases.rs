@@ -140,8 +140,6 @@ struct Phase {
     row: Row,
     runner: Runner,
     batch: usize,
-    /// Records fed so far (the next invocation's base offset).
-    fed: usize,
 }
 
 impl Phase {
@@ -178,7 +176,6 @@ impl Phase {
             },
             runner,
             batch: batch.unwrap_or(usize::MAX),
-            fed: 0,
         })
     }
 
@@ -193,7 +190,8 @@ impl Phase {
         match &mut self.runner {
             Runner::Engine(instance) => {
                 for (k, sub) in recs.chunks(self.batch).enumerate() {
-                    let input = Instance::input(sub, (self.fed + k * self.batch) as i64)?;
+                    // Records fed so far are the next invocation's base offset.
+                    let input = Instance::input(sub, (row.records + k * self.batch) as i64)?;
                     let t = Stopwatch::start();
                     let output = instance.call(input)?;
                     t.add_to(&mut row.time);
@@ -238,7 +236,6 @@ impl Phase {
                 row.digest.add(None, &bytes.to_le_bytes());
             }
         }
-        self.fed += recs.len();
         row.records += recs.len();
         row.bytes += recs.iter().map(|r| r.value.len() as u64).sum::<u64>();
         Ok(())
