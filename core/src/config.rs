@@ -450,6 +450,10 @@ mod tests {
             assert_eq!(Input::parse(n).unwrap().name(), n);
         }
         assert_eq!(Input::parse("claude"), None);
+        for n in Projection::NAMES {
+            assert_eq!(Projection::parse(n).unwrap().name(), n);
+        }
+        assert_eq!(Projection::parse("stale"), None);
     }
 
     #[test]

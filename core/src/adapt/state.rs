@@ -60,10 +60,10 @@ impl State {
         self.recent.push((print, seq));
     }
 
-    /// A compaction boundary keeps the messages from the one whose id has `print` on; `false`
+    /// A compaction boundary keeps the messages from the one whose id has `print` on; none
     /// when that node is not among the remembered ones (or is the first: nothing to replace
     /// before it), and then the replacement takes the whole surface.
-    pub fn keep_from(&mut self, print: u64) -> bool {
+    pub fn keep_from(&mut self, print: u64) {
         self.keep = match self.recent.iter().position(|&(p, _)| p == print) {
             Some(i) if i > 0 => Some(Kept {
                 before: self.recent[i - 1].1,
@@ -71,7 +71,6 @@ impl State {
             }),
             _ => None,
         };
-        self.keep.is_some()
     }
 
     /// A replacement landed: the surface is its node, then what it kept (from seq `head` on).

@@ -397,8 +397,8 @@ impl Processor {
         w.object()
     }
 
-    /// Replaces the state with a checkpoint's (versions 4 to 1; a version 3 document keeps its
-    /// adapter's state apart, and is merged by session). On error the state is unchanged.
+    /// Replaces the state with a checkpoint's (`stateVersion` 5 to 1; a version 3 document keeps
+    /// its adapter's state apart, and is merged by session). On error the state is unchanged.
     pub fn restore(&mut self, text: &str) -> Result<(), CheckpointError> {
         let doc = Document::read(text)?;
         let serves = self.view.name();
