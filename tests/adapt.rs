@@ -944,13 +944,27 @@ fn plot_of_the_real_logs() {
 // ---------------------------------------------------------------------------------------------
 // The accuracy report, recomputed from the logs.
 
-fn accuracy_text(paths: &[(PathBuf, Input)], params: &[(String, String)]) -> String {
+/// Each log read, adapted and scored once: its file name, its format (detected, and checked
+/// against the one given) and its summary.
+fn measure_all(
+    paths: &[(PathBuf, Input)],
+    params: &[(String, String)],
+) -> Vec<(String, Input, accuracy::Summary)> {
+    paths
+        .iter()
+        .map(|(p, input)| {
+            let (detected, s) = accuracy::measure_path(p, None, params).unwrap();
+            assert_eq!(detected, *input, "{}", p.display());
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name, detected, s)
+        })
+        .collect()
+}
+
+fn accuracy_text(measured: &[(String, Input, accuracy::Summary)]) -> String {
     let mut o = String::new();
-    for (p, input) in paths {
-        let (detected, s) = accuracy::measure_path(p, None, params).unwrap();
-        assert_eq!(detected, *input, "{}", p.display());
-        let label = p.file_name().unwrap().to_string_lossy();
-        o.push_str(&accuracy::render(&label, detected, &s));
+    for (name, input, s) in measured {
+        o.push_str(&accuracy::render(name, *input, s));
         o.push('\n');
     }
     o
@@ -960,14 +974,14 @@ fn accuracy_text(paths: &[(PathBuf, Input)], params: &[(String, String)]) -> Str
 fn accuracy_of_the_excerpts() {
     snap(
         "adapt__accuracy_excerpts",
-        &accuracy_text(
+        &accuracy_text(&measure_all(
             &[
                 (data(CC_SESSION), Input::ClaudeCode),
                 (data("claude-stream.jsonl"), Input::ClaudeStream),
                 (data("codex.jsonl"), Input::Codex),
             ],
             &[],
-        ),
+        )),
     );
 }
 
@@ -1023,7 +1037,8 @@ fn accuracy_of_the_real_logs() {
         }
     }
     let params = vec![("capacity".to_owned(), "200000".to_owned())];
-    snap("adapt__accuracy_real", &accuracy_text(&paths, &params));
+    let measured = measure_all(&paths, &params);
+    snap("adapt__accuracy_real", &accuracy_text(&measured));
 
     // The regression guard of the shared logs (the data the method was chosen on, so a guard,
     // not a property; docs/accuracy.md): at every compaction but the redacted capture's,
@@ -1031,9 +1046,7 @@ fn accuracy_of_the_real_logs() {
     // `calibrated`; before each automatic compaction of Claude Code's, the level shown within
     // 8% of the one it fired at.
     let mut errors = Vec::new();
-    for (p, _) in &paths {
-        let name = p.file_name().unwrap().to_string_lossy().into_owned();
-        let (_, s) = accuracy::measure_path(p, None, &params).unwrap();
+    for (name, _, s) in &measured {
         for r in &s.after_compaction {
             let [Some(rebased), Some(calibrated), _] = r.projected else {
                 panic!("{name}: no projection at seq {}", r.seq)
@@ -1083,7 +1096,7 @@ fn accuracy_of_the_real_logs() {
 
     // The README's compaction: the last-reading meter still shows 141,787 when the provider
     // reads 45,263; the projections have already dropped with the surface.
-    let (_, s) = accuracy::measure_path(&paths[0].0, None, &params).unwrap();
+    let s = &measured[0].2;
     let [r] = &s.after_compaction[..] else {
         panic!("one reading after the compaction: {:?}", s.after_compaction);
     };

@@ -182,22 +182,12 @@ fn serve(mut stream: TcpStream) {
     let _ = stream.write_all(&body);
 }
 
-/// A prerequisite is missing: with CI=true the test fails (CI is meant to have it); elsewhere
-/// it prints why and the caller returns, the test passing.
-fn missing(reason: &str) {
-    assert!(
-        !std::env::var("CI").is_ok_and(|v| v == "true"),
-        "CI=true, and the test cannot run: {reason}"
-    );
-    println!("skipped: {reason}");
-}
-
-/// A browser, or `None` (after [`missing`]) when there is no Chromium.
+/// A browser, or `None` (after [`common::skip`]) when there is no Chromium.
 fn chromium() -> Option<Browser> {
     match cdp::find_chromium() {
         Ok(exe) => Some(Browser::launch(&exe).expect("Chromium starts and answers CDP")),
         Err(reason) => {
-            missing(&reason);
+            common::skip(&reason);
             None
         }
     }

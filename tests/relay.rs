@@ -5,6 +5,8 @@
 //! Against a live cluster: scripts/e2e-fluvio.sh.
 
 mod common;
+#[path = "serve/harness.rs"]
+mod harness;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
@@ -423,24 +425,15 @@ fn metrics_and_health_answer_from_the_start_parsed_as_prometheus_text() {
     let (status, body) = get(port, "/metrics");
     assert_eq!(status, 200, "{body}");
     let scrape = prometheus_parse::Scrape::parse(body.lines().map(|l| Ok(l.to_owned()))).unwrap();
-    let value = |name: &str, label: Option<(&str, &str)>| -> Option<f64> {
-        scrape
-            .samples
-            .iter()
-            .find(|s| s.metric == name && label.is_none_or(|(k, v)| s.labels.get(k) == Some(v)))
-            .map(|s| match s.value {
-                prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Gauge(v) => v,
-                _ => f64::NAN,
-            })
-    };
-    assert!(value("agent_fold_relay_connect_retries_total", None).unwrap() >= 1.0);
+    let value = |name: &str, labels: &[(&str, &str)]| harness::sample(&scrape, name, labels);
+    assert!(value("agent_fold_relay_connect_retries_total", &[]) >= 1.0);
     assert_eq!(
-        value("agent_fold_relay_phase", Some(("phase", "connecting"))),
-        Some(1.0)
+        value("agent_fold_relay_phase", &[("phase", "connecting")]),
+        1.0
     );
     assert_eq!(
-        value("agent_fold_relay_phase", Some(("phase", "relaying"))),
-        Some(0.0)
+        value("agent_fold_relay_phase", &[("phase", "relaying")]),
+        0.0
     );
     assert!(
         scrape

@@ -48,15 +48,19 @@ pub fn find_chromium() -> Result<PathBuf, String> {
     if usr.is_file() {
         return Ok(usr.to_path_buf());
     }
+    on_path("chromium").ok_or_else(|| {
+        "no Chromium: set AGENT_FOLD_CHROMIUM, or install Debian's chromium (/usr/bin/chromium)"
+            .to_string()
+    })
+}
+
+/// `program` in a directory of `PATH`, if there is one.
+pub fn on_path(program: &str) -> Option<PathBuf> {
     std::env::var_os("PATH")
         .iter()
         .flat_map(std::env::split_paths)
-        .map(|dir| dir.join("chromium"))
+        .map(|dir| dir.join(program))
         .find(|p| p.is_file())
-        .ok_or_else(|| {
-            "no Chromium: set AGENT_FOLD_CHROMIUM, or install Debian's chromium (/usr/bin/chromium)"
-                .to_string()
-        })
 }
 
 /// A running headless Chromium with one page target attached (flattened session).

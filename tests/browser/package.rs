@@ -9,17 +9,13 @@ use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 
-use super::{PACKED, UI, chromium, js, missing, page, s, server, shot};
+use super::{PACKED, UI, chromium, common, js, page, s, server, shot};
 
-/// `program` found on PATH, else `None` after [`missing`].
+/// `program` found on PATH, else `None` after [`common::skip`].
 fn tool(program: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .map(|dir| dir.join(program))
-        .find(|p| p.is_file());
+    let found = super::cdp::on_path(program);
     if found.is_none() {
-        missing(&format!(
+        common::skip(&format!(
             "no {program} on PATH (Node 20 and npm run the package's tests)"
         ));
     }
@@ -311,7 +307,7 @@ fn the_manifest_describes_the_element() {
 fn the_types_check() {
     let tsc = Path::new(UI).join("node_modules/.bin/tsc");
     if !tsc.is_file() {
-        missing("no ui/node_modules/.bin/tsc: run `npm ci` in ui/ for the types' check");
+        common::skip("no ui/node_modules/.bin/tsc: run `npm ci` in ui/ for the types' check");
         return;
     }
     let Some(_) = tool("node") else { return };

@@ -459,6 +459,8 @@ pub fn scratch(name: &str) -> std::path::PathBuf {
     dir
 }
 
+// Not every test crate that includes the harness appends to a log.
+#[allow(unused_imports)]
 pub use agent_fold_testkit::append;
 
 /// An agent-fold frame of `session` as a log line: `type` `kind`, `extra`'s members added.

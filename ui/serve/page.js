@@ -56,9 +56,13 @@ function leastActive(keep) {
   return old;
 }
 
-function drop(c) {
+function remove(c) {
   c.section.remove();
   cards.delete(c.id);
+}
+
+function drop(c) {
+  remove(c);
   aside(setAside + 1);
 }
 
@@ -144,7 +148,7 @@ function clear() {
 function snapshot(s) {
   const shown = s.sessions.slice(0, MAX_CARDS);
   const keep = new Set(shown.map((x) => x.session));
-  for (const [id, c] of cards) if (!keep.has(id)) { c.section.remove(); cards.delete(id); }
+  for (const c of [...cards.values()]) if (!keep.has(c.id)) remove(c);
   for (const x of [...shown].reverse()) {
     const c = card(x.session);
     const last = c.chart.points.at(-1);
@@ -177,8 +181,7 @@ on('reset', () => clear());
 on('forget', (d) => {
   const c = cards.get(d.session);
   if (!c) return;
-  c.section.remove();
-  cards.delete(d.session);
+  remove(c);
   $('empty').hidden = cards.size > 0;
 });
 source.onopen = () => {
