@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::task::{Context, Poll, Waker};
 
 use agent_fold_core::{Processor, View};
+use agent_fold_smartmodule::wire::{Output, Preamble, record_len};
 use anyhow::{Context as _, Result, anyhow, bail};
 use fluvio_smartengine::metrics::SmartModuleChainMetrics;
 use fluvio_smartengine::{
@@ -203,12 +204,24 @@ impl Instance {
     }
 
     /// One invocation's input as an SPU hands it to the engine, its first record at
-    /// `base_offset` (built apart from [`Instance::call`], so that a bench can time the engine
-    /// alone).
-    pub fn input(records: &[Rec], base_offset: i64) -> Result<SmartModuleInput> {
-        let mut input = SmartModuleInput::try_from_records(fluvio_records(records, 0), 22)?;
-        input.set_base_offset(base_offset);
-        Ok(input)
+    /// `base_offset`: its records in Fluvio's encoding (each at its offset within the call),
+    /// written once by the module's own codec (built apart from [`Instance::call`], so that a
+    /// bench can time the engine alone).
+    pub fn input(records: &[Rec], base_offset: i64) -> SmartModuleInput {
+        let at = |i: usize| Preamble {
+            offset_delta: i as i64,
+            ..Preamble::default()
+        };
+        let len = records
+            .iter()
+            .enumerate()
+            .map(|(i, r)| record_len(&at(i), r.key.as_deref(), &r.value, 0))
+            .sum();
+        let mut raw = Output::with_capacity(len);
+        for (i, r) in records.iter().enumerate() {
+            raw.record(&at(i), r.key.as_deref(), &r.value, 0);
+        }
+        SmartModuleInput::new(raw.records(), base_offset, 0)
     }
 
     /// The engine's answer to one input, as it comes out of the engine (a refusal is its
@@ -219,7 +232,7 @@ impl Instance {
 
     /// One invocation, its first record at `base_offset`; a refusal is an [`InvocationRefused`].
     pub fn process(&mut self, records: &[Rec], base_offset: i64) -> Result<Vec<Rec>> {
-        let output = self.call(Instance::input(records, base_offset)?)?;
+        let output = self.call(Instance::input(records, base_offset))?;
         if let Some(err) = output.error {
             return Err(InvocationRefused {
                 offset: err.offset,

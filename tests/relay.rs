@@ -34,8 +34,15 @@ fn block_on<F: Future>(f: F) -> F::Output {
 }
 
 /// Makes fresh instances of the `.wasm` in the engine, as the relay's pumps do.
-fn fresh(params: &[(String, String)]) -> impl FnMut() -> anyhow::Result<Module> + '_ {
-    || Ok(Module::Wasm(Box::new(Instance::new(wasm(), params, None)?)))
+fn fresh(params: &[(String, String)]) -> pump::Make {
+    let params = params.to_vec();
+    std::sync::Arc::new(move || {
+        Ok(Module::Wasm(Box::new(Instance::new(
+            wasm(),
+            &params,
+            None,
+        )?)))
+    })
 }
 
 /// What `agent-fold run --pressure-out` writes: one engine instance over the whole log.
@@ -48,7 +55,7 @@ fn reference(params: &[(String, String)], records: &[Rec]) -> Vec<Rec> {
 /// the relay there (dropped mid-flight) and a new one starts.
 fn relay(c: &Cluster, params: &[(String, String)], kills: &[(Option<usize>, Option<usize>)]) {
     let s = settings();
-    let mut make = fresh(params);
+    let make = fresh(params);
     for &(sends, commits) in kills {
         (
             c.state().faults.hang_after_sends,
@@ -56,14 +63,14 @@ fn relay(c: &Cluster, params: &[(String, String)], kills: &[(Option<usize>, Opti
         ) = (sends, commits);
         let ctl = Control::new(&[0]);
         let mut connect = c.connect(0);
-        let ended = block_on(c.unless_killed(pump::run(&mut connect, &mut make, 0, &s, &ctl)));
+        let ended = block_on(c.unless_killed(pump::run(&mut connect, &make, 0, &s, &ctl)));
         assert!(
             ended.is_none(),
             "the relay ended before the kill at {sends:?}/{commits:?}"
         );
     }
     let ctl = Control::new(&[0]);
-    let exit = block_on(pump::run(&mut c.connect(0), &mut make, 0, &s, &ctl));
+    let exit = block_on(pump::run(&mut c.connect(0), &make, 0, &s, &ctl));
     assert_eq!(exit.expect("the relay ends well"), Exit::Idle);
 }
 
@@ -131,10 +138,10 @@ fn a_look_back_larger_than_the_engines_store_rebuilds_in_bounded_calls() {
     let c = Cluster::new(vec![history.into_iter().chain(tail).collect()]);
     c.state().committed[0] = Some(420);
     c.state().faults.fetch = Some(40);
-    let mut make = fresh(&params);
+    let make = fresh(&params);
     let exit = block_on(pump::run(
         &mut c.connect(0),
-        &mut make,
+        &make,
         0,
         &settings(),
         &Control::new(&[0]),
@@ -151,15 +158,8 @@ fn malformed_fail_in_the_engine_stops_at_the_refused_offset() {
     let params = owned(&[("emit", "pressure"), ("malformed", "fail")]);
     let c = Cluster::new(vec![records.clone()]);
     let ctl = Control::new(&[0]);
-    let mut make = fresh(&params);
-    let e = block_on(pump::run(
-        &mut c.connect(0),
-        &mut make,
-        0,
-        &settings(),
-        &ctl,
-    ))
-    .unwrap_err();
+    let make = fresh(&params);
+    let e = block_on(pump::run(&mut c.connect(0), &make, 0, &settings(), &ctl)).unwrap_err();
     let text = format!("{e:#}");
     assert!(
         text.contains(&format!("refused the record at offset {bad}")),

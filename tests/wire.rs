@@ -17,7 +17,9 @@ use agent_fold_testkit::checks::{
 };
 use agent_fold_testkit::{Drawn, GenLog, seeded_bytes};
 use fluvio_smartmodule::dataplane::core::Encoder;
-use fluvio_smartmodule::dataplane::smartmodule::SmartModuleTransformErrorStatus;
+use fluvio_smartmodule::dataplane::smartmodule::{
+    SmartModuleInput, SmartModuleTransformErrorStatus,
+};
 
 const UNDECODABLE: i32 = SmartModuleTransformErrorStatus::DecodingBaseInput as i32;
 
@@ -285,7 +287,7 @@ fn the_engines_own_inputs_pass_as_copies_of_their_records() {
     })
     .take(2_000)
     .collect();
-    let input = Instance::input(&corpus, 40).unwrap();
+    let input = Instance::input(&corpus, 40);
     let mut bytes = Vec::new();
     input.encode(&mut bytes, 22).unwrap();
     assert_eq!(check_reader(&bytes, 22), Read::Taken);
@@ -301,6 +303,32 @@ fn the_engines_own_inputs_pass_as_copies_of_their_records() {
         let reply = array_map(&mut p(), &bytes, 22);
         assert!(reply.code > 0, "{view}");
         assert_eq!(reply, fluvio_array_map(&mut p(), &bytes, 22), "{view}");
+    }
+}
+
+#[test]
+fn the_hosts_inputs_are_what_fluvios_encoder_writes() {
+    let mut records: Vec<Rec> = Corpus::new(CorpusConfig {
+        seed: 5,
+        ..CorpusConfig::default()
+    })
+    .take(500)
+    .collect();
+    // Every key shape, an empty value, and a value whose length needs a 3-byte varint.
+    records.push(Rec::new(None, b""));
+    records.push(Rec::new(Some(b""), b"{}"));
+    records.push(Rec::new(Some(b"k"), &vec![b'x'; 70_000]));
+    for n in [0, 1, 7, records.len()] {
+        let cut = &records[..n];
+        let input = Instance::input(cut, 1_234);
+        let fluvio = cut.iter().map(Rec::to_fluvio).enumerate();
+        let at_offsets = fluvio.map(|(i, mut r)| {
+            r.preamble.set_offset_delta(i as i64);
+            r
+        });
+        let want = SmartModuleInput::try_from_records(at_offsets.collect(), 22).unwrap();
+        assert_eq!(input.raw_bytes(), want.raw_bytes(), "{n} records");
+        assert_eq!((input.base_offset(), input.base_timestamp()), (1_234, 0));
     }
 }
 

@@ -435,9 +435,16 @@ impl Output {
     }
 
     /// The encoded output: the record count, the records, and no error.
-    pub fn finish(mut self) -> Vec<u8> {
+    pub fn finish(self) -> Vec<u8> {
+        let mut buf = self.records();
+        buf.push(0);
+        buf
+    }
+
+    /// The records alone, as a `Vec<Record>` encodes (the count, then each): the
+    /// `raw_bytes` of a `SmartModuleInput`, as a host hands them to the engine.
+    pub fn records(mut self) -> Vec<u8> {
         self.buf[..4].copy_from_slice(&self.count.to_be_bytes());
-        self.buf.push(0);
         self.buf
     }
 }

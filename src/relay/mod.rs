@@ -14,7 +14,6 @@ mod tests;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -229,7 +228,7 @@ async fn relay(
             }
         };
         cluster::ensure_topic(&fluvio, &to, count).await?;
-        anyhow::Ok((fluvio, parts, Rc::new(wasm)))
+        anyhow::Ok((fluvio, parts, wasm))
     };
     let (fluvio, parts, wasm) = tokio::select! {
         r = setup => r?,
@@ -248,6 +247,10 @@ async fn relay(
     watch.board.add(&parts);
     watch.set(Phase::Relaying);
     let ctl = Control::with_board(Arc::clone(&watch.board));
+    // One maker for every partition's instances (each compiles the `.wasm` on its own thread).
+    let make: pump::Make = Arc::new(move || -> Result<Module> {
+        Ok(Module::Wasm(Box::new(Instance::new(&wasm, &params, None)?)))
+    });
     let mut first = Some(fluvio);
     let mut pumps: FuturesUnordered<_> = parts
         .iter()
@@ -261,13 +264,8 @@ async fn relay(
                 },
                 first: first.take(),
             };
-            let (wasm, params, settings, ctl) = (wasm.clone(), &params, &settings, &ctl);
-            async move {
-                let mut make = || -> Result<Module> {
-                    Ok(Module::Wasm(Box::new(Instance::new(&wasm, params, None)?)))
-                };
-                pump::run(&mut connect, &mut make, partition, settings, ctl).await
-            }
+            let (make, settings, ctl) = (&make, &settings, &ctl);
+            async move { pump::run(&mut connect, make, partition, settings, ctl).await }
         })
         .collect();
     let started = Instant::now();
@@ -381,8 +379,12 @@ pub fn progress_line(
 pub fn summary(stats: &BTreeMap<u32, Stats>, elapsed: Duration, outcome: &Result<Exit>) -> String {
     let rin = total(stats, |s| s.records_in);
     let rout = total(stats, |s| s.records_out);
-    // Partitions relay one after another on one thread: their busy times add up.
-    let busy: Duration = stats.values().map(|s| s.busy).sum();
+    // Partitions relay at once (their modules on threads of their own): the span they cover.
+    let spans = stats.values().filter_map(|s| s.relaying);
+    let busy = match (spans.clone().map(|s| s.0).min(), spans.map(|s| s.1).max()) {
+        (Some(first), Some(last)) => last - first,
+        _ => Duration::ZERO,
+    };
     let rate = match busy.as_secs_f64() {
         b if b > 0.0 => rin as f64 / b,
         _ => 0.0,

@@ -11,7 +11,9 @@
 //! - a (re)start rebuilds the state through `look_back` from up to `lookback` records before the
 //!   committed offset, at their own offsets, then processes from the committed offset on;
 //! - no invocation, `look_back` included, hands the module more than `invocation_bytes`, and the
-//!   history is fed as it is fetched: memory is bounded whatever the look-back's length.
+//!   history is fed as it is fetched: memory is bounded whatever the look-back's length;
+//! - each partition's module runs on a thread of the blocking pool ([`Worker`]), one call at a
+//!   time and in order, so the partitions' modules run at once while the pumps share one task.
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
@@ -75,8 +77,9 @@ pub trait Connect {
     async fn open(&mut self) -> Result<(Self::Log, Self::Sink)>;
 }
 
-/// Makes a fresh module instance (the pump rebuilds its state through `look_back`).
-pub type Make<'a> = dyn FnMut() -> Result<Module> + 'a;
+/// Makes a fresh module instance (the pump rebuilds its state through `look_back`), on a
+/// thread of the blocking pool: compiling a `.wasm` takes long, and the pumps share one task.
+pub type Make = Arc<dyn Fn() -> Result<Module> + Send + Sync>;
 
 /// How a relay runs.
 #[derive(Debug, Clone)]
@@ -166,8 +169,11 @@ pub struct Stats {
     pub end: i64,
     /// Live: rebuilt and reading the stream.
     pub live: bool,
-    /// Time spent from the first record relayed to the last commit.
+    /// Time this partition's rounds and settlings took (other partitions' overlap them).
     pub busy: Duration,
+    /// From the start of the first poll that brought records to the end of the last round or
+    /// settling that had work: the span over which this partition relayed.
+    pub relaying: Option<(Instant, Instant)>,
     pub restarts: u32,
     pub refetches: u32,
     /// The committed offset: every record below it is relayed and acknowledged.
@@ -176,6 +182,14 @@ pub struct Stats {
     pub settles: u64,
     /// Invocations the module refused (`malformed=fail`): the relay stops at the first.
     pub refusals: u64,
+}
+
+impl Stats {
+    /// Work that began at `from` ended now (the span starts at the first).
+    fn worked(&mut self, from: Instant) {
+        let first = self.relaying.map_or(from, |(first, _)| first);
+        self.relaying = Some((first, Instant::now()));
+    }
 }
 
 /// The relay's figures, shared with whoever reads them from another task (`/metrics`).
@@ -272,7 +286,7 @@ impl Control {
 /// backs off and opens again (resuming from the committed offset), `retries` times in a row.
 pub async fn run<C: Connect>(
     connect: &mut C,
-    make: &mut Make<'_>,
+    make: &Make,
     partition: u32,
     s: &Settings,
     ctl: &Control,
@@ -320,7 +334,7 @@ pub async fn run<C: Connect>(
 pub async fn pump<L: Log, S: Sink>(
     log: &mut L,
     sink: &mut S,
-    make: &mut Make<'_>,
+    make: &Make,
     partition: u32,
     s: &Settings,
     ctl: &Control,
@@ -341,7 +355,14 @@ pub async fn pump<L: Log, S: Sink>(
     };
     let from = start.saturating_sub(s.lookback as i64).max(pos.first);
     let began = Instant::now();
-    let mut module = make().map_err(Stop::Fatal)?;
+    let made = tokio::task::spawn_blocking({
+        let make = Arc::clone(make);
+        move || make()
+    });
+    let made = made
+        .await
+        .map_err(|e| Stop::Fatal(anyhow!("making the module failed: {e}")))?;
+    let mut module = Worker(Some(made.map_err(Stop::Fatal)?));
     rebuild(log, &mut module, from, start, partition, s).await?;
     if from < start {
         tracing::info!(
@@ -364,6 +385,8 @@ pub async fn pump<L: Log, S: Sink>(
     let mut settled = Settled::at(start, partition, ctl);
     let mut missing: Option<(i64, u32)> = None;
     let mut lag_at = Instant::now();
+    // The partition's end as last read from the cluster (not from what the stream handed over).
+    let mut known_end = pos.end;
     loop {
         if ctl.stopping() {
             settled.up_to(next, log, sink).await?;
@@ -374,20 +397,29 @@ pub async fn pump<L: Log, S: Sink>(
             end = Some(log.end().await.map_err(Stop::Cluster)?);
             lag_at = Instant::now();
         }
+        if let Some(e) = end {
+            known_end = known_end.max(e);
+        }
+        let polled = Instant::now();
         let got = log.poll(s.batch, s.wait).await.map_err(Stop::Cluster)?;
         // (expected offset, what came instead: a later offset, or the partition's end)
         let mut gap = None;
         if got.is_empty() {
             // The stream paused: what was relayed is settled now, not after the next record.
             let began = Instant::now();
-            settled.up_to(next, log, sink).await?;
-            ctl.update(partition, |st| st.busy += began.elapsed());
+            if settled.up_to(next, log, sink).await? {
+                ctl.update(partition, |st| {
+                    st.busy += began.elapsed();
+                    st.worked(began);
+                });
+            }
             let idle = ctl.idle(s.idle_exit);
             if idle && end.is_none() {
                 end = Some(log.end().await.map_err(Stop::Cluster)?);
             }
             if let Some(e) = end {
                 ctl.update(partition, |st| st.end = e);
+                known_end = known_end.max(e);
             }
             match end {
                 // Records below the end that the stream did not hand over: lost at its tail.
@@ -401,36 +433,42 @@ pub async fn pump<L: Log, S: Sink>(
         if let Some(offset) = instead {
             gap = Some((next + run.len() as i64, format!("got {offset}")));
         }
-        for (piece, first) in cuts(&run, next, s.invocation_bytes) {
-            let relayed = relay(&mut module, piece, first, sink).await;
-            let (made, done) = match relayed {
-                Ok(r) => r,
-                Err(Relayed::Stop(stop)) => return Err(stop),
-                Err(Relayed::Refused { made, at, why }) => {
-                    // Everything before the refused record is settled; nothing past it.
-                    settled.up_to(at, log, sink).await?;
-                    ctl.update(partition, |st| {
-                        st.records_out += made as u64;
-                        st.refusals += 1;
-                    });
-                    return Err(Stop::Fatal(anyhow!(
-                        "partition {partition}: the module refused the record at offset {at}; \
-                         relayed and committed up to it, nothing past it: {why}"
-                    )));
-                }
-            };
+        let max = s.invocation_bytes;
+        let made = module.call(move |m| invoke(m, run, next, max)).await?;
+        for (records_in, out) in made.pieces {
+            let records_out = out.len() as u64;
+            produce(out, sink).await?;
+            let done = next + records_in as i64;
             ctl.update(partition, |st| {
-                st.records_in += piece.len() as u64;
-                st.records_out += made as u64;
+                st.records_in += records_in as u64;
+                st.records_out += records_out;
                 st.next = done;
                 st.end = st.end.max(done);
             });
             next = done;
         }
-        if settled.at.elapsed() >= s.commit_every {
+        match made.end {
+            Ended::Whole => {}
+            Ended::Failed(e) => return Err(Stop::Fatal(e)),
+            Ended::Refused { at, why } => {
+                // Everything before the refused record is settled; nothing past it.
+                settled.up_to(at, log, sink).await?;
+                ctl.update(partition, |st| st.refusals += 1);
+                return Err(Stop::Fatal(anyhow!(
+                    "partition {partition}: the module refused the record at offset {at}; \
+                     relayed and committed up to it, nothing past it: {why}"
+                )));
+            }
+        }
+        // Caught up with the end last read: settled now, not after the wait that tells a pause.
+        let caught_up = next >= known_end && settled.committed < known_end;
+        if caught_up || settled.at.elapsed() >= s.commit_every {
             settled.up_to(next, log, sink).await?;
         }
-        ctl.update(partition, |st| st.busy += began.elapsed());
+        ctl.update(partition, |st| {
+            st.busy += began.elapsed();
+            st.worked(polled);
+        });
         // Idle time counts from the end of the last round: relaying is not idling.
         ctl.last_record.set(Instant::now());
         if let Some((expected, found)) = gap {
@@ -458,7 +496,7 @@ pub async fn pump<L: Log, S: Sink>(
 /// each fetch as it comes (cut to `invocation_bytes`): the history is never held whole.
 async fn rebuild<L: Log>(
     log: &mut L,
-    module: &mut Module,
+    module: &mut Worker,
     from: i64,
     to: i64,
     partition: u32,
@@ -477,10 +515,12 @@ async fn rebuild<L: Log>(
                  ({stalls} fetches came back without it)"
             )));
         }
+        let (first, max, fed) = (next, s.invocation_bytes, run.len() as i64);
         module
-            .look_back(&run, next, s.invocation_bytes)
+            .call(move |m| m.look_back(&run, first, max))
+            .await?
             .map_err(Stop::Fatal)?;
-        next += run.len() as i64;
+        next += fed;
     }
     Ok(())
 }
@@ -501,52 +541,100 @@ fn contiguous(got: Vec<AtOffset>, next: i64) -> (Vec<Rec>, Option<i64>) {
     (run, None)
 }
 
-/// Why a round was not relayed whole.
-enum Relayed {
-    Stop(Stop),
-    /// The module refused the record at offset `at` (`malformed=fail`): the `made` records of
-    /// the ones before it are produced.
+/// A partition's module instance, called on a thread of the blocking pool: the pumps share
+/// one task, so while one partition's module runs the others fetch, produce and run theirs.
+struct Worker(Option<Module>);
+
+impl Worker {
+    /// `f` over the module, off the pumps' task; the module comes back with the answer.
+    async fn call<T: Send + 'static>(
+        &mut self,
+        f: impl FnOnce(&mut Module) -> T + Send + 'static,
+    ) -> Result<T, Stop> {
+        let mut module = self
+            .0
+            .take()
+            .ok_or_else(|| Stop::Fatal(anyhow!("the module was lost by an earlier call")))?;
+        let (module, answer) = tokio::task::spawn_blocking(move || {
+            let answer = f(&mut module);
+            (module, answer)
+        })
+        .await
+        .map_err(|e| Stop::Fatal(anyhow!("the module's call did not finish: {e}")))?;
+        self.0 = Some(module);
+        Ok(answer)
+    }
+}
+
+/// What the module made of one poll's run, invocation by invocation.
+struct Made {
+    /// Each invocation's records in (a count) and out, in order.
+    pieces: Vec<(usize, Vec<Rec>)>,
+    end: Ended,
+}
+
+/// How a run's invocations ended.
+enum Ended {
+    Whole,
+    /// The module refused the record at offset `at` (`malformed=fail`): `pieces` hold what the
+    /// records before it made.
     Refused {
-        made: usize,
         at: i64,
         why: String,
     },
+    /// The module cannot go on; `pieces` hold what came before.
+    Failed(anyhow::Error),
 }
 
-/// One round: the module over `run` (first offset `next`), its records produced (not yet
-/// acknowledged). Returns (records made, the next offset to relay). A refused invocation
-/// changed no state: the records before the refused one go again alone, and are produced.
-async fn relay<S: Sink>(
-    module: &mut Module,
-    run: &[Rec],
-    next: i64,
-    sink: &mut S,
-) -> Result<(usize, i64), Relayed> {
-    let fatal = |e| Relayed::Stop(Stop::Fatal(e));
-    let refusal = match module.process(run, next) {
-        Ok(out) => {
-            let made = out.len();
-            produce(out, sink).await.map_err(Relayed::Stop)?;
-            return Ok((made, next + run.len() as i64));
+/// The module over `run` (first offset `next`) in invocations of at most `max` bytes. A
+/// refused invocation changes no state: the records before the refused one go again alone,
+/// and nothing after it is invoked.
+fn invoke(module: &mut Module, run: Vec<Rec>, next: i64, max: usize) -> Made {
+    let mut pieces = Vec::new();
+    for (piece, first) in cuts(&run, next, max) {
+        let refusal = match module.process(piece, first) {
+            Ok(out) => {
+                pieces.push((piece.len(), out));
+                continue;
+            }
+            Err(e) => match e.downcast::<InvocationRefused>() {
+                Ok(r) if (first..first + piece.len() as i64).contains(&r.offset) => r,
+                Ok(r) => {
+                    return Made {
+                        pieces,
+                        end: Ended::Failed(r.into()),
+                    };
+                }
+                Err(e) => {
+                    return Made {
+                        pieces,
+                        end: Ended::Failed(e),
+                    };
+                }
+            },
+        };
+        let before = &piece[..(refusal.offset - first) as usize];
+        if !before.is_empty() {
+            match module.process(before, first) {
+                Ok(out) => pieces.push((before.len(), out)),
+                Err(e) => {
+                    return Made {
+                        pieces,
+                        end: Ended::Failed(e),
+                    };
+                }
+            }
         }
-        Err(e) => match e.downcast::<InvocationRefused>() {
-            Ok(r) if (next..next + run.len() as i64).contains(&r.offset) => r,
-            Ok(r) => return Err(fatal(r.into())),
-            Err(e) => return Err(fatal(e)),
-        },
-    };
-    let before = &run[..(refusal.offset - next) as usize];
-    let mut made = 0;
-    if !before.is_empty() {
-        let out = module.process(before, next).map_err(fatal)?;
-        made = out.len();
-        produce(out, sink).await.map_err(Relayed::Stop)?;
+        let (at, why) = (refusal.offset, refusal.text);
+        return Made {
+            pieces,
+            end: Ended::Refused { at, why },
+        };
     }
-    Err(Relayed::Refused {
-        made,
-        at: refusal.offset,
-        why: refusal.text,
-    })
+    Made {
+        pieces,
+        end: Ended::Whole,
+    }
 }
 
 /// Queues `out` on the sibling topic.
@@ -577,14 +665,15 @@ impl Settled<'_> {
     }
 
     /// Settles what was relayed below `to`: waits for the cluster's acknowledgement of every
-    /// record produced so far, then commits `to`. Nothing to settle: no round trip.
+    /// record produced so far, then commits `to`. Nothing to settle: no round trip (false).
     async fn up_to<L: Log, S: Sink>(
         &mut self,
         to: i64,
         log: &mut L,
         sink: &mut S,
-    ) -> Result<(), Stop> {
-        if to > self.committed {
+    ) -> Result<bool, Stop> {
+        let work = to > self.committed;
+        if work {
             sink.flush().await.map_err(Stop::Cluster)?;
             log.commit(to).await.map_err(Stop::Cluster)?;
             self.committed = to;
@@ -594,6 +683,6 @@ impl Settled<'_> {
             });
         }
         self.at = Instant::now();
-        Ok(())
+        Ok(work)
     }
 }

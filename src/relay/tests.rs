@@ -57,6 +57,12 @@ fn relay(cluster: &Cluster, p: &[(String, String)], s: &Settings) -> anyhow::Res
 }
 
 /// Relays partition 0 while `beside` runs (it must not end first): what the relay ended with.
+/// Native instances with `p`.
+fn native(p: &[(String, String)]) -> pump::Make {
+    let p = p.to_vec();
+    std::sync::Arc::new(move || Module::new(&Source::Native, &p, None))
+}
+
 fn relay_beside(
     cluster: &Cluster,
     p: &[(String, String)],
@@ -64,11 +70,11 @@ fn relay_beside(
     ctl: &Control,
     beside: impl Future<Output = ()>,
 ) -> anyhow::Result<Exit> {
-    let mut make = || Module::new(&Source::Native, p, None);
+    let make = native(p);
     block_on(async {
         let mut connect = cluster.connect(0);
         tokio::select! {
-            e = pump::run(&mut connect, &mut make, 0, s, ctl) => e,
+            e = pump::run(&mut connect, &make, 0, s, ctl) => e,
             _ = beside => unreachable!("the relay ends first"),
         }
     })
@@ -78,9 +84,9 @@ fn relay_beside(
 /// whether it was killed.
 fn killed(c: &Cluster, p: &[(String, String)], s: &Settings) -> bool {
     let ctl = Control::new(&[0]);
-    let mut make = || Module::new(&Source::Native, p, None);
+    let make = native(p);
     let mut connect = c.connect(0);
-    block_on(c.unless_killed(pump::run(&mut connect, &mut make, 0, s, &ctl))).is_none()
+    block_on(c.unless_killed(pump::run(&mut connect, &make, 0, s, &ctl))).is_none()
 }
 
 #[track_caller]
@@ -210,8 +216,8 @@ fn a_restart_rebuilds_through_look_back_from_before_the_committed_offset() {
             ..settings()
         };
         let ctl = Control::new(&[0]);
-        let mut make = || Module::new(&Source::Native, &p, None);
-        block_on(pump::run(&mut c.connect(0), &mut make, 0, &s, &ctl)).unwrap();
+        let make = native(&p);
+        block_on(pump::run(&mut c.connect(0), &make, 0, &s, &ctl)).unwrap();
         let st = c.state();
         assert_eq!(
             st.journal[..2],
@@ -425,6 +431,30 @@ fn rounds_settle_every_commit_every_on_a_pause_and_on_stop() {
     assert_eq!(relay(&c, &p, &hourly).unwrap(), Exit::Idle);
     assert_eq!(commits(&c), [3000]);
     same(&c.state().out, &want, "settled hourly");
+    // Caught up with the partition's end: settled at once, not after the wait that tells a
+    // pause (the stream's next poll waits 2 s for records that never come).
+    let s = Settings {
+        wait: Duration::from_secs(2),
+        idle_exit: None,
+        ..hourly.clone()
+    };
+    let c = backlog();
+    let ctl = Control::new(&[0]);
+    let began = std::time::Instant::now();
+    let watch = async {
+        while commits(&c).is_empty() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let at = began.elapsed();
+        ctl.stop();
+        assert!(at < s.wait, "the first commit came {at:?} after the start");
+        std::future::pending::<()>().await
+    };
+    assert_eq!(
+        relay_beside(&c, &p, &s, &ctl, watch).unwrap(),
+        Exit::Stopped
+    );
+    assert_eq!(commits(&c), [3000]);
     // Stopped in the backlog: what was relayed is settled before the exit.
     let c = backlog();
     let ctl = Control::new(&[0]);
@@ -495,12 +525,11 @@ fn each_partition_has_its_own_instance_and_offsets() {
     let ctl = Control::new(&[0, 1]);
     let s = settings();
     let (a, b) = block_on(async {
-        let mut make0 = || Module::new(&Source::Native, &p, None);
-        let mut make1 = || Module::new(&Source::Native, &p, None);
+        let (make0, make1) = (native(&p), native(&p));
         let (mut c0, mut c1) = (c.connect(0), c.connect(1));
         tokio::join!(
-            pump::run(&mut c0, &mut make0, 0, &s, &ctl),
-            pump::run(&mut c1, &mut make1, 1, &s, &ctl)
+            pump::run(&mut c0, &make0, 0, &s, &ctl),
+            pump::run(&mut c1, &make1, 1, &s, &ctl)
         )
     });
     assert_eq!((a.unwrap(), b.unwrap()), (Exit::Idle, Exit::Idle));
@@ -653,12 +682,20 @@ fn progress_and_summary_lines() {
     );
     let st = now.get_mut(&0).unwrap();
     (st.records_in, st.records_out, st.next, st.end, st.live) = (5000, 1000, 5000, 7000, true);
-    st.busy = Duration::from_millis(250);
     let line = super::progress_line(&before, &now, Duration::from_secs(5)).unwrap();
     assert_eq!(line, "in 1000/s, out 200/s; partition 0 at 5000, lag 2000");
+    // Two partitions relaying at once: the rate is over the span they cover together, not
+    // over their busy times added up.
+    let t = std::time::Instant::now();
+    let ms = Duration::from_millis;
+    let st = now.get_mut(&0).unwrap();
+    (st.busy, st.relaying) = (ms(250), Some((t, t + ms(250))));
+    let mut other = now[&0].clone();
+    (other.busy, other.relaying) = (ms(400), Some((t + ms(100), t + ms(500))));
+    now.insert(1, other);
     let sum = super::summary(&now, Duration::from_secs(3), &Ok(Exit::Idle));
     assert!(
-        sum.starts_with("idle after 3.0 s: 5000 records in, 1000 out"),
+        sum.starts_with("idle after 3.0 s: 10000 records in, 2000 out; 0.50 s relaying"),
         "{sum}"
     );
     assert!(sum.contains("20000 records/s"), "{sum}");
