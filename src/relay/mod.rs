@@ -381,11 +381,11 @@ pub fn summary(stats: &BTreeMap<u32, Stats>, elapsed: Duration, outcome: &Result
     let rout = total(stats, |s| s.records_out);
     // Partitions relay at once (their modules on threads of their own): the span they cover.
     let spans = stats.values().filter_map(|s| s.relaying);
-    let busy = match (spans.clone().map(|s| s.0).min(), spans.map(|s| s.1).max()) {
+    let span = match (spans.clone().map(|s| s.0).min(), spans.map(|s| s.1).max()) {
         (Some(first), Some(last)) => last - first,
         _ => Duration::ZERO,
     };
-    let rate = match busy.as_secs_f64() {
+    let rate = match span.as_secs_f64() {
         b if b > 0.0 => rin as f64 / b,
         _ => 0.0,
     };
@@ -398,7 +398,7 @@ pub fn summary(stats: &BTreeMap<u32, Stats>, elapsed: Duration, outcome: &Result
         "{how} after {:.1} s: {rin} records in, {rout} out; {:.2} s relaying, {rate:.0} records/s; \
          {} gaps re-fetched, {} restarts",
         elapsed.as_secs_f64(),
-        busy.as_secs_f64(),
+        span.as_secs_f64(),
         total(stats, |s| s.refetches as u64),
         total(stats, |s| s.restarts as u64)
     )

@@ -356,13 +356,8 @@ pub async fn pump<L: Log, S: Sink>(
     };
     let from = start.saturating_sub(s.lookback as i64).max(pos.first);
     let began = Instant::now();
-    let made = tokio::task::spawn_blocking({
-        let make = Arc::clone(make);
-        move || make()
-    });
-    let made = made
-        .await
-        .map_err(|e| Stop::Fatal(anyhow!("making the module failed: {e}")))?;
+    let make = Arc::clone(make);
+    let made = off_task(move || make()).await?;
     let mut module = Worker(Some(made.map_err(Stop::Fatal)?));
     rebuild(log, &mut module, from, start, partition, s).await?;
     if from < start {
@@ -556,15 +551,21 @@ impl Worker {
             .0
             .take()
             .ok_or_else(|| Stop::Fatal(anyhow!("the module was lost by an earlier call")))?;
-        let (module, answer) = tokio::task::spawn_blocking(move || {
+        let (module, answer) = off_task(move || {
             let answer = f(&mut module);
             (module, answer)
         })
-        .await
-        .map_err(|e| Stop::Fatal(anyhow!("the module's call did not finish: {e}")))?;
+        .await?;
         self.0 = Some(module);
         Ok(answer)
     }
+}
+
+/// `f` on a thread of the blocking pool, off the pumps' task.
+async fn off_task<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, Stop> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Stop::Fatal(anyhow!("the module's thread did not finish its call: {e}")))
 }
 
 /// What the module made of one poll's run, invocation by invocation.
@@ -592,7 +593,23 @@ enum Ended {
 /// and nothing after it is invoked.
 fn invoke(module: &mut Module, run: Vec<Rec>, next: i64, max: usize) -> Made {
     let mut pieces = Vec::new();
-    for (piece, first) in cuts(&run, next, max) {
+    let end = match invocations(module, &run, next, max, &mut pieces) {
+        Ok(()) => Ended::Whole,
+        Err(end) => end,
+    };
+    Made { pieces, end }
+}
+
+/// [`invoke`]'s invocations, each one's records in and out pushed to `pieces`; what stopped
+/// them is the error.
+fn invocations(
+    module: &mut Module,
+    run: &[Rec],
+    next: i64,
+    max: usize,
+    pieces: &mut Vec<(usize, Vec<Rec>)>,
+) -> Result<(), Ended> {
+    for (piece, first) in cuts(run, next, max) {
         let refusal = match module.process(piece, first) {
             Ok(out) => {
                 pieces.push((piece.len(), out));
@@ -600,42 +617,19 @@ fn invoke(module: &mut Module, run: Vec<Rec>, next: i64, max: usize) -> Made {
             }
             Err(e) => match e.downcast::<InvocationRefused>() {
                 Ok(r) if (first..first + piece.len() as i64).contains(&r.offset) => r,
-                Ok(r) => {
-                    return Made {
-                        pieces,
-                        end: Ended::Failed(r.into()),
-                    };
-                }
-                Err(e) => {
-                    return Made {
-                        pieces,
-                        end: Ended::Failed(e),
-                    };
-                }
+                Ok(r) => return Err(Ended::Failed(r.into())),
+                Err(e) => return Err(Ended::Failed(e)),
             },
         };
         let before = &piece[..(refusal.offset - first) as usize];
         if !before.is_empty() {
-            match module.process(before, first) {
-                Ok(out) => pieces.push((before.len(), out)),
-                Err(e) => {
-                    return Made {
-                        pieces,
-                        end: Ended::Failed(e),
-                    };
-                }
-            }
+            let out = module.process(before, first).map_err(Ended::Failed)?;
+            pieces.push((before.len(), out));
         }
         let (at, why) = (refusal.offset, refusal.text);
-        return Made {
-            pieces,
-            end: Ended::Refused { at, why },
-        };
+        return Err(Ended::Refused { at, why });
     }
-    Made {
-        pieces,
-        end: Ended::Whole,
-    }
+    Ok(())
 }
 
 /// Queues `out` on the sibling topic.
