@@ -172,32 +172,40 @@ produce "$corpus" agent-fold "$work/corpus.jsonl"
 records=$(wc -l <"$work/$corpus.jsonl") # what the topic holds
 frames "$corpus" agent-fold
 
-say "--- throughput: a bare consume beside the relay (fresh consumer, its own sibling topic)"
+say "--- throughput: bare consumes beside relays, three pairs (fresh consumers, sibling topics of their own)"
 # The bare consume's own start (the CLI, its connection) is timed on the one-record probe
-# topic and taken off, as the relay's rate leaves out its connect and module compile.
+# topic and taken off, as the relay's rate leaves out its connect and module compile. The bare
+# read and the relay alternate, three of each: the figure is the ratio of their medians (one
+# bare read of the same topic has ranged over a factor of three on this project's machine).
+median() { python3 -c "import statistics, sys; print(statistics.median(map(float, sys.argv[1:])))" "$@"; }
 t0=$(date +%s.%N)
 fluvio consume "$prefix-probe" -A -B -d --maxbytes 100000000 >/dev/null
 t1=$(date +%s.%N)
 start=$(python3 -c "print($t1 - $t0)")
-t0=$(date +%s.%N)
-fluvio consume "$corpus" -A -B -d --maxbytes 100000000 >"$work/bare.out"
-t1=$(date +%s.%N)
-bare_n=$(wc -l <"$work/bare.out")
-bare_s=$(python3 -c "print(max(0.001, $t1 - $t0 - $start))")
-bare_rate=$(python3 -c "print(round($bare_n / $bare_s))")
-say "bare fluvio consume: $bare_n records in $(python3 -c "print(round($t1 - $t0, 2))") s, \
-$(python3 -c "print(round($start, 2))") s of it its start = $bare_rate records/s"
-t0=$(date +%s.%N)
-"$af" relay --topic "$corpus" --to "$corpus-measure" --consumer "e2e-measure-$run_id" \
-  --smartmodule "$sm" --idle-exit 2 2>"$work/measure.log"
-t1=$(date +%s.%N)
-summary=$(tail -n 1 "$work/measure.log")
-busy=$(sed -E 's/.*; ([0-9.]+) s relaying.*/\1/' <<<"$summary")
-wall=$(python3 -c "print(round($t1 - $t0 - 2, 2))")
-say "$summary"
-relay_rate=$(python3 -c "print(round($records / $busy))")
-say "relay ($profile build): $records records in $wall s wall (connect, module compile, relaying; idle wait excluded) = $(python3 -c "print(round($records / $wall))") records/s; relaying alone (first poll to last commit) $relay_rate records/s"
-say "relay / bare consume: $(python3 -c "print(round($relay_rate / $bare_rate, 2))")"
+bare_times=() relay_times=()
+for i in 1 2 3; do
+  t0=$(date +%s.%N)
+  fluvio consume "$corpus" -A -B -d --maxbytes 100000000 >"$work/bare.out"
+  t1=$(date +%s.%N)
+  bare_n=$(wc -l <"$work/bare.out")
+  bare_s=$(python3 -c "print(max(0.001, $t1 - $t0 - $start))")
+  bare_times+=("$bare_s")
+  say "bare fluvio consume $i: $bare_n records in $(python3 -c "print(round($t1 - $t0, 2))") s, \
+$(python3 -c "print(round($start, 2))") s of it its start = $(python3 -c "print(round($bare_n / $bare_s))") records/s"
+  t0=$(date +%s.%N)
+  "$af" relay --topic "$corpus" --to "$corpus-measure-$i" --consumer "e2e-measure-$i-$run_id" \
+    --smartmodule "$sm" --idle-exit 2 2>"$work/measure.log"
+  t1=$(date +%s.%N)
+  summary=$(tail -n 1 "$work/measure.log")
+  busy=$(sed -E 's/.*; ([0-9.]+) s relaying.*/\1/' <<<"$summary")
+  relay_times+=("$busy")
+  wall=$(python3 -c "print(round($t1 - $t0 - 2, 2))")
+  say "$summary"
+  say "relay $i ($profile build): $records records in $wall s wall (connect, module compile, relaying; idle wait excluded) = $(python3 -c "print(round($records / $wall))") records/s; relaying alone (first poll to last commit) $(python3 -c "print(round($records / $busy))") records/s"
+done
+bare_med=$(median "${bare_times[@]}") relay_med=$(median "${relay_times[@]}")
+say "medians: bare consume $(python3 -c "print(round($records / $bare_med))") records/s, relay $(python3 -c "print(round($records / $relay_med))") records/s"
+say "relay / bare consume: $(python3 -c "print(round($bare_med / $relay_med, 2))") at the medians"
 
 say "--- two relays sharing the corpus's partitions (--partition), the local build (--wasm)"
 for p in 0 1; do
