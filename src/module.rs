@@ -134,8 +134,9 @@ pub struct Instance {
     chain: SmartModuleChainInstance,
 }
 
-/// Fluvio records at their offsets: in an invocation each carries its offset within it (as in
-/// an SPU's batch); in look-back, whose input has base offset 0, each carries its own.
+/// `look_back`'s records: the engine takes them as Fluvio records (not bytes) and encodes them
+/// itself; its input has base offset 0, so each carries its own offset. (An invocation's input
+/// is written by [`Instance::input`].)
 fn fluvio_records(records: &[Rec], first: i64) -> Vec<Record> {
     records
         .iter()
