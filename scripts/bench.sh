@@ -10,7 +10,7 @@
 # --identity, --before). Writes the report to stdout and to target/bench.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/build-wasm.sh
+scripts/build-wasm.sh --with-reference
 cargo build --release --locked --bin bench >&2
 mkdir -p target
 target/release/bench "$@" | tee target/bench.md

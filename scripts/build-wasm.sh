@@ -1,24 +1,35 @@
 #!/usr/bin/env bash
-# Builds the SmartModule to target/wasm/wasm32-unknown-unknown/release/agent_fold_smartmodule.wasm,
-# and the bench's reference modules (agent_fold_identity.wasm, agent_fold_floor.wasm) next to it.
+# Builds the SmartModule to target/wasm/wasm32-unknown-unknown/release/agent_fold_smartmodule.wasm.
 # rustup's wasm32 target where it is (or installs), else Debian's toolchain that builds std from
 # source (see ../shared/TOOLCHAIN.md). Each toolchain keeps its own target dir.
-#   scripts/build-wasm.sh              with WebAssembly SIMD (.cargo/config.toml), as engines run
-#   scripts/build-wasm.sh --portable   without SIMD, for an engine that has none: the same
-#                                      modules under target/wasm-portable/…/release/
+#   scripts/build-wasm.sh               with WebAssembly SIMD (.cargo/config.toml), as engines run
+#   scripts/build-wasm.sh --portable    without SIMD, for an engine that has none: the same
+#                                       module under target/wasm-portable/…/release/
+#   --with-reference (with either)      also the bench's reference modules beside it
+#                                       (agent_fold_identity.wasm, agent_fold_floor.wasm)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=target/wasm
-if [[ ${1:-} == --portable ]]; then
-  dir=target/wasm-portable
-  # Overrides .cargo/config.toml's target rustflags.
-  export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-C target-feature=-simd128"
-elif [[ -n ${1:-} ]]; then
-  echo "usage: scripts/build-wasm.sh [--portable]" >&2
-  exit 2
-fi
+crates=(-p agent-fold-smartmodule)
+modules=(smartmodule)
+for arg in "$@"; do
+  case $arg in
+    --portable)
+      dir=target/wasm-portable
+      # Overrides .cargo/config.toml's target rustflags.
+      export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-C target-feature=-simd128"
+      ;;
+    --with-reference)
+      crates+=(-p agent-fold-identity -p agent-fold-floor)
+      modules+=(identity floor)
+      ;;
+    *)
+      echo "usage: scripts/build-wasm.sh [--portable] [--with-reference]" >&2
+      exit 2
+      ;;
+  esac
+done
 out=$dir/wasm32-unknown-unknown/release/agent_fold_smartmodule.wasm
-crates=(-p agent-fold-smartmodule -p agent-fold-identity -p agent-fold-floor)
 
 if rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
   route=rustup
@@ -41,7 +52,8 @@ else
     --target wasm32-unknown-unknown -Zbuild-std=std,panic_abort "${crates[@]}" \
     --target-dir "$dir-debian"
   mkdir -p "$(dirname "$out")"
-  cp "$dir"-debian/wasm32-unknown-unknown/release/agent_fold_{smartmodule,identity,floor}.wasm \
-    "$(dirname "$out")/"
+  for m in "${modules[@]}"; do
+    cp "$dir-debian/wasm32-unknown-unknown/release/agent_fold_$m.wasm" "$(dirname "$out")/"
+  done
 fi
 echo "build-wasm: $out ($(wc -c <"$out") bytes, via $route)" >&2

@@ -5,7 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build-wasm.sh
-cargo build --release --locked --bin agent-fold
-target/release/agent-fold run examples/agent-session.jsonl \
+# The dev profile: the tests build on what this builds (`cargo install --path .` makes the
+# release build, for deployments).
+cargo build --locked --bin agent-fold
+target/debug/agent-fold run examples/agent-session.jsonl \
   --pressure-out target/demo-pressure.jsonl "$@"
 echo "pressure view: $(wc -l <target/demo-pressure.jsonl) records in target/demo-pressure.jsonl" >&2

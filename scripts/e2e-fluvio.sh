@@ -79,7 +79,7 @@ say "registered $wasm as SmartModule $sm"
 # produce TOPIC FORMAT FILE...: the files' lines, keyed as `agent-fold run` keys them (0x1f),
 # in order; the concatenation is left in $work/TOPIC.jsonl for the reference runs. Lines that
 # are not UTF-8 are left out of both, and said: `fluvio produce -f` stops at one, silently
-# losing the rest of its file (the module's answer to them is tested in tests/hostile.rs, d8_records_that_are_not_utf8_are_malformed).
+# losing the rest of its file (the module's answer to them is tested in tests/suite/hostile.rs, d8_records_that_are_not_utf8_are_malformed).
 produce() {
   local topic=$1 fmt=$2; shift 2
   cat "$@" >"$work/$topic.jsonl"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzing agent-fold with cargo-fuzz (libFuzzer). The targets live in fuzz/fuzz_targets; each is
 # a wrapper around a property in agent-fold-testkit's `checks`, which
-# tests/fuzz_regressions.rs also replays on the seed corpus and on every crash ever found.
+# tests/suite/fuzz_regressions.rs also replays on the seed corpus and on every crash ever found.
 #
 #   scripts/fuzz.sh smoke [SECONDS]           build, then run every target for SECONDS (default
 #                                             60) from a scratch copy of its seed corpus

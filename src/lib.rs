@@ -8,6 +8,7 @@ pub mod accuracy;
 pub mod checkpoint;
 pub mod corpus;
 pub mod flags;
+pub mod heap;
 pub mod jsonl;
 pub mod logs;
 pub mod module;

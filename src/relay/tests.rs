@@ -1,5 +1,5 @@
 //! The relay's loop over the in-memory stand-ins, with the native library as the module (the
-//! `.wasm` runs the same loop in tests/relay.rs): offsets, gaps, restarts, commit-after-ack,
+//! `.wasm` runs the same loop in tests/suite/relay.rs): offsets, gaps, restarts, commit-after-ack,
 //! refusals, idle exit, stop, retries.
 
 use std::time::Duration;

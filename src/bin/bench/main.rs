@@ -13,7 +13,6 @@
 //! `scripts/bench.sh [--quick]` builds what this needs and runs it.
 
 mod clock;
-mod heap;
 mod phases;
 mod report;
 mod state;
@@ -27,7 +26,7 @@ use agent_fold::module::{default_wasm_path, read_wasm};
 use agent_fold::record::Rec;
 use anyhow::{Result, bail};
 
-use heap::{Counting, counting};
+use agent_fold::heap::Counting;
 use phases::{PackedRecords, Spec};
 
 #[global_allocator]
@@ -186,14 +185,12 @@ fn main() -> Result<()> {
     };
 
     eprintln!("bench: per-session state");
-    counting(true);
     let sessions = report::SessionState {
         frames_10k: state::frames_bytes_per_session(10_000)?,
         frames_100k: state::frames_bytes_per_session(100_000)?,
         per_node_1: state::pressure_bytes_per_node(1, 100_000)?.0,
         per_node_1k: state::pressure_bytes_per_node(1_000, 100)?,
     };
-    counting(false);
 
     let stream = if args.quick {
         args.stream.min(250_000)
@@ -201,7 +198,6 @@ fn main() -> Result<()> {
         args.stream
     };
     eprintln!("bench: memory over a {stream}-record stream");
-    counting(true);
     let flat = state::stream_memory(
         &[
             ("frames", 256),
@@ -212,7 +208,6 @@ fn main() -> Result<()> {
         stream,
         args.seed + 1,
     )?;
-    counting(false);
 
     let md = report::Report {
         args: &args,

@@ -7,7 +7,7 @@ use agent_fold_core::{Emit, Processor, RecordIn};
 use anyhow::{Result, anyhow, bail};
 
 use crate::clock::{Spent, Stopwatch};
-use crate::heap::RssProbe;
+use agent_fold::heap::RssProbe;
 
 /// FNV-1a over the output records, to check that two runs emitted the same bytes.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -6,8 +6,8 @@ use agent_fold::record::Rec;
 use agent_fold_core::{Processor, RecordIn};
 use anyhow::{Result, bail};
 
-use crate::heap::live;
 use crate::phases::PackedRecords;
+use agent_fold::heap::HeapCount;
 
 fn uuid(n: u64) -> Vec<u8> {
     format!(
@@ -24,6 +24,7 @@ fn uuid(n: u64) -> Vec<u8> {
 /// Heap bytes per frames-view session: `n` sessions each seen with a user message and a
 /// counter (so each holds its run state), divided by `n`.
 pub fn frames_bytes_per_session(n: usize) -> Result<f64> {
+    let count = HeapCount::start();
     let cap = n.to_string();
     let mut p = Processor::from_params([("emit", "frames"), ("max_sessions", cap.as_str())])?;
     let user = br#"{"type":"user/message","seq":0,"timestamp":"2026-11-29T10:00:00Z","message":{"role":"user","content":"hi"}}"#;
@@ -37,9 +38,9 @@ pub fn frames_bytes_per_session(n: usize) -> Result<f64> {
             recs.push(RecordIn::new(Some(k), user));
             recs.push(RecordIn::new(Some(k), counter));
         }
-        let t0 = live();
+        let t0 = count.live();
         drop(p.process(&recs)?);
-        taken += live() - t0;
+        taken += count.live() - t0;
         at += keys.len();
     }
     if p.sessions() != n {
@@ -51,6 +52,7 @@ pub fn frames_bytes_per_session(n: usize) -> Result<f64> {
 /// Heap bytes per surface node of the pressure view: `sessions` sessions of `nodes` message
 /// frames each, divided by the node count (session overhead included).
 pub fn pressure_bytes_per_node(sessions: usize, nodes: usize) -> Result<(f64, f64)> {
+    let count = HeapCount::start();
     let cap = sessions.to_string();
     let mut p = Processor::from_params([("emit", "pressure"), ("max_sessions", cap.as_str())])?;
     let keys: Vec<Vec<u8>> = (0..sessions).map(|i| uuid(i as u64)).collect();
@@ -71,9 +73,9 @@ pub fn pressure_bytes_per_node(sessions: usize, nodes: usize) -> Result<(f64, f6
             .zip(&values)
             .map(|(k, v)| RecordIn::new(Some(k), v))
             .collect();
-        let t0 = live();
+        let t0 = count.live();
         drop(p.process(&recs)?);
-        let d = live() - t0;
+        let d = count.live() - t0;
         if seq == 0 {
             taken_empty = d;
         }
@@ -104,20 +106,21 @@ pub fn stream_memory(
     total: usize,
     seed: u64,
 ) -> Result<Vec<Held>> {
+    let count = HeapCount::start();
     let mut corpus = Corpus::new(CorpusConfig {
         seed,
         ..CorpusConfig::default()
     });
     let mut held = Vec::new();
     for &(view, cap) in views {
-        let t0 = live();
+        let t0 = count.live();
         let c = cap.to_string();
         let p = Processor::from_params([("emit", view), ("max_sessions", c.as_str())])?;
         held.push(Held {
             view,
             cap,
             p,
-            bytes: live() - t0,
+            bytes: count.live() - t0,
             marks: Vec::new(),
         });
     }
@@ -130,9 +133,9 @@ pub fn stream_memory(
         let chunk = PackedRecords::of(&corpus.by_ref().take(n).collect::<Vec<Rec>>());
         let ins = chunk.inputs();
         for h in &mut held {
-            let t0 = live();
+            let t0 = count.live();
             drop(h.p.process(&ins)?);
-            h.bytes += live() - t0;
+            h.bytes += count.live() - t0;
         }
         let before = done;
         done += ins.len();

@@ -1,7 +1,7 @@
 //! The fuzz properties, one function per fuzz target (contract §5 and §6): each takes the fuzzer's
 //! bytes and panics, saying which property broke, when one does.
 //!
-//! The fuzz targets are thin wrappers around these, and `tests/fuzz_regressions.rs` replays the
+//! The fuzz targets are thin wrappers around these, and `tests/suite/fuzz_regressions.rs` replays the
 //! seed corpus and every minimised crash through them, so `cargo test` checks the same
 //! properties the fuzzers do.
 

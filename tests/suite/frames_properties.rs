@@ -1,14 +1,12 @@
 //! contract §6 invariants 1–5 of the frames view, and the §5 accounting identity, over generated
 //! logs (`agent_fold_testkit::GenLog`, the generator the fuzz targets use) of many seeds, natively.
 
-mod common;
-
 use std::collections::BTreeMap;
 
+use crate::common::frames::*;
+use crate::common::*;
 use agent_fold_core::compact_counters;
 use agent_fold_testkit::{Delta, GenFrame, GenLog};
-use common::frames::*;
-use common::*;
 use serde_json::Value;
 
 const SEEDS: u64 = 300;

@@ -1,12 +1,12 @@
-//! A small Chrome DevTools Protocol client: one headless Chromium, one page, commands answered
-//! in order. Events are read and dropped; only the reply with our command's id matters.
+//! A small Chrome DevTools Protocol client: one headless Chromium for the whole suite, a tab of
+//! its own for each test, commands answered in order. Events are read and dropped; only the
+//! reply with our command's id matters.
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -63,23 +63,45 @@ pub fn on_path(program: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// A running headless Chromium with one page target attached (flattened session).
-pub struct Browser {
-    child: Child,
-    ws: WebSocket<TcpStream>,
-    session: String,
-    next_id: u64,
-    profile: PathBuf,
+/// The one headless Chromium of the suite: started by the first test that asks for a page,
+/// shared by every later one (each in a browser context of its own), taken down when the test
+/// binary exits.
+struct Process {
+    /// The browser's DevTools WebSocket endpoint.
+    url: String,
+    /// The host:port part of it.
+    host: String,
 }
 
-impl Browser {
-    pub fn launch(exe: &Path) -> Result<Browser> {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let profile = std::env::temp_dir().join(format!(
-            "agent-fold-chromium-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
+/// The process id and profile directory to clean up at exit.
+static RUNNING: Mutex<Option<(u32, PathBuf)>> = Mutex::new(None);
+
+extern "C" fn stop_chromium() {
+    if let Ok(mut running) = RUNNING.lock()
+        && let Some((pid, profile)) = running.take()
+    {
+        // SAFETY: kill(2) on a process id this binary spawned; no memory is touched.
+        unsafe {
+            libc::kill(pid as libc::pid_t, libc::SIGKILL);
+        }
+        let _ = std::fs::remove_dir_all(profile);
+    }
+}
+
+impl Process {
+    /// The shared process, started on first use; `Err` when it cannot start (every later
+    /// caller gets the same answer rather than a second launch).
+    fn shared(exe: &Path) -> Result<&'static Process> {
+        static SHARED: OnceLock<Result<Process, String>> = OnceLock::new();
+        SHARED
+            .get_or_init(|| Process::start(exe).map_err(|e| format!("{e:#}")))
+            .as_ref()
+            .map_err(|e| anyhow!("{e}"))
+    }
+
+    fn start(exe: &Path) -> Result<Process> {
+        let profile =
+            std::env::temp_dir().join(format!("agent-fold-chromium-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&profile);
         std::fs::create_dir_all(&profile)?;
         let mut child = Command::new(exe)
@@ -91,6 +113,11 @@ impl Browser {
             .stderr(Stdio::piped())
             .spawn()
             .with_context(|| format!("starting {}", exe.display()))?;
+        *RUNNING.lock().unwrap() = Some((child.id(), profile.clone()));
+        // SAFETY: registers a plain `extern "C"` function; it runs once, at exit.
+        unsafe {
+            libc::atexit(stop_chromium);
+        }
 
         // Chromium prints its endpoint on stderr; the pipe is drained to the end so that its
         // later chatter never fills the pipe and stalls it. The tail explains a failed launch.
@@ -115,34 +142,56 @@ impl Browser {
             Err(_) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                let _ = std::fs::remove_dir_all(&profile);
+                stop_chromium();
                 bail!(
                     "Chromium printed no DevTools endpoint; its stderr ended:\n{}",
                     tail.lock().unwrap().join("\n")
                 );
             }
         };
-
         let host = url
             .strip_prefix("ws://")
             .and_then(|rest| rest.split('/').next())
-            .ok_or_else(|| anyhow!("unexpected DevTools endpoint {url}"))?;
-        let stream = TcpStream::connect(host)?;
+            .ok_or_else(|| anyhow!("unexpected DevTools endpoint {url}"))?
+            .to_string();
+        Ok(Process { url, host })
+    }
+}
+
+/// One test's page: a tab in a browser context of its own (cookies, storage and cache apart
+/// from every other test's) of the shared Chromium, over a DevTools connection of its own, so
+/// tests running at once never wait on each other's commands.
+pub struct Browser {
+    ws: WebSocket<TcpStream>,
+    session: String,
+    context: Value,
+    next_id: u64,
+}
+
+impl Browser {
+    pub fn launch(exe: &Path) -> Result<Browser> {
+        let process = Process::shared(exe)?;
+        let stream = TcpStream::connect(&process.host)?;
         stream.set_read_timeout(Some(TIMEOUT))?;
-        let (ws, _) = tungstenite::client(url.as_str(), stream)
-            .map_err(|e| anyhow!("WebSocket handshake with {url}: {e}"))?;
+        let (ws, _) = tungstenite::client(process.url.as_str(), stream)
+            .map_err(|e| anyhow!("WebSocket handshake with {}: {e}", process.url))?;
         // A short read timeout lets a command give up at its deadline; tungstenite keeps a
         // partly read frame across WouldBlock.
         ws.get_ref()
             .set_read_timeout(Some(Duration::from_millis(200)))?;
         let mut browser = Browser {
-            child,
             ws,
             session: String::new(),
+            context: Value::Null,
             next_id: 0,
-            profile,
         };
-        let target = browser.browser_call("Target.createTarget", json!({"url": "about:blank"}))?;
+        let context = browser.browser_call("Target.createBrowserContext", json!({}))?;
+        browser.context = context["browserContextId"].clone();
+        let target = browser.browser_call(
+            "Target.createTarget",
+            json!({"url": "about:blank", "browserContextId": browser.context,
+                   "width": 1024, "height": 768}),
+        )?;
         let target_id = target["targetId"].clone();
         let attached = browser.browser_call(
             "Target.attachToTarget",
@@ -152,6 +201,12 @@ impl Browser {
             .as_str()
             .ok_or_else(|| anyhow!("no sessionId in {attached}"))?
             .to_string();
+        // Tabs of one browser share its focus: each page is told it has it, as a page alone in
+        // a window would (focus rings, :focus-visible and key events read it).
+        browser.call(
+            "Emulation.setFocusEmulationEnabled",
+            json!({"enabled": true}),
+        )?;
         Ok(browser)
     }
 
@@ -302,20 +357,13 @@ impl Browser {
 
 impl Drop for Browser {
     fn drop(&mut self) {
-        // Ask politely so Chromium takes its helper processes down, then make sure.
-        let _ = self.ws.send(Message::text(
-            json!({"id": 0, "method": "Browser.close"}).to_string(),
-        ));
-        let deadline = Instant::now() + Duration::from_secs(3);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.profile);
+        // The context goes with its tab; the shared browser stays for the next test.
+        let context = self.context.clone();
+        let _ = self.browser_call(
+            "Target.disposeBrowserContext",
+            json!({"browserContextId": context}),
+        );
+        let _ = self.ws.close(None);
     }
 }
 

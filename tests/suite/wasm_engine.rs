@@ -3,11 +3,9 @@
 //! bundled example and generated logs; look-back; `init` refusing bad params; a long stream
 //! within the engine's default memory limit.
 
-mod common;
-
+use crate::common::frames::*;
+use crate::common::*;
 use agent_fold::jsonl;
-use common::frames::*;
-use common::*;
 
 fn example() -> Vec<Rec> {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/agent-session.jsonl");

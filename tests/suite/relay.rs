@@ -4,9 +4,7 @@
 //! spawned as a user runs it against a cluster that does not answer.
 //! Against a live cluster: scripts/e2e-fluvio.sh.
 
-mod common;
-#[path = "serve/harness.rs"]
-mod harness;
+use crate::harness;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
@@ -14,12 +12,12 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::common::{Rec, owned, wasm};
 use agent_fold::corpus::corpus;
 use agent_fold::logs;
 use agent_fold::module::{Instance, Module};
 use agent_fold::relay::memory::{Cluster, commits_follow_acks, duplicates};
 use agent_fold::relay::pump::{self, Control, Exit, Settings};
-use common::{Rec, owned, wasm};
 
 fn settings() -> Settings {
     Settings::brisk(Duration::from_millis(100), 1000)

@@ -3,16 +3,14 @@
 //! what they carried; anything else is refused and leaves the state as it was. Also the
 //! runner's `--checkpoint-out` / `--checkpoint-in`.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::common::pressure::*;
 use agent_fold::jsonl;
 use agent_fold::module::native_process;
 use agent_fold::record::Rec;
 use agent_fold_core::{CheckpointError, Processor, STATE_VERSION};
-use common::pressure::*;
 use serde_json::{Value, json};
 
 const P: &[(&str, &str)] = &[("emit", "pressure"), ("capacity", "100000")];

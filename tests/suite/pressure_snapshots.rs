@@ -10,12 +10,10 @@
 //! (shown when not 1), `K` compactAtTokens and `U` untilCompactTokens (shown when K is known),
 //! `-` null.
 
-mod common;
-
+use crate::common::pressure::*;
 use agent_fold::module::Instance;
 use agent_fold::module::native_process;
 use agent_fold::record::Rec;
-use common::pressure::*;
 use serde_json::Value;
 
 const P: &[(&str, &str)] = &[("emit", "pressure"), ("capacity", "100000")];
@@ -27,7 +25,7 @@ const TWO_SESSIONS: &[(&str, &str)] = &[
 ];
 
 fn snap(name: &str, text: &str) {
-    insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false}, {
+    insta::with_settings!({snapshot_path => "../../snapshots", prepend_module_to_snapshot => false}, {
         insta::assert_snapshot!(format!("pressure__{name}"), text);
     });
 }

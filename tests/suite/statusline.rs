@@ -4,7 +4,7 @@
 //! is what the library says of it; whatever goes wrong, one short line, exit 0, the reason on
 //! stderr.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -5,16 +5,14 @@
 //! Besides the invariants, every frame's records are compared with a small reference model of
 //! contract §3 written here from the spec's words, independently of the core's code.
 
-mod common;
-
 use std::collections::{BTreeMap, HashMap};
 
+use crate::common::pressure::*;
 use agent_fold::jsonl;
 use agent_fold::module::native_process;
 use agent_fold::record::Rec;
 use agent_fold_core::Processor;
 use agent_fold_testkit::GenSession;
-use common::pressure::*;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 

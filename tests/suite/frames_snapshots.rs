@@ -4,16 +4,14 @@
 //! checks the §5 accounting identity and the order of what passes, then snapshots the whole
 //! exchange as text, one record a line.
 
-mod common;
-
-use common::frames::*;
-use common::*;
+use crate::common::frames::*;
+use crate::common::*;
 
 /// Snapshots `text` as `snapshots/<name>.snap`, with `desc` as its description.
 macro_rules! snap {
     ($name:expr, $desc:expr, $text:expr) => {
         insta::with_settings!({
-            snapshot_path => "../snapshots",
+            snapshot_path => "../../snapshots",
             prepend_module_to_snapshot => false,
             description => $desc,
             omit_expression => true,

@@ -4,24 +4,17 @@
 //! ([`behaviour`]); the package as packed, imported in Node and in a page ([`package`]); the
 //! served page's chart ([`chart`]) and the page `agent-fold serve` serves, live ([`served`]).
 //!
-//! Each test launches its own browser. Without one (no $AGENT_FOLD_CHROMIUM, /usr/bin/chromium
+//! One Chromium serves the suite, each test in a tab and browser context of its own. Without one (no $AGENT_FOLD_CHROMIUM, /usr/bin/chromium
 //! or `chromium` on PATH), or without Node where a test needs it, the test prints
 //! `skipped: <reason>` and passes, except with CI=true, where it fails: CI is meant to have them.
 
-#[path = "browser/behaviour.rs"]
 mod behaviour;
-#[path = "browser/cdp.rs"]
 mod cdp;
-#[path = "browser/chart.rs"]
 mod chart;
-mod common;
-#[path = "browser/drawing.rs"]
+use crate::common;
 mod drawing;
-#[path = "serve/harness.rs"]
-mod harness;
-#[path = "browser/package.rs"]
+use crate::harness;
 mod package;
-#[path = "browser/served.rs"]
 mod served;
 
 use std::io::{BufRead, BufReader, Write};

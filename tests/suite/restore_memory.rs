@@ -1,42 +1,10 @@
-//! D7 (issue 10): restoring a checkpoint holds the state it builds and little else. A counting
-//! allocator measures the peak of live heap while `Processor::restore` reads a checkpoint of one
+//! Restoring a checkpoint holds the state it builds and little else. The suite's counting
+//! allocator ([`agent_fold::heap`]) measures the peak of live heap while `Processor::restore` reads a checkpoint of one
 //! session with a million surface nodes; it must stay under three times the checkpoint's text
 //! (which the caller holds too: under four times in all).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-
+use agent_fold::heap::HeapCount;
 use agent_fold_core::Processor;
-
-struct Peak;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-fn grew(n: usize) {
-    let now = LIVE.fetch_add(n, Relaxed) + n;
-    PEAK.fetch_max(now, Relaxed);
-}
-
-unsafe impl GlobalAlloc for Peak {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        grew(l.size());
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size(), Relaxed);
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        grew(n);
-        let q = unsafe { System.realloc(p, l, n) };
-        LIVE.fetch_sub(l.size(), Relaxed);
-        q
-    }
-}
-
-#[global_allocator]
-static ALLOC: Peak = Peak;
 
 /// Restores a million-node surface whose nodes stand in the order `seqs` gives; returns the
 /// peak over the text's size and the bytes held a node.
@@ -51,11 +19,10 @@ fn restore(seqs: impl Iterator<Item = usize>) -> (f64, f64) {
     );
     drop(nodes);
     let mut p = Processor::from_params([("emit", "pressure")]).unwrap();
-    let base = LIVE.load(Relaxed);
-    PEAK.store(base, Relaxed);
+    let count = HeapCount::start();
     p.restore(&text).unwrap();
-    let peak = PEAK.load(Relaxed) - base;
-    let held = LIVE.load(Relaxed) - base;
+    let (peak, held) = (count.peak(), count.live());
+    drop(count);
     println!(
         "checkpoint {} bytes: restore peaked at {peak} bytes ({:.2}×), holds {held} ({:.1} bytes a node)",
         text.len(),
@@ -63,6 +30,10 @@ fn restore(seqs: impl Iterator<Item = usize>) -> (f64, f64) {
         held as f64 / n as f64
     );
     assert_eq!(p.sessions(), 1);
+    assert!(
+        held > 0,
+        "nothing counted: the suite's global allocator is not agent_fold::heap's"
+    );
     (peak as f64 / text.len() as f64, held as f64 / n as f64)
 }
 

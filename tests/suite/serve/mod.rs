@@ -4,12 +4,8 @@
 //! (a line written in two parts, folded frames, a vanished and a rewritten file), every flag,
 //! and a Fluvio topic (a real local cluster when there is one; else that part prints skipped).
 
-mod common;
-#[path = "serve/fluvio.rs"]
 mod fluvio;
-#[path = "serve/harness.rs"]
-mod harness;
-#[path = "serve/hostile.rs"]
+use crate::harness;
 mod hostile;
 
 use std::io::Write;

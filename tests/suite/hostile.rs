@@ -4,15 +4,15 @@
 //! `tests/data/hostile/`; the large ones are generated here; the reproducers cut from real logs
 //! are read from `../shared/repro` where it exists, never copied.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 
+use crate::common::*;
 use agent_fold::jsonl;
 use agent_fold::module::{Instance, native_process};
 use agent_fold_core::{MAX_KEY_LEN, Processor};
 use agent_fold_testkit::{Drawn, HostileLog};
-use common::*;
 use serde_json::Value;
 
 fn data(name: &str) -> Vec<Rec> {

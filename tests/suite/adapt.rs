@@ -7,7 +7,7 @@
 //! `../shared/data/real/README.md`) are read from `../shared/data/real`, never copied here:
 //! their tests run where that folder exists (CI has it) and say plainly when they are skipped.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -40,7 +40,7 @@ fn real(rel: &str) -> Option<PathBuf> {
 }
 
 fn snap(name: &str, text: &str) {
-    insta::with_settings!({snapshot_path => "../snapshots", prepend_module_to_snapshot => false}, {
+    insta::with_settings!({snapshot_path => "../../snapshots", prepend_module_to_snapshot => false}, {
         insta::assert_snapshot!(name, text);
     });
 }
