@@ -9,7 +9,7 @@
 # type check. Under CI=true (.ci/run sets it) a browser, package or real-log test that cannot run
 # fails instead of printing "skipped:"; only the tests that need a live Fluvio cluster may skip.
 #
-# Environment: AGENT_FOLD_SKIP_FUZZ=1 leaves the fuzz smoke out; AGENT_FOLD_FUZZ_SECONDS (10)
+# Environment: AGENT_FOLD_SKIP_FUZZ=1 leaves the fuzz smoke out; AGENT_FOLD_FUZZ_SECONDS (8)
 # is its length per target (scripts/fuzz.sh campaign runs the long ones).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -90,7 +90,7 @@ phase "cargo fmt --check" cargo fmt --all -- --check
 phase "prerequisites" prerequisites
 phase "cargo test, clippy -D warnings" tests
 if [[ ${AGENT_FOLD_SKIP_FUZZ:-0} != 1 ]]; then
-  phase "fuzz smoke" scripts/fuzz.sh smoke "${AGENT_FOLD_FUZZ_SECONDS:-10}"
+  phase "fuzz smoke" scripts/fuzz.sh smoke "${AGENT_FOLD_FUZZ_SECONDS:-8}"
 fi
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed;?$/) p += $i; if ($(i+1) ~ /^failed;?$/) f += $i } }
      END { printf "tests: %d passed, %d failed\n", p, f }' "$log"

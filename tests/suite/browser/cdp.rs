@@ -1,17 +1,21 @@
-//! A small Chrome DevTools Protocol client: one headless Chromium for the whole suite, a tab of
-//! its own for each test, commands answered in order. Events are read and dropped; only the
-//! reply with our command's id matters.
+//! A small Chrome DevTools Protocol client: one headless Chromium for the whole suite, driven
+//! over its DevTools pipe (`--remote-debugging-pipe`: JSON messages ended by a NUL byte, commands
+//! on its fd 3, replies and events on its fd 4), a tab of its own for each test. One reader
+//! thread hands each reply to the command that waits for it; events are dropped.
 
-use std::io::{BufRead, BufReader};
-use std::net::TcpStream;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Value, json};
-use tungstenite::{Message, WebSocket};
 
 /// The flags Chromium is known to run with here (.library/env/machines/rust.md): without the
 /// background-networking ones it dials Google's hosts through a closed network at every start.
@@ -24,7 +28,7 @@ const FLAGS: &[&str] = &[
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
-    "--remote-debugging-port=0",
+    "--remote-debugging-pipe",
     "--window-size=1024,768",
 ];
 
@@ -63,14 +67,19 @@ pub fn on_path(program: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// The commands waiting for their reply, by id; `None` once the browser is gone.
+type Waiting = Arc<Mutex<Option<HashMap<u64, mpsc::Sender<Value>>>>>;
+
 /// The one headless Chromium of the suite: started by the first test that asks for a page,
 /// shared by every later one (each in a browser context of its own), taken down when the test
 /// binary exits.
 struct Process {
-    /// The browser's DevTools WebSocket endpoint.
-    url: String,
-    /// The host:port part of it.
-    host: String,
+    /// Its fd 3: where commands go, one writer at a time.
+    commands: Mutex<File>,
+    waiting: Waiting,
+    next_id: AtomicU64,
+    /// The tail of its stderr, to explain a browser that went away.
+    tail: Arc<Mutex<Vec<String>>>,
 }
 
 /// The process id and profile directory to clean up at exit.
@@ -86,6 +95,29 @@ extern "C" fn stop_chromium() {
         }
         let _ = std::fs::remove_dir_all(profile);
     }
+}
+
+/// A pipe, both ends closed on exec (the child gets its end by `dup2`, which clears the flag)
+/// and numbered 10 or above, so that putting the child's ends at 3 and 4 overwrites neither.
+fn pipe() -> Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two new descriptors into the array it is given.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        bail!("pipe2: {}", std::io::Error::last_os_error());
+    }
+    let high = |fd: i32| -> Result<OwnedFd> {
+        // SAFETY: `fd` was just opened here; F_DUPFD_CLOEXEC returns a new descriptor that
+        // nothing else owns, and the old one is closed once, here.
+        unsafe {
+            let moved = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 10);
+            libc::close(fd);
+            if moved < 0 {
+                bail!("fcntl: {}", std::io::Error::last_os_error());
+            }
+            Ok(OwnedFd::from_raw_fd(moved))
+        }
+    };
+    Ok((high(fds[0])?, high(fds[1])?))
 }
 
 impl Process {
@@ -104,32 +136,43 @@ impl Process {
             std::env::temp_dir().join(format!("agent-fold-chromium-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&profile);
         std::fs::create_dir_all(&profile)?;
-        let mut child = Command::new(exe)
-            .args(FLAGS)
+        let (commands_in, commands_out) = pipe()?;
+        let (replies_in, replies_out) = pipe()?;
+        let (child_in, child_out) = (commands_in.as_raw_fd(), replies_out.as_raw_fd());
+        let mut cmd = Command::new(exe);
+        cmd.args(FLAGS)
             .arg(format!("--user-data-dir={}", profile.display()))
             .arg("about:blank")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
+            .stderr(Stdio::piped());
+        // SAFETY: between fork and exec only dup2, async-signal-safe, on descriptors this
+        // process holds open until the spawn returns.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::dup2(child_in, 3) < 0 || libc::dup2(child_out, 4) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd
             .spawn()
             .with_context(|| format!("starting {}", exe.display()))?;
-        *RUNNING.lock().unwrap() = Some((child.id(), profile.clone()));
+        drop((commands_in, replies_out));
+        *RUNNING.lock().unwrap() = Some((child.id(), profile));
         // SAFETY: registers a plain `extern "C"` function; it runs once, at exit.
         unsafe {
             libc::atexit(stop_chromium);
         }
 
-        // Chromium prints its endpoint on stderr; the pipe is drained to the end so that its
-        // later chatter never fills the pipe and stalls it. The tail explains a failed launch.
+        // Its stderr is drained to the end so that its chatter never fills the pipe and
+        // stalls it; the tail explains a browser that did not answer.
         let stderr = child.stderr.take().expect("stderr is piped");
         let tail = Arc::new(Mutex::new(Vec::<String>::new()));
-        let (tx, rx) = mpsc::channel();
         let keep = Arc::clone(&tail);
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(url) = line.strip_prefix("DevTools listening on ") {
-                    let _ = tx.send(url.trim().to_string());
-                }
                 let mut tail = keep.lock().unwrap();
                 tail.push(line);
                 if tail.len() > 20 {
@@ -137,24 +180,75 @@ impl Process {
                 }
             }
         });
-        let url = match rx.recv_timeout(TIMEOUT) {
-            Ok(url) => url,
-            Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                stop_chromium();
-                bail!(
-                    "Chromium printed no DevTools endpoint; its stderr ended:\n{}",
-                    tail.lock().unwrap().join("\n")
-                );
+        let waiting: Waiting = Arc::new(Mutex::new(Some(HashMap::new())));
+        let routes = Arc::clone(&waiting);
+        std::thread::spawn(move || {
+            let mut replies = BufReader::new(File::from(replies_in));
+            let mut message = Vec::new();
+            while replies.read_until(0, &mut message).is_ok_and(|n| n > 0) {
+                message.pop_if(|b| *b == 0);
+                if let Ok(reply) = serde_json::from_slice::<Value>(&message)
+                    && let Some(id) = reply.get("id").and_then(Value::as_u64)
+                    && let Some(to) = routes.lock().unwrap().as_mut().and_then(|w| w.remove(&id))
+                {
+                    let _ = to.send(reply);
+                }
+                message.clear();
             }
+            // The browser is gone: every command waiting learns it at once.
+            routes.lock().unwrap().take();
+        });
+        let process = Process {
+            commands: Mutex::new(File::from(commands_out)),
+            waiting,
+            next_id: AtomicU64::new(1),
+            tail,
         };
-        let host = url
-            .strip_prefix("ws://")
-            .and_then(|rest| rest.split('/').next())
-            .ok_or_else(|| anyhow!("unexpected DevTools endpoint {url}"))?
-            .to_string();
-        Ok(Process { url, host })
+        process
+            .send("Browser.getVersion", json!({}), None)
+            .context("Chromium does not answer on its DevTools pipe")?;
+        Ok(process)
+    }
+
+    /// Sends a command (to a page's session, or to the browser) and waits for its reply.
+    fn send(&self, method: &str, params: Value, session: Option<&str>) -> Result<Value> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut msg = json!({"id": id, "method": method, "params": params});
+        if let Some(s) = session {
+            msg["sessionId"] = json!(s);
+        }
+        let (tx, rx) = mpsc::channel();
+        match self.waiting.lock().unwrap().as_mut() {
+            Some(w) => w.insert(id, tx),
+            None => bail!(
+                "{method}: Chromium is gone; its stderr ended:\n{}",
+                self.tail()
+            ),
+        };
+        let mut bytes = msg.to_string().into_bytes();
+        bytes.push(0);
+        self.commands
+            .lock()
+            .unwrap()
+            .write_all(&bytes)
+            .with_context(|| format!("{method}: writing to Chromium's DevTools pipe"))?;
+        let reply = rx.recv_timeout(TIMEOUT).map_err(|e| match e {
+            mpsc::RecvTimeoutError::Timeout => anyhow!("{method}: no reply within {TIMEOUT:?}"),
+            mpsc::RecvTimeoutError::Disconnected => {
+                anyhow!(
+                    "{method}: Chromium went away; its stderr ended:\n{}",
+                    self.tail()
+                )
+            }
+        })?;
+        if let Some(err) = reply.get("error") {
+            bail!("{method}: {err}");
+        }
+        Ok(reply["result"].clone())
+    }
+
+    fn tail(&self) -> String {
+        self.tail.lock().unwrap().join("\n")
     }
 }
 
@@ -162,40 +256,28 @@ impl Process {
 /// from every other test's) of the shared Chromium, over a DevTools connection of its own, so
 /// tests running at once never wait on each other's commands.
 pub struct Browser {
-    ws: WebSocket<TcpStream>,
+    process: &'static Process,
     session: String,
     context: Value,
-    next_id: u64,
 }
 
 impl Browser {
     pub fn launch(exe: &Path) -> Result<Browser> {
         let process = Process::shared(exe)?;
-        let stream = TcpStream::connect(&process.host)?;
-        stream.set_read_timeout(Some(TIMEOUT))?;
-        let (ws, _) = tungstenite::client(process.url.as_str(), stream)
-            .map_err(|e| anyhow!("WebSocket handshake with {}: {e}", process.url))?;
-        // A short read timeout lets a command give up at its deadline; tungstenite keeps a
-        // partly read frame across WouldBlock.
-        ws.get_ref()
-            .set_read_timeout(Some(Duration::from_millis(200)))?;
+        let context = process.send("Target.createBrowserContext", json!({}), None)?;
         let mut browser = Browser {
-            ws,
+            process,
             session: String::new(),
-            context: Value::Null,
-            next_id: 0,
+            context: context["browserContextId"].clone(),
         };
-        let context = browser.browser_call("Target.createBrowserContext", json!({}))?;
-        browser.context = context["browserContextId"].clone();
         let target = browser.browser_call(
             "Target.createTarget",
             json!({"url": "about:blank", "browserContextId": browser.context,
                    "width": 1024, "height": 768}),
         )?;
-        let target_id = target["targetId"].clone();
         let attached = browser.browser_call(
             "Target.attachToTarget",
-            json!({"targetId": target_id, "flatten": true}),
+            json!({"targetId": target["targetId"], "flatten": true}),
         )?;
         browser.session = attached["sessionId"]
             .as_str()
@@ -210,51 +292,14 @@ impl Browser {
         Ok(browser)
     }
 
-    fn send(&mut self, method: &str, params: Value, session: bool) -> Result<Value> {
-        self.next_id += 1;
-        let id = self.next_id;
-        let mut msg = json!({"id": id, "method": method, "params": params});
-        if session {
-            msg["sessionId"] = json!(self.session);
-        }
-        self.ws.send(Message::text(msg.to_string()))?;
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            if Instant::now() > deadline {
-                bail!("{method}: no reply within {TIMEOUT:?}");
-            }
-            let text = match self.ws.read() {
-                Ok(Message::Text(text)) => text,
-                Ok(_) => continue,
-                Err(tungstenite::Error::Io(e))
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    continue;
-                }
-                Err(e) => bail!("{method}: {e}"),
-            };
-            let reply: Value = serde_json::from_str(text.as_str())?;
-            if reply["id"] != json!(id) {
-                continue; // an event, or a reply to nothing we wait for
-            }
-            if let Some(err) = reply.get("error") {
-                bail!("{method}: {err}");
-            }
-            return Ok(reply["result"].clone());
-        }
-    }
-
     /// A command to the browser itself (Target.*, Browser.*).
     pub fn browser_call(&mut self, method: &str, params: Value) -> Result<Value> {
-        self.send(method, params, false)
+        self.process.send(method, params, None)
     }
 
     /// A command to the page (Page.*, Runtime.*, Input.*, ...).
     pub fn call(&mut self, method: &str, params: Value) -> Result<Value> {
-        self.send(method, params, true)
+        self.process.send(method, params, Some(&self.session))
     }
 
     /// Navigates and waits for the load event to have run.
@@ -363,7 +408,6 @@ impl Drop for Browser {
             "Target.disposeBrowserContext",
             json!({"browserContextId": context}),
         );
-        let _ = self.ws.close(None);
     }
 }
 
