@@ -232,8 +232,8 @@ pub fn adapt_chunk(adapter: &mut Adapter, lines: &[Rec], base: i64) -> Vec<Rec> 
 }
 
 /// A whole log adapted at once.
-pub fn adapt_all(input: Input, lines: &[Rec], max_sessions: usize) -> Vec<Rec> {
-    let mut a = Adapter::new(input, max_sessions);
+pub fn adapt_all(config: &agent_fold_core::Config, lines: &[Rec]) -> Vec<Rec> {
+    let mut a = Adapter::for_config(config);
     adapt_chunk(&mut a, lines, 0)
 }
 

@@ -178,7 +178,12 @@ pub fn run(args: &Args) -> Result<Summary> {
     if adapt_here && args.params.iter().any(|(k, _)| k == "input") {
         bail!("--input adapts the log here, -e input=… in the module: choose one (same output)");
     }
-    let mut adapter = format.map(|f| Adapter::new(f, config.max_sessions));
+    let mut adapter = format.map(|input| {
+        Adapter::for_config(&Config {
+            input,
+            ..config.clone()
+        })
+    });
     // Look-back history stands before the input: offsets −n … −1. The adapter learns it
     // whether or not the main module is given it adapted.
     let history = match &args.lookback {

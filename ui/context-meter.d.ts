@@ -63,6 +63,7 @@ export interface ContextMeterStrings {
   'context.ariaWarning': string;
   'context.capacityUnknown': string;
   'context.unknown': string;
+  'context.notInLog': string;
   'context.system': string;
   'context.tools': string;
   'context.messages': string;

@@ -20,6 +20,7 @@ const EN = {
   'context.ariaWarning': '{status}. Warning: the context figures could not be updated',
   'context.capacityUnknown': 'capacity unknown',
   'context.unknown': 'unknown',
+  'context.notInLog': 'not in this log',
   'context.system': 'System prompt',
   'context.tools': 'Tools',
   'context.messages': 'Messages',
@@ -40,6 +41,7 @@ const STRINGS = new Map([
     'context.ariaWarning': '{status}。警告：上下文数据未能更新',
     'context.capacityUnknown': '容量未知',
     'context.unknown': '未知',
+    'context.notInLog': '日志中没有',
     'context.system': '系统提示词',
     'context.tools': '工具',
     'context.messages': '对话',
@@ -57,6 +59,7 @@ const STRINGS = new Map([
     'context.ariaWarning': '{status}。警告：上下文資料未能更新',
     'context.capacityUnknown': '容量未知',
     'context.unknown': '未知',
+    'context.notInLog': '日誌中沒有',
     'context.system': '系統提示詞',
     'context.tools': '工具',
     'context.messages': '對話',
@@ -84,7 +87,8 @@ const KEYS = { system: 'systemTokens', tools: 'toolsTokens', messages: 'messageT
 const FIGURES = ['pressureTokens', 'projectedTokens', 'capacity', 'contextOccupancy',
   'systemTokens', 'toolsTokens', 'messageTokens', 'estimateScale', 'compactAtTokens',
   'untilCompactTokens'];
-const STATE_KEYS = ['session', 'seq', 'timestamp', 'partial', ...FIGURES];
+const STATE_KEYS = ['session', 'seq', 'timestamp', 'partial', 'systemNotInLog', 'toolsNotInLog',
+  ...FIGURES];
 
 // A figure is a finite number or null: absent, null or garbage never reads as 0.
 const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
@@ -399,6 +403,10 @@ export class ContextMeter extends Base {
       const s = { session, seq, partial: record.partial === true,
         timestamp: typeof record.timestamp === 'string' ? record.timestamp : null };
       for (const k of FIGURES) s[k] = num(record[k]);
+      // null (not absent, not garbage) in a session seen from its start: its log does not
+      // carry that part of the envelope (contract §3).
+      s.systemNotInLog = !s.partial && record.systemTokens === null;
+      s.toolsNotInLog = !s.partial && record.toolsTokens === null;
       this.#state = s;
       this.#error = null;
     }
@@ -581,11 +589,15 @@ export class ContextMeter extends Base {
     }
 
     // Rows: the raw heuristic figures, never scaled to the provider's; null is unknown, not 0.
+    // In a session seen from its start a null system prompt or tool list is one its log does
+    // not carry (an agent's own log, adapted): said so, not guessed.
     for (const c of CATEGORIES) {
       const v = s ? s[KEYS[c]] : null;
       const row = e.rows[c];
+      const absent = s != null && s[`${c}NotInLog`] === true;
       setText(row.name, t(`context.${c}`));
-      setText(row.value, v == null ? t('context.unknown') : `~${f.integer.format(v)}`);
+      setText(row.value, v != null ? `~${f.integer.format(v)}`
+        : t(absent ? 'context.notInLog' : 'context.unknown'));
       row.value.classList.toggle('unknown', v == null);
     }
 

@@ -61,6 +61,9 @@ pub struct Frame<'a> {
     auto_trigger: bool,
     pre_tokens: Option<u64>,
     auto_compact_tokens: Option<u64>,
+    compact_reserve: Option<u64>,
+    anchor_seq: Option<u64>,
+    restore_shown: bool,
     delta_place: Place,
     from_place: Place,
     frames_place: Place,
@@ -124,6 +127,9 @@ impl<'a> Frame<'a> {
             "trigger" => self.auto_trigger = json::string(raw).as_deref() == Some("auto"),
             "preTokens" => self.pre_tokens = json::uint(raw).filter(|n| *n >= 1),
             "auto_compact_tokens" => self.auto_compact_tokens = json::uint(raw).filter(|n| *n >= 1),
+            "compact_reserve" => self.compact_reserve = json::uint(raw),
+            "anchor_seq" => self.anchor_seq = json::uint(raw),
+            "restore_shown" => self.restore_shown = raw == "true",
             _ => {}
         }
     }
@@ -200,6 +206,21 @@ impl<'a> Frame<'a> {
     /// On `request/header`: the agent's own compaction threshold, when an integer ≥ 1.
     pub fn auto_compact_tokens(&self) -> Option<u64> {
         self.auto_compact_tokens
+    }
+    /// On `request/header`: how far below its window the agent compacts on its own, when an
+    /// integer ≥ 0 (contract §3, How far to the compaction).
+    pub fn compact_reserve(&self) -> Option<u64> {
+        self.compact_reserve
+    }
+    /// On a sampled `assistant/message`: the seq of the last frame the sampled request
+    /// carried, when an integer ≥ 0 (contract §3, sample).
+    pub fn anchor_seq(&self) -> Option<u64> {
+        self.anchor_seq
+    }
+    /// On `compact/start`: `restore_shown` is `true`, the log writes what the agent puts back
+    /// after this compaction (contract §3.4).
+    pub fn restore_shown(&self) -> bool {
+        self.restore_shown
     }
     /// Where `estimated_tokens_delta`, `folded_from` and `folded_frames` stand.
     pub fn places(&self) -> [&Place; 3] {

@@ -10,6 +10,7 @@
 //! The module runs as a deployment runs it, over the log's own lines with `input=<format>`;
 //! what it showed before a reading is the session's latest record of a lower `seq`.
 
+pub mod cross;
 mod report;
 
 pub use report::{Stats, Summary, render, stats, summarize, thousands};
@@ -17,15 +18,21 @@ pub use report::{Stats, Summary, render, stats, summarize, thousands};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use agent_fold_core::{Emit, Frame, Input, Processor, kind, session_key, usage_tokens};
+use agent_fold_core::{
+    Config, Emit, Frame, Input, Processor, Projection, View, kind, session_key, usage_tokens,
+};
 use anyhow::{Result, anyhow, bail};
 use serde_json::Value;
 
 use crate::logs;
 use crate::record::{Rec, inputs};
 
-/// The projection methods compared, as param `projection` names them.
-pub const METHODS: [&str; 3] = ["rebased", "calibrated", "fixed"];
+/// The projection methods compared.
+pub const METHODS: [Projection; 3] = [
+    Projection::Rebased,
+    Projection::Calibrated,
+    Projection::Fixed,
+];
 
 /// `agent-fold accuracy`.
 #[derive(Debug, Clone, clap::Args)]
@@ -36,6 +43,10 @@ pub struct Args {
     /// A module param (capacity, compact_at, compact_restore, ...); repeatable
     #[arg(short = 'e', value_name = "KEY=VALUE", value_parser = crate::flags::param)]
     pub params: Vec<(String, String)>,
+    /// Score each log with every constant fitted on the other logs only (leave one session
+    /// out): what comes back at a compaction, per agent; one table for all
+    #[arg(long)]
+    pub cross_validate: bool,
     /// A log file, or a Claude Code session directory (its transcript beside it)
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
@@ -55,6 +66,11 @@ pub struct Reading {
     pub last: u64,
     /// The first reading after a compaction.
     pub after_compaction: bool,
+    /// After a compaction whose log said what `postTokens` Claude Code counted: the figure a
+    /// meter that used it would show (the session's base and `postTokens`, both at its scale).
+    pub post_tokens: Option<u64>,
+    /// After a compaction: its `compact/start` said the log writes what comes back.
+    pub restore_shown: bool,
 }
 
 /// An automatic compaction, and the level the meter said it would come at.
@@ -77,28 +93,28 @@ pub struct Measured {
     pub auto_compactions: Vec<AutoCompaction>,
 }
 
-/// What one session showed, record by record: `(seq, pressureTokens, projectedTokens,
-/// compactAtTokens)`, in the order the records came.
-type Shown = HashMap<String, Vec<(u64, Option<u64>, Option<u64>, Option<u64>)>>;
+/// What one session showed, record by record, in the order the records came.
+type Shown = HashMap<String, Vec<Record>>;
 
-/// The module over `lines` under one method: its `context/pressure` records by session.
-fn shown_by(
-    lines: &[Rec],
-    input: Input,
-    params: &[(String, String)],
-    method: &str,
-) -> Result<Shown> {
-    let mut all: Vec<(&str, &str)> = params
-        .iter()
-        .filter(|(k, _)| !matches!(k.as_str(), "emit" | "projection" | "input"))
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    all.extend([
-        ("emit", "pressure"),
-        ("projection", method),
-        ("input", input.name()),
-    ]);
-    let mut p = Processor::from_params(all)?;
+/// One `context/pressure` record's figures.
+#[derive(Debug, Clone, Copy, Default)]
+struct Record {
+    seq: u64,
+    pressure: Option<u64>,
+    projected: Option<u64>,
+    compact_at: Option<u64>,
+    message: Option<u64>,
+    scale: f64,
+}
+
+/// The module over `lines` under `config` with one projection method: its
+/// `context/pressure` records by session.
+fn shown_by(lines: &[Rec], config: &Config, method: Projection) -> Result<Shown> {
+    let mut p = Processor::new(&Config {
+        view: View::Pressure,
+        projection: method,
+        ..config.clone()
+    });
     let emits = p
         .process(&inputs(lines, 0))
         .map_err(|e| anyhow!("record {}: {}", e.index, e.message))?;
@@ -114,41 +130,56 @@ fn shown_by(
         let n = |k: &str| v.get(k).and_then(Value::as_u64);
         let Some(seq) = n("seq") else { continue };
         let session = v.get("session").and_then(Value::as_str).unwrap_or("");
-        by.entry(session.to_owned()).or_default().push((
+        by.entry(session.to_owned()).or_default().push(Record {
             seq,
-            n("pressureTokens"),
-            n("projectedTokens"),
-            n("compactAtTokens"),
-        ));
+            pressure: n("pressureTokens"),
+            projected: n("projectedTokens"),
+            compact_at: n("compactAtTokens"),
+            message: n("messageTokens"),
+            scale: v
+                .get("estimateScale")
+                .and_then(Value::as_f64)
+                .unwrap_or(1.0),
+        });
     }
     Ok(by)
 }
 
 /// The latest of a session's records below `seq` (records come in `seq` order).
-fn before(
-    shown: &Shown,
-    session: &str,
-    seq: u64,
-) -> Option<(Option<u64>, Option<u64>, Option<u64>)> {
+fn before(shown: &Shown, session: &str, seq: u64) -> Option<Record> {
     let records = shown.get(session)?;
-    let at = records.partition_point(|r| r.0 < seq);
-    at.checked_sub(1)
-        .map(|i| (records[i].1, records[i].2, records[i].3))
+    let at = records.partition_point(|r| r.seq < seq);
+    at.checked_sub(1).map(|i| records[i])
+}
+
+/// The module's config for scoring a log of `input`: the params given, then the log's format;
+/// `emit` and `projection` are the scorer's to set.
+pub fn config_for(input: Input, params: &[(String, String)]) -> Result<Config> {
+    let mut all: Vec<(&str, &str)> = params
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "emit" | "projection" | "input"))
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    all.push(("input", input.name()));
+    Ok(Config::from_params(all)?)
 }
 
 /// Scores every main reading after a session's first: `lines` are the log's own records,
-/// `frames` what its adapter makes of them (the same numbering the module uses).
-pub fn measure(
-    lines: &[Rec],
-    frames: &[Rec],
-    input: Input,
-    params: &[(String, String)],
-) -> Result<Measured> {
+/// `frames` what its adapter makes of them under `config` (the numbering the module uses).
+///
+/// A reading is scored against what the meter showed when its request left: just before the
+/// reading's frame, or, where the frame names `anchor_seq` (Codex writes a response and its
+/// tool outputs before the reading of the request that made them), right after that frame.
+pub fn measure(lines: &[Rec], frames: &[Rec], config: &Config) -> Result<Measured> {
     let by_method = METHODS
         .iter()
-        .map(|m| shown_by(lines, input, params, m))
+        .map(|m| shown_by(lines, config, *m))
         .collect::<Result<Vec<_>>>()?;
     let mut out = Measured::default();
+    // Per session: the first reading and the messageTokens it was anchored to; what the last
+    // compaction's boundary said (postTokens, restore shown); a replacement seen since.
+    let mut first: HashMap<String, (u64, u64)> = HashMap::new();
+    let mut boundary: HashMap<String, (Option<u64>, bool)> = HashMap::new();
     let mut compacted: HashMap<String, bool> = HashMap::new();
     for f in frames {
         let Some(v) = Frame::parse(&f.value) else {
@@ -159,33 +190,57 @@ pub fn measure(
         };
         let session =
             String::from_utf8_lossy(&session_key(f.key.as_deref(), Some(&v))).into_owned();
-        if v.kind() == Some(kind::COMPACT_START)
-            && let Some(fired_at) = v.auto_compaction()
-        {
-            out.auto_compactions.push(AutoCompaction {
-                session: session.clone(),
-                seq,
-                fired_at,
-                shown: before(&by_method[0], &session, seq).and_then(|s| s.2),
-            });
+        if v.kind() == Some(kind::COMPACT_START) {
+            if let Some(fired_at) = v.auto_compaction() {
+                out.auto_compactions.push(AutoCompaction {
+                    session: session.clone(),
+                    seq,
+                    fired_at,
+                    shown: before(&by_method[0], &session, seq).and_then(|s| s.compact_at),
+                });
+            }
+            boundary.insert(session.clone(), (post_tokens(&f.value), v.restore_shown()));
         }
         if v.kind() == Some(kind::ASSISTANT_MESSAGE)
             && let Some(usage) = v.usage()
         {
             out.total += 1;
+            let reading = usage_tokens(usage);
             let after_compaction = compacted.remove(&session).unwrap_or(false);
-            if let Some((Some(last), ..)) = before(&by_method[0], &session, seq) {
-                let projected =
-                    std::array::from_fn(|m| before(&by_method[m], &session, seq).and_then(|s| s.1));
+            let at = v.anchor_seq().filter(|a| *a < seq).map_or(seq, |a| a + 1);
+            let shown = |m: usize| before(&by_method[m], &session, at);
+            if let Some(Record {
+                pressure: Some(last),
+                ..
+            }) = shown(0)
+            {
+                let (post, restore_shown) = match after_compaction {
+                    true => boundary.get(&session).copied().unwrap_or_default(),
+                    false => (None, false),
+                };
+                let post_tokens =
+                    post.zip(first.get(&session))
+                        .zip(shown(1))
+                        .map(|((post, &(r0, m0)), s)| {
+                            ((r0 as f64 - s.scale * m0 as f64).max(0.0) + s.scale * post as f64)
+                                .round() as u64
+                        });
                 out.readings.push(Reading {
                     session: session.clone(),
                     seq,
                     timestamp: v.stamp().map(|s| s.trim_matches('"').to_owned()),
-                    reading: usage_tokens(usage),
-                    projected,
+                    reading,
+                    projected: std::array::from_fn(|m| shown(m).and_then(|s| s.projected)),
                     last,
                     after_compaction,
+                    post_tokens,
+                    restore_shown,
                 });
+            }
+            if !first.contains_key(&session)
+                && let Some(m0) = shown(1).and_then(|s| s.message)
+            {
+                first.insert(session.clone(), (reading, m0));
             }
         }
         if v.replaces().is_some() {
@@ -195,35 +250,77 @@ pub fn measure(
     Ok(out)
 }
 
+/// `compactMetadata.postTokens` of a Claude Code boundary, where its `compact/start` carries it.
+fn post_tokens(value: &[u8]) -> Option<u64> {
+    let v: Value = serde_json::from_slice(value).ok()?;
+    v.pointer("/extras/compact_metadata/postTokens")?.as_u64()
+}
+
+/// A log read and adapted for scoring.
+pub struct Log {
+    pub label: String,
+    pub input: Input,
+    pub lines: Vec<Rec>,
+}
+
+impl Log {
+    /// Reads a log path; its format from `input`, else detected.
+    pub fn read(path: &Path, input: Option<Input>) -> Result<Log> {
+        let lines = logs::read_records(Some(path))?;
+        let input = match input.or_else(|| logs::detect(&lines)) {
+            Some(i) => i,
+            None => bail!(
+                "{}: cannot tell the log's format; name it with --input",
+                path.display()
+            ),
+        };
+        let label = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        Ok(Log {
+            label,
+            input,
+            lines,
+        })
+    }
+
+    /// Scores the log under `config`.
+    pub fn measure(&self, config: &Config) -> Result<Measured> {
+        let frames = if self.input == Input::AgentFold {
+            std::borrow::Cow::Borrowed(&self.lines[..])
+        } else {
+            std::borrow::Cow::Owned(logs::adapt_all(config, &self.lines))
+        };
+        measure(&self.lines, &frames, config)
+    }
+}
+
 /// Reads, adapts and scores one log path.
 pub fn measure_path(
     path: &Path,
     input: Option<Input>,
     params: &[(String, String)],
 ) -> Result<(Input, Summary)> {
-    let lines = logs::read_records(Some(path))?;
-    let input = match input.or_else(|| logs::detect(&lines)) {
-        Some(i) => i,
-        None => bail!(
-            "{}: cannot tell the log's format; name it with --input",
-            path.display()
-        ),
-    };
-    let frames = if input == Input::AgentFold {
-        std::borrow::Cow::Borrowed(&lines[..])
-    } else {
-        std::borrow::Cow::Owned(logs::adapt_all(
-            input,
-            &lines,
-            agent_fold_core::Config::default().max_sessions,
-        ))
-    };
-    let measured = measure(&lines, &frames, input, params)?;
-    Ok((input, summarize(&measured)))
+    let log = Log::read(path, input)?;
+    let measured = log.measure(&config_for(log.input, params)?)?;
+    Ok((log.input, summarize(&measured)))
 }
 
 /// The command line: `agent-fold accuracy …`.
 pub fn main(args: &Args) -> Result<i32> {
+    if args.cross_validate {
+        let logs = args
+            .paths
+            .iter()
+            .map(|p| Log::read(p, args.input))
+            .collect::<Result<Vec<_>>>()?;
+        print!(
+            "{}",
+            cross::render(&cross::cross_validate(&logs, &args.params)?)
+        );
+        return Ok(0);
+    }
     for (i, path) in args.paths.iter().enumerate() {
         let (input, summary) = measure_path(path, args.input, &args.params)?;
         let label = path.file_name().map_or_else(

@@ -18,7 +18,7 @@ pub struct Stats {
     pub mean_signed: f64,
 }
 
-fn median(sorted: &[f64]) -> f64 {
+pub(crate) fn median(sorted: &[f64]) -> f64 {
     match sorted.len() {
         0 => f64::NAN,
         n if n % 2 == 1 => sorted[n / 2],
@@ -149,7 +149,7 @@ fn signed(n: f64) -> String {
     }
 }
 
-fn pct(x: f64) -> String {
+pub(crate) fn pct(x: f64) -> String {
     if x.is_finite() {
         format!("{:.1}%", x * 100.0)
     } else {
@@ -158,7 +158,7 @@ fn pct(x: f64) -> String {
 }
 
 /// `shown` against `reading`: `80,373 (+35,110, 77.6%)`.
-fn against(shown: u64, reading: u64) -> String {
+pub(crate) fn against(shown: u64, reading: u64) -> String {
     let d = shown as f64 - reading as f64;
     format!(
         "{} ({}, {})",
@@ -208,7 +208,7 @@ pub fn render(label: &str, input: Input, s: &Summary) -> String {
         "  {:<28} {:>13} {:>11} {:>11} {:>9} {:>11}",
         "figure shown before it", "median |err|", "p90 |err|", "median rel", "p90 rel", "mean err"
     );
-    for (m, name) in METHODS.iter().enumerate() {
+    for (m, name) in METHODS.iter().map(|p| p.name()).enumerate() {
         row(
             &mut o,
             &format!("projectedTokens, {name}"),
@@ -216,7 +216,7 @@ pub fn render(label: &str, input: Input, s: &Summary) -> String {
         );
     }
     row(&mut o, "last reading only", &s.last);
-    for (m, name) in METHODS.iter().enumerate() {
+    for (m, name) in METHODS.iter().map(|p| p.name()).enumerate() {
         let (c, f, t) = s.closer[m];
         let _ = writeln!(
             o,
@@ -228,7 +228,7 @@ pub fn render(label: &str, input: Input, s: &Summary) -> String {
     } else {
         let _ = writeln!(
             o,
-            "  right after a compaction (the figure shown just before the reading):"
+            "  right after a compaction (the figure shown when the reading's request left):"
         );
         for r in &s.after_compaction {
             let mut line = format!(
@@ -240,12 +240,18 @@ pub fn render(label: &str, input: Input, s: &Summary) -> String {
                     .unwrap_or_default(),
                 thousands(r.reading as f64)
             );
-            for (m, name) in METHODS.iter().enumerate() {
+            for (m, name) in METHODS.iter().map(|p| p.name()).enumerate() {
                 let shown = match r.projected[m] {
                     Some(p) => against(p, r.reading),
                     None => "no projection".to_owned(),
                 };
                 let _ = write!(line, "; {name} {shown}");
+            }
+            if let Some(p) = r.post_tokens {
+                let _ = write!(line, "; postTokens {}", against(p, r.reading));
+            }
+            if r.restore_shown {
+                line.push_str(" (the log shows what came back)");
             }
             let _ = writeln!(o, "{line}; last reading {}", against(r.last, r.reading));
         }

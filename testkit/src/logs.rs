@@ -290,6 +290,11 @@ impl GenSession {
                     if let Some(w) = window {
                         v["context_window"] = (*w).into();
                     }
+                    // Some headers name a compaction reserve (read from the op's own bits, so
+                    // that the corpus decodes as before).
+                    if system % 5 == 4 {
+                        v["compact_reserve"] = (*tools as u64 * 100).into();
+                    }
                 }
                 SurfaceOp::Message { len, cjk } => {
                     v["type"] = "user/message".into();
@@ -306,6 +311,11 @@ impl GenSession {
                     v["type"] = "assistant/message".into();
                     v["usage"] = json!({"input_tokens": input, "cache_read_input_tokens": cache_read,
                         "cache_creation_input_tokens": cache_creation, "output_tokens": 1});
+                    // Some readings are anchored to an earlier frame (its request carried the
+                    // surface as it stood there), some to a frame not below their own.
+                    if input % 3 == 1 {
+                        v["anchor_seq"] = (seq as i64 + 1 - (*cache_creation as i64 % 5)).into();
+                    }
                     if *with_message {
                         v["message"] = json!({"content": "ok"});
                         node = true;
@@ -316,6 +326,18 @@ impl GenSession {
                     to,
                     with_message,
                 } => {
+                    // A compaction may open with its `compact/start`, which may say the log
+                    // shows what comes back.
+                    if *with_message {
+                        let (from, to) = (from.pick(&nodes), to.pick(&nodes));
+                        let start = json!({"type": "compact/start", "seq": seq, "session_id": "s",
+                            "restore_shown": from % 2 == to % 2});
+                        let bytes = start.to_string().into_bytes();
+                        sent.push(bytes.clone());
+                        out.push((Some(b"s".to_vec()), bytes));
+                        seq += 1;
+                        v["seq"] = seq.into();
+                    }
                     v["type"] = "user/message".into();
                     v["replaces"] =
                         json!({"from_seq": from.pick(&nodes), "to_seq": to.pick(&nodes)});

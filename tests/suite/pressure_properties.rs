@@ -69,15 +69,23 @@ struct MSession {
     provider_growth: u64,
     /// A replacement since the last sample: the interval is not clean.
     replaced: bool,
-    /// `rebased` (contract §3.4): what the first reading counted beyond the surface; what the
-    /// agent put back at the last compaction, learnt from the reading after it; and, between a
-    /// replacement and the next reading, the surface the replacement left.
-    base: Option<u64>,
+    /// Every node's seq in the order they were made (removed ones too): what `anchor_seq`
+    /// leaves out is counted in them (contract §3, sample).
+    made: Vec<u64>,
+    /// `rebased` (contract §3.4): the first reading and the surface it was anchored to; what
+    /// the agent put back unseen at the last compaction, learnt from the reading after it;
+    /// between a replacement and the next reading, the surface it left (`total`, its own
+    /// node's tokens, whether its log shows what comes back); what the latest `compact/start`
+    /// said of that.
+    first: Option<(u64, u64)>,
     restore: Option<u64>,
-    kept: Option<u64>,
-    /// Contract §3.5: the last automatic compaction's level, and the agent's own threshold.
+    kept: Option<(u64, u64, bool)>,
+    shown_next: bool,
+    /// Contract §3.5: the last automatic compaction's level, the agent's own threshold, and
+    /// how far below its window it compacts.
     auto_compact: Option<u64>,
     agent_compact: Option<u64>,
+    reserve: Option<u64>,
 }
 
 /// What the figures read besides a session: the params, as the contract words them.
@@ -91,6 +99,8 @@ struct Rules {
     compact_at: Option<Option<u64>>,
     /// Claude Code input: the documented default is the window less 33,000.
     claude: bool,
+    /// An agent's own log, adapted: no breakdown figure its log does not hold is 0.
+    adapted: bool,
 }
 
 impl MSession {
@@ -103,23 +113,43 @@ impl MSession {
         agent_fold_testkit::reference::ratio(self.provider_growth, self.est_growth, fixed)
     }
 
+    /// What the first reading counted beyond the surface it was anchored to, at `scale`.
+    fn base(&self, scale: impl Fn(i128) -> i128) -> u64 {
+        let (r, a) = self.first.unwrap();
+        (r as i128 - scale(a as i128)).max(0) as u64
+    }
+
     fn figures(&self, rules: &Rules) -> Value {
         let (default_capacity, fixed) = (rules.capacity, rules.fixed);
         let total = self.total();
         let (n, d) = self.ratio(fixed);
         let scale = |t: i128| agent_fold_testkit::reference::scale(t, (n, d));
         let projected = match (self.pressure, self.anchor) {
-            (Some(_), Some(_)) if rules.rebased && self.base.is_some() && self.kept.is_some() => {
+            (Some(_), Some(_)) if rules.rebased && self.first.is_some() && self.kept.is_some() => {
+                // The base: the first reading less its surface at the scale as it stands, never
+                // under the envelope; the summary as prose (unscaled), what was kept verbatim
+                // scaled; the larger of what joined since and what comes back unseen: nothing
+                // where the log shows it, else the prior, halfway to what was learnt.
                 let envelope = self
                     .system
                     .unwrap_or(0)
                     .saturating_add(self.tools.unwrap_or(0));
-                let (base, kept) = (self.base.unwrap().max(envelope), self.kept.unwrap());
-                let restore = self.restore.unwrap_or(rules.restore_prior) as i128;
+                let (kept, node, shown) = self.kept.unwrap();
+                let base = self.base(scale).max(envelope);
+                let restore = match (shown, self.restore) {
+                    (true, _) => 0,
+                    (false, Some(l)) => {
+                        (rules.restore_prior as u128 + l as u128).div_ceil(2) as i128
+                    }
+                    (false, None) => rules.restore_prior as i128,
+                };
                 let joined = scale(total.saturating_sub(kept) as i128);
                 Some(
-                    (base as i128 + scale(kept as i128) + joined.max(restore))
-                        .clamp(0, u64::MAX as i128) as u64,
+                    (base as i128
+                        + node as i128
+                        + scale((kept - node) as i128)
+                        + joined.max(restore))
+                    .clamp(0, u64::MAX as i128) as u64,
                 )
             }
             (Some(p), Some(a)) => Some(
@@ -140,20 +170,19 @@ impl MSession {
         };
         let compact_at = match rules.compact_at {
             Some(given) => given,
-            None => self
-                .auto_compact
-                .or(self.agent_compact)
-                .or(match (rules.claude, capacity) {
-                    (true, Some(c)) if c > 33_000 => Some(c - 33_000),
+            None => self.auto_compact.or(self.agent_compact).or(
+                match (self.reserve.or(rules.claude.then_some(33_000)), capacity) {
+                    (Some(r), Some(c)) if c > r => Some(c - r),
                     _ => None,
-                }),
+                },
+            ),
         };
         let until = match (compact_at, projected) {
             (Some(c), Some(p)) => Some(c.saturating_sub(p)),
             _ => None,
         };
         let env = |v: Option<u64>| {
-            if self.partial {
+            if self.partial || rules.adapted {
                 v
             } else {
                 Some(v.unwrap_or(0))
@@ -204,8 +233,8 @@ impl Model {
         let input = get("input").unwrap_or("agent-fold");
         let claude = matches!(input, "claude-code" | "claude-stream");
         let prior = match input {
-            "claude-code" | "claude-stream" => 15_000,
-            "codex" => 7_000,
+            "claude-code" | "claude-stream" => 15_200,
+            "codex" => 1_400,
             _ => 0,
         };
         let projection = get("projection").unwrap_or("rebased");
@@ -220,6 +249,7 @@ impl Model {
                     n => Some(n.parse().unwrap()),
                 }),
                 claude,
+                adapted: input != "agent-fold",
             },
             sessions: HashMap::new(),
         }
@@ -330,29 +360,46 @@ impl Model {
             if let Some(t) = int(obj.get("auto_compact_tokens")).filter(|t| *t >= 1) {
                 s.agent_compact = Some(t);
             }
+            if let Some(r) = int(obj.get("compact_reserve")) {
+                s.reserve = Some(r);
+            }
         }
-        if kind == Some("compact/start")
-            && obj.get("trigger").and_then(Value::as_str) == Some("auto")
-            && let Some(n) = int(obj.get("preTokens")).filter(|n| *n >= 1)
-        {
-            s.auto_compact = Some(n);
+        if kind == Some("compact/start") {
+            if obj.get("trigger").and_then(Value::as_str) == Some("auto")
+                && let Some(n) = int(obj.get("preTokens")).filter(|n| *n >= 1)
+            {
+                s.auto_compact = Some(n);
+            }
+            s.shown_next = obj.get("restore_shown") == Some(&Value::Bool(true));
         }
         if let Some(p) = sample {
+            // What the request carried: the surface less the nodes above `anchor_seq`, when it
+            // names an earlier frame and at most 256 nodes were made after it.
+            let carried = match int(obj.get("anchor_seq")).filter(|a| *a < seq) {
+                Some(a) if s.made.iter().filter(|m| **m > a).count() <= 256 => {
+                    let after: u64 = s.nodes.iter().filter(|n| n.0 > a).map(|n| n.1).sum();
+                    s.total() - after
+                }
+                _ => s.total(),
+            };
             // `rebased` learns before the interval moves the calibration (contract §3.4).
             if !s.partial {
                 let ratio = s.ratio(false);
-                let beyond = |t: u64| {
-                    (p as i128 - agent_fold_testkit::reference::scale(t as i128, ratio)).max(0)
-                        as u64
-                };
-                match (s.base, s.kept.take()) {
-                    (None, _) => s.base = Some(beyond(s.total())),
-                    (Some(b), Some(k)) => s.restore = Some(beyond(k).saturating_sub(b)),
-                    (Some(_), None) => {}
+                let scale = |t: i128| agent_fold_testkit::reference::scale(t, ratio);
+                match (s.first, s.kept.take()) {
+                    (None, _) => s.first = Some((p, carried)),
+                    (Some(_), Some((k, node, false))) => {
+                        let beyond = p as i128
+                            - s.base(scale) as i128
+                            - node as i128
+                            - scale((k - node) as i128);
+                        s.restore = Some(beyond.max(0) as u64);
+                    }
+                    (Some(_), _) => {}
                 }
             }
             if let (Some(previous), Some(anchor), false) = (s.pressure, s.anchor, s.replaced) {
-                let d_est = s.total() as i128 - anchor as i128;
+                let d_est = carried as i128 - anchor as i128;
                 let d_provider = p as i128 - previous as i128;
                 if d_est > 0 && d_provider > 0 {
                     s.est_growth = s.est_growth.saturating_add(d_est as u64);
@@ -360,18 +407,19 @@ impl Model {
                 }
             }
             s.pressure = Some(p);
-            s.anchor = Some(s.total());
+            s.anchor = Some(carried);
             s.replaced = false;
         }
         if let Some(n) = node {
             s.first_node.get_or_insert(n.0);
+            s.made.push(n.0);
             match edit {
                 Edit::Append => s.nodes.push(n),
                 Edit::Splice(i, j) => {
                     s.nodes.splice(i..j, [n]);
                     s.replaced = true;
-                    if s.base.is_some() {
-                        s.kept = Some(s.total());
+                    if s.first.is_some() {
+                        s.kept = Some((s.total(), n.1.min(s.total()), s.shown_next));
                     }
                 }
                 Edit::Front(j) => {
@@ -545,11 +593,16 @@ fn message_tokens_are_the_surface_sum_and_projections_never_negative() {
             // agent-fold input's restore prior is 0; these sessions never calibrate).
             let envelope =
                 s["systemTokens"].as_u64().unwrap_or(0) + s["toolsTokens"].as_u64().unwrap_or(0);
-            let rebase = (
-                s["rebase"][0].as_u64().map(|b| b.max(envelope)),
-                s["rebase"][2].as_u64(),
-            );
-            let restore = s["rebase"][1].as_u64().unwrap_or(0) as i128;
+            let first = s["rebaseFirst"].as_array().map(|f| {
+                let (r, a) = (f[0].as_u64().unwrap(), f[1].as_u64().unwrap());
+                r.saturating_sub(a).max(envelope)
+            });
+            let rebase = (first, s["rebase"][2].as_u64());
+            // Halfway from the prior (0 here) to what was learnt; nothing where the log shows it.
+            let restore = match s["keptShown"] == true {
+                true => 0,
+                false => s["rebase"][1].as_u64().unwrap_or(0).div_ceil(2) as i128,
+            };
             let projected = match (
                 s["pressureTokens"].as_u64(),
                 s["anchorTokens"].as_u64(),

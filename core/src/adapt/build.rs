@@ -31,6 +31,11 @@ pub(crate) struct Frame {
 }
 
 impl Frame {
+    /// The frame's `seq` (none for a frame of no known session).
+    pub fn seq(&self) -> Option<u64> {
+        self.seq
+    }
+
     fn key(buf: &mut Vec<u8>, name: &str) {
         if buf.len() > 1 {
             buf.push(b',');
@@ -151,6 +156,8 @@ fn write_without(out: &mut Vec<u8>, raw: &str, skip: &[&str]) {
 /// One line's adaptation: the session's state and where its frames go.
 pub(crate) struct Cx<'s> {
     pub input: super::Input,
+    /// Param `capacity` names the window: the adapter announces none it infers.
+    pub window_known: bool,
     pub st: &'s mut State,
     /// The frames' `session_id`.
     pub session: Option<String>,

@@ -3,7 +3,7 @@
 
 use super::build::{Cx, Frame, Id};
 use super::line::{at, is_object, str_at, uint_at};
-use crate::frame::kind::{ASSISTANT_MESSAGE, TOOL_RESULT, USER_MESSAGE};
+use crate::frame::kind::{ASSISTANT_MESSAGE, REQUEST_HEADER, TOOL_RESULT, USER_MESSAGE};
 use crate::frame::usage_tokens;
 use crate::json;
 
@@ -87,5 +87,84 @@ pub(crate) fn compaction(f: &mut Frame, meta: Option<&str>, pre_tokens: &str) {
     }
     if let Some(n) = uint_at(meta, pre_tokens).filter(|n| *n >= 1) {
         f.uint("preTokens", n);
+    }
+}
+
+/// Claude's context window by default.
+const WINDOW: u64 = 200_000;
+/// The larger window (a `[1m]` model, the 1M beta, or a model whose own window it is).
+const WINDOW_1M: u64 = 1_000_000;
+
+/// The window a model name says: 1M for a `[1m]` name and the models whose own window it is
+/// (Opus 4.7 and later, the Claude 5 family, as Claude Code's changelog has them), else 200k;
+/// `None` for no name or Claude Code's `<synthetic>` lines.
+fn model_window(model: &str) -> Option<u64> {
+    const NATIVE_1M: [&str; 4] = ["opus-4-7", "opus-4-8", "-5", "[1m]"];
+    if model.is_empty() || model.starts_with('<') {
+        return None;
+    }
+    let m = model.to_ascii_lowercase();
+    let native = NATIVE_1M.iter().any(|n| match *n {
+        // `claude-opus-5`, `claude-sonnet-5-…`: a family 5 model, not a date or a 4-5 minor.
+        "-5" => m.split('-').nth(2) == Some("5"),
+        n => m.contains(n),
+    });
+    Some(if native { WINDOW_1M } else { WINDOW })
+}
+
+/// How far below its window Claude Code compacts on its own, by version: the window less
+/// 13,000 and the output it reserves for the summary — 32,000 before 2.1.21, at most 20,000
+/// from it on (Claude Code's changelog, 2.1.21: "auto-compact triggering too early on models
+/// with large output token limits"). `None` for a version it cannot read.
+fn compact_reserve(version: &str) -> Option<u64> {
+    let mut parts = version.split(['.', '-']).map(|p| p.parse::<u64>().ok());
+    let (major, minor, patch) = (parts.next()??, parts.next()??, parts.next()??);
+    Some(if (major, minor, patch) < (2, 1, 21) {
+        45_000
+    } else {
+        33_000
+    })
+}
+
+/// Before a main assistant message: a `request/header` saying what changed of the window (what
+/// the model name says, or 1M once a reading is above 200k — unless param `capacity` names it)
+/// and of the compaction reserve (by the agent's `version`), when anything did (contract §3).
+pub(crate) fn announce(cx: &mut Cx, msg: &str, version: Option<&str>, stamp: Option<&str>) {
+    let reading = at(Some(msg), "usage")
+        .filter(|u| is_object(u))
+        .map(usage_tokens)
+        .unwrap_or(0);
+    let named = str_at(Some(msg), "model").and_then(|m| model_window(&m));
+    let proven = (reading > WINDOW).then_some(WINDOW_1M);
+    let window = [cx.st.window, named, proven].into_iter().flatten().max();
+    let window = window.filter(|w| !cx.window_known && cx.st.window != Some(*w));
+    let reserve = version
+        .and_then(compact_reserve)
+        .filter(|r| cx.st.reserve != Some(*r));
+    if window.is_none() && reserve.is_none() {
+        return;
+    }
+    let mut h = cx.frame(REQUEST_HEADER, Id::Numbered, stamp, None);
+    if let Some(w) = window {
+        cx.st.window = Some(w);
+        h.uint("context_window", w);
+    }
+    if let Some(r) = reserve {
+        cx.st.reserve = Some(r);
+        h.uint("compact_reserve", r);
+    }
+    h.extra_str("source_type", "inferred");
+    cx.emit(h);
+}
+
+/// Before a session's first frame: a `request/header` saying that the log carries neither the
+/// system prompt nor the tool list (`null`): the breakdown shows them unknown, not 0 (contract
+/// §3). A stream's `system/init` names its tools later.
+pub(crate) fn not_in_log(cx: &mut Cx, stamp: Option<&str>) {
+    if cx.st.next_seq == 0 && cx.session.is_some() {
+        let mut h = cx.frame(REQUEST_HEADER, Id::Numbered, stamp, None);
+        h.json("system", "null").json("tools", "null");
+        h.extra_str("source_type", "inferred");
+        cx.emit(h);
     }
 }

@@ -12,9 +12,13 @@
 //!   that message's frame with `extras.parent_tool_use_id` = the line's `parentToolUseID` (the
 //!   Task call). Every `isSidechain: true` line (a sub-agent's own file) is a sub-agent frame
 //!   too, its `parent_tool_use_id` `agent-<agentId>` (those lines name the agent, not the call).
-//! - Compaction: `system`/`compact_boundary` becomes `compact/start`; the `user` line with
-//!   `isCompactSummary` that follows becomes the `user/message` whose `replaces` spans the
-//!   surface it replaced, then a `compact/end`.
+//! - Compaction: `system`/`compact_boundary` becomes `compact/start` (with `restore_shown` once
+//!   the session's log writes what comes back: an `attachment` line was seen, or the boundary
+//!   carries `postTokens`); the `user` line with `isCompactSummary` that follows becomes the
+//!   `user/message` whose `replaces` spans the surface it replaced, then a `compact/end`.
+//! - The window and the compaction reserve: before a main assistant line, a `request/header`
+//!   whenever what the model name, the readings or the `version` say of them changed
+//!   ([`claude::announce`]).
 //! - Everything else (hook and bash progress, file-history snapshots, other system lines,
 //!   types to come) passes through as `claude-code/<type>[/<subtype>]`.
 
@@ -38,6 +42,9 @@ pub(crate) fn adapt(cx: &mut Cx, line: &Line) {
         (None, None) => "sidechain".to_owned(),
     });
     let parent = parent.as_deref();
+    if parent.is_none() {
+        claude::not_in_log(cx, stamp);
+    }
     let kind = line.str("type").unwrap_or_default();
     match &*kind {
         "assistant" | "user" if line.object("message").is_some() => {
@@ -55,6 +62,9 @@ pub(crate) fn adapt(cx: &mut Cx, line: &Line) {
                 end.extra_str("source_type", "user");
                 cx.emit(end);
                 return;
+            }
+            if kind == "assistant" && parent.is_none() {
+                claude::announce(cx, msg, line.str("version").as_deref(), stamp);
             }
             let mut f = claude::message(cx, &kind, msg, id(), stamp, parent);
             f.extra_str("source_type", &kind);
@@ -105,8 +115,15 @@ pub(crate) fn adapt(cx: &mut Cx, line: &Line) {
             if let Some(h) = head {
                 cx.st.keep_from(fingerprint(&h));
             }
+            // Versions that write `postTokens` write what comes back as attachment lines.
+            if at(meta, "postTokens").is_some() {
+                cx.st.shows_restore = true;
+            }
             let mut f = cx.frame(COMPACT_START, id(), stamp, None);
             claude::compaction(&mut f, meta, "preTokens");
+            if cx.st.shows_restore {
+                f.json("restore_shown", "true");
+            }
             f.extra_str("source_type", "system/compact_boundary");
             if let Some(m) = meta {
                 f.extra_raw("compact_metadata", m);
@@ -116,6 +133,9 @@ pub(crate) fn adapt(cx: &mut Cx, line: &Line) {
         // What the agent attaches to the context (files read again after a compaction, skill
         // and tool listings, reminders): context the provider counts, so it joins the surface.
         "attachment" if line.object("attachment").is_some() => {
+            if parent.is_none() {
+                cx.st.shows_restore = true;
+            }
             let attachment = line.object("attachment").unwrap_or("{}");
             let mut f = cx.frame(ATTACHMENT, id(), stamp, parent);
             f.raw("message", attachment);
@@ -139,8 +159,13 @@ mod tests {
 
     use crate::adapt::{Input, adapt_values};
 
+    /// The frames of `lines`, less the headers the adapter infers (the session's envelope not
+    /// in the log, its window and reserve: `the_session_says_what_its_log_does_not`).
     fn adapt(lines: &[Value]) -> Vec<Value> {
         adapt_values(Input::ClaudeCode, lines)
+            .into_iter()
+            .filter(|f| f["extras"]["source_type"] != "inferred")
+            .collect()
     }
 
     fn assistant(uuid: &str, mid: &str, block: Value, input: u64) -> Value {
@@ -175,7 +200,8 @@ mod tests {
         assert!(out[4].get("usage").is_some());
         assert!(out[3].get("toolUseResult").is_none() && out[3].get("source").is_none());
         let seqs: Vec<u64> = out.iter().map(|f| f["seq"].as_u64().unwrap()).collect();
-        assert_eq!(seqs, [0, 1, 2, 3, 4]);
+        // seq 0 and 2 are the inferred headers (the envelope, then the window of model `m`).
+        assert_eq!(seqs, [1, 3, 4, 5, 6]);
         assert_eq!(out[0]["id"], "u0");
         assert_eq!(out[0]["session_id"], "s");
         assert_eq!(out[0]["message"], "hi");
@@ -213,9 +239,9 @@ mod tests {
             json!({"type":"file-history-snapshot","messageId":"y"}),
         ]);
         assert!(out[0].get("seq").is_none() && out[0].get("session_id").is_none());
-        assert_eq!(out[1]["seq"], 0);
+        assert_eq!(out[1]["seq"], 1, "after the session's inferred header");
         // A later line that names none belongs to the session before it.
-        assert_eq!(out[2]["seq"], 1);
+        assert_eq!(out[2]["seq"], 2);
         assert_eq!(out[2]["session_id"], "s");
     }
 
@@ -232,15 +258,15 @@ mod tests {
             json!({"type":"user","sessionId":"s","uuid":"sum2","isCompactSummary":true,"message":{"role":"user","content":"again"}}),
         ]);
         assert_eq!(out[1]["type"], "claude-code/file-history-snapshot");
-        assert_eq!(out[1]["id"], "s#1");
+        assert_eq!(out[1]["id"], "s#2");
         assert_eq!(out[3]["type"], "compact/start");
         assert_eq!(out[3]["extras"]["compact_metadata"]["preTokens"], 5);
         assert_eq!(out[4]["type"], "user/message");
-        assert_eq!(out[4]["replaces"], json!({"from_seq":0,"to_seq":2}));
+        assert_eq!(out[4]["replaces"], json!({"from_seq":1,"to_seq":4}));
         assert_eq!(out[5]["type"], "compact/end");
         assert_eq!(out[5]["id"], "sum#end");
         // The second compaction replaces the first summary through what followed it.
-        assert_eq!(out[8]["replaces"], json!({"from_seq":4,"to_seq":6}));
+        assert_eq!(out[8]["replaces"], json!({"from_seq":6,"to_seq":8}));
     }
 
     #[test]
@@ -254,7 +280,9 @@ mod tests {
         ];
         let mut a = crate::adapt::Adapter::new(Input::ClaudeCode, 10);
         let frames = a.adapt_all(lines.iter().map(|l| (None, l.as_bytes())));
-        assert_eq!(frames.len(), 3);
+        // The session's inferred header, then a frame a line.
+        assert_eq!(frames.len(), 4);
+        let frames = &frames[1..];
         let text = String::from_utf8(frames[0].clone()).unwrap();
         // The lone surrogate reads, and is priced, as the U+FFFD it stands for.
         assert!(text.contains("\"message\":\"cut \u{FFFD} here\""), "{text}");
@@ -291,7 +319,7 @@ mod tests {
                    "attachment":{"type":"file","filename":"a.rs","content":{"type":"text","file":{"content":"fn main() {}"}}}}),
         ]);
         assert_eq!(out[1]["type"], "claude-code/attachment");
-        assert_eq!(out[1]["seq"], 1);
+        assert_eq!(out[1]["seq"], 2);
         assert_eq!(out[1]["message"]["filename"], "a.rs");
         assert_eq!(out[1]["extras"]["attachment_type"], "file");
         assert!(out[1].get("source").is_none());
@@ -316,10 +344,10 @@ mod tests {
             (&json!("auto"), &json!(155241))
         );
         // u2 and a3 stay verbatim: the summary replaces u0..a1 only.
-        assert_eq!(out[5]["replaces"], json!({"from_seq":0,"to_seq":1}));
+        assert_eq!(out[5]["replaces"], json!({"from_seq":1,"to_seq":3}));
         // The next compaction keeps nothing: it replaces the summary through what was kept.
         assert_eq!(out[7]["trigger"], "manual");
-        assert_eq!(out[8]["replaces"], json!({"from_seq":5,"to_seq":3}));
+        assert_eq!(out[8]["replaces"], json!({"from_seq":7,"to_seq":5}));
     }
 
     #[test]
@@ -334,6 +362,92 @@ mod tests {
         lines.push(json!({"type":"user","sessionId":"s","uuid":"sum","isCompactSummary":true,"message":{"role":"user","content":"s"}}));
         let out = adapt(&lines);
         assert!(out[1].get("trigger").is_none() && out[1].get("preTokens").is_none());
-        assert_eq!(out[2]["replaces"], json!({"from_seq":0,"to_seq":0}));
+        assert_eq!(out[2]["replaces"], json!({"from_seq":1,"to_seq":1}));
+    }
+
+    /// What the log does not carry, and what its lines say of the window and the reserve, in
+    /// headers the adapter infers: the envelope `null` before the session's first frame; before
+    /// a main assistant line, the window its model names (1M once a reading is above 200k)
+    /// and the reserve by version — each only when it changed, the window only when param
+    /// `capacity` does not name it.
+    #[test]
+    fn the_session_says_what_its_log_does_not() {
+        let line = |model: &str, version: &str, input: u64| {
+            json!({"type":"assistant","sessionId":"s","uuid":format!("a{input}"),"version":version,
+                   "message":{"id":format!("m{input}"),"role":"assistant","model":model,"content":[],
+                              "usage":{"input_tokens":input}}})
+        };
+        let lines = [
+            json!({"type":"user","sessionId":"s","uuid":"u0","version":"2.1.7","message":{"role":"user","content":"hi"}}),
+            line("claude-sonnet-4-5-20250929", "2.1.7", 50_000),
+            line("claude-sonnet-4-5-20250929", "2.1.7", 60_000),
+            line("claude-sonnet-4-5-20250929", "2.1.45", 250_000),
+            line("claude-opus-5", "2.1.45", 260_000),
+        ];
+        let headers: Vec<Value> = adapt_values(Input::ClaudeCode, &lines)
+            .into_iter()
+            .filter(|f| f["type"] == "request/header")
+            .collect();
+        assert_eq!(headers.len(), 3, "{headers:?}");
+        assert_eq!(
+            (&headers[0]["system"], &headers[0]["tools"]),
+            (&Value::Null, &Value::Null)
+        );
+        assert_eq!(headers[0]["seq"], 0);
+        assert_eq!(
+            (
+                &headers[1]["context_window"],
+                &headers[1]["compact_reserve"]
+            ),
+            (&json!(200_000), &json!(45_000))
+        );
+        // A reading above 200k proves the larger window; 2.1.21 on reserves less.
+        assert_eq!(
+            (
+                &headers[2]["context_window"],
+                &headers[2]["compact_reserve"]
+            ),
+            (&json!(1_000_000), &json!(33_000))
+        );
+        assert!(
+            headers
+                .iter()
+                .all(|h| h["extras"]["source_type"] == "inferred")
+        );
+
+        let config = crate::Config::from_params([("input", "claude-code"), ("capacity", "500000")]);
+        let mut a = crate::Adapter::for_config(&config.unwrap());
+        let texts: Vec<Vec<u8>> = lines
+            .iter()
+            .map(|l| serde_json::to_vec(l).unwrap())
+            .collect();
+        let frames = a.adapt_all(texts.iter().map(|t| (None, &t[..])));
+        let windows = frames
+            .iter()
+            .filter(|f| String::from_utf8_lossy(f).contains("context_window"))
+            .count();
+        assert_eq!(windows, 0, "param `capacity` names the window");
+    }
+
+    #[test]
+    fn a_compaction_says_when_the_log_shows_what_comes_back() {
+        let boundary = |meta: Value| json!({"type":"system","subtype":"compact_boundary","sessionId":"s","uuid":"b","compactMetadata":meta});
+        let user = json!({"type":"user","sessionId":"s","uuid":"u0","message":{"role":"user","content":"hi"}});
+        let old = adapt(&[
+            user.clone(),
+            boundary(json!({"trigger":"auto","preTokens":9})),
+        ]);
+        assert!(old[1].get("restore_shown").is_none());
+        let post = adapt(&[
+            user.clone(),
+            boundary(json!({"preTokens":9,"postTokens":5})),
+        ]);
+        assert_eq!(post[1]["restore_shown"], true);
+        let attached = adapt(&[
+            json!({"type":"attachment","sessionId":"s","uuid":"at","attachment":{"type":"hook_success"}}),
+            user,
+            boundary(json!({"preTokens":9})),
+        ]);
+        assert_eq!(attached[2]["restore_shown"], true);
     }
 }

@@ -26,6 +26,9 @@ pub(crate) fn adapt(cx: &mut Cx, line: &Line) {
     let id = || uuid.map_or(Id::Numbered, Id::Raw);
     let parent = line.str("parent_tool_use_id");
     let parent = parent.as_deref();
+    if parent.is_none() {
+        claude::not_in_log(cx, stamp);
+    }
     let kind = line.str("type").unwrap_or_default();
     let subtype = line.str("subtype");
     match (&*kind, subtype.as_deref()) {
@@ -50,6 +53,9 @@ pub(crate) fn adapt(cx: &mut Cx, line: &Line) {
         }
         ("assistant" | "user", _) if line.object("message").is_some() => {
             let msg = line.object("message").unwrap_or("{}");
+            if kind == "assistant" && parent.is_none() {
+                claude::announce(cx, msg, None, stamp);
+            }
             let mut f = claude::message(cx, &kind, msg, id(), stamp, parent);
             f.extra_str("source_type", &kind);
             cx.emit(f);
@@ -94,8 +100,13 @@ mod tests {
 
     use crate::adapt::{Input, adapt_values};
 
+    /// The frames of `lines`, less the headers the adapter infers (the session's envelope not
+    /// in the log, its window and reserve: `the_session_says_what_its_log_does_not`).
     fn adapt(lines: &[Value]) -> Vec<Value> {
         adapt_values(Input::ClaudeStream, lines)
+            .into_iter()
+            .filter(|f| f["extras"]["source_type"] != "inferred")
+            .collect()
     }
 
     #[test]

@@ -21,9 +21,11 @@
 //! - `turn_context`, the UI's `event_msg`s (copies of response items) and anything else pass
 //!   through as `codex/<type>[/<payload type>]`.
 //!
-//! Codex writes a response's items before its `token_count`, so a sample is anchored after
-//! its own response joined the surface: until the next reading the projection leaves out that
-//! response (its output tokens). The accuracy report measures what that costs.
+//! Codex writes a response's items, and the tool outputs they asked for, before the
+//! `token_count` of the request that made them: the sample carries `anchor_seq`, the last
+//! input-side frame before that response began (a message to the model, a tool output, a
+//! compaction's replacement), so that the pressure view anchors it to the surface its request
+//! carried (contract §3, sample).
 
 use super::build::{Cx, Id, kind_of};
 use super::line::{Line, at, is_object, str_at, uint_at};
@@ -65,6 +67,13 @@ pub(crate) fn adapt(cx: &mut Cx, line: &Line) {
                 }
             };
             let mut f = cx.frame(&kind, Id::Numbered, stamp, None);
+            // What the model wrote starts (or continues) a response; anything else is input
+            // the next request carries.
+            if kind == ASSISTANT_MESSAGE || kind == TOOL_CALL || kind == "assistant/reasoning" {
+                cx.st.request.response();
+            } else {
+                cx.st.request.input(f.seq());
+            }
             f.raw("message", message);
             f.extra_str("source_type", &format!("response_item/{t}"));
             if let Some(p) = at(Some(item), "phase") {
@@ -91,6 +100,7 @@ pub(crate) fn adapt(cx: &mut Cx, line: &Line) {
                 }
                 None => summary.unwrap_or("null"),
             };
+            cx.st.request.input(f.seq());
             cx.emit_replacement(f, message);
         }
         ("event_msg", Some("token_count")) => token_count(cx, line, stamp),
@@ -169,6 +179,8 @@ fn session_meta(cx: &mut Cx, line: &Line, stamp: Option<&str>) {
         cx.st.compact_limit = Some(limit);
         f.uint("auto_compact_tokens", limit);
     }
+    // A rollout never carries the tool list: unknown, not 0 (contract §3).
+    f.json("tools", "null");
     f.extra_str("source_type", "session_meta");
     f.source(line, &[], &["base_instructions"]);
     cx.emit(f);
@@ -209,6 +221,11 @@ fn token_count(cx: &mut Cx, line: &Line, stamp: Option<&str>) {
     }
     usage.push('}');
     f.json("usage", &usage);
+    // Anchored to what its request carried: the response and tool outputs written since are
+    // not in this reading.
+    if let Some(carried) = cx.st.request.carried.take() {
+        f.uint("anchor_seq", carried);
+    }
     f.extra_str("source_type", "event_msg/token_count");
     if let Some(r) = reasoning {
         f.extra_raw("reasoning_output_tokens", &r.to_string());
@@ -307,5 +324,36 @@ mod tests {
         assert_eq!(out[2]["type"], "request/header");
         assert_eq!(out[2]["auto_compact_tokens"], 180000);
         assert_eq!(out[3]["type"], "codex/turn_context");
+    }
+
+    /// A reading comes after the response and the tool outputs of its request: it names the
+    /// last input frame before that response began, and the next response starts afresh.
+    #[test]
+    fn a_reading_names_the_frame_its_request_carried() {
+        let item = |p: Value| json!({"timestamp":"t","type":"response_item","payload":p});
+        let out = adapt(&[
+            json!({"timestamp":"t","type":"session_meta","payload":{"id":"cx1"}}),
+            item(json!({"type":"message","role":"user","content":"a"})),
+            item(json!({"type":"reasoning","summary":[]})),
+            item(json!({"type":"function_call","name":"f","call_id":"c1","arguments":"{}"})),
+            item(json!({"type":"function_call_output","call_id":"c1","output":"o"})),
+            tc(500, 0, 501),
+            item(json!({"type":"message","role":"assistant","content":"done"})),
+            tc(600, 0, 601),
+            tc(700, 0, 701),
+        ]);
+        let samples: Vec<&Value> = out.iter().filter(|f| f.get("usage").is_some()).collect();
+        assert_eq!(
+            out[0].get("tools"),
+            Some(&Value::Null),
+            "a rollout carries no tool list"
+        );
+        assert_eq!(samples.len(), 3);
+        // The user message (seq 1) is what the first request carried; the second request
+        // carried the tool output (seq 4); a third reading with no response since names none.
+        assert_eq!(out[1]["seq"], 1);
+        assert_eq!(samples[0]["anchor_seq"], 1);
+        assert_eq!(samples[1]["anchor_seq"], 4);
+        assert!(samples[2].get("anchor_seq").is_none());
     }
 }

@@ -74,8 +74,34 @@ pub(crate) enum Read<'a> {
         line: Line<'a>,
         key: Vec<u8>,
         names: Option<String>,
+        /// The JSON objects that followed the first on the same line, written without a newline
+        /// between them (a log written at a resume): each adapted as a line of its own.
+        more: Vec<Line<'a>>,
     },
     NotObject,
+}
+
+/// The most JSON objects one line may be read as: a line of more is not an agent's record.
+const OBJECTS_PER_LINE: usize = 8;
+
+/// A line that holds several JSON objects written back to back (`{…}{…}`, whitespace allowed
+/// between): each one, when there are 2 to [`OBJECTS_PER_LINE`] and every one reads; else
+/// `None` (the line is what it is, not a JSON object).
+fn objects(bytes: &[u8]) -> Option<Vec<Line<'_>>> {
+    let mut stream =
+        serde_json::Deserializer::from_slice(bytes).into_iter::<serde::de::IgnoredAny>();
+    let mut parts = Vec::new();
+    let mut start = 0;
+    while let Some(value) = stream.next() {
+        value.ok()?;
+        let end = stream.byte_offset();
+        if parts.len() == OBJECTS_PER_LINE {
+            return None;
+        }
+        parts.push(Line::read(&bytes[start..end])?);
+        start = end;
+    }
+    (parts.len() >= 2).then_some(parts)
 }
 
 /// The lines an instance has read: their format, the session of the last one (a line that
@@ -83,6 +109,8 @@ pub(crate) enum Read<'a> {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Lines {
     pub input: Input,
+    /// Param `capacity` names the window: no inferred one is announced.
+    pub window_known: bool,
     pub last: Option<Vec<u8>>,
     pub lines: u64,
 }
@@ -91,8 +119,15 @@ impl Lines {
     /// Reads a line: its session is its record key, else the session it names, else the
     /// session of the line before (else the empty session).
     pub fn read<'a>(&self, key: Option<&[u8]>, bytes: &'a [u8]) -> Read<'a> {
-        let Some(line) = Line::read(bytes) else {
-            return Read::NotObject;
+        let (line, more) = match Line::read(bytes) {
+            Some(line) => (line, Vec::new()),
+            None => match objects(bytes) {
+                Some(mut parts) => {
+                    let more = parts.split_off(1);
+                    (parts.pop().expect("two parts at least"), more)
+                }
+                None => return Read::NotObject,
+            },
         };
         let names = self.input.session_of(&line);
         let key = match (key, &names) {
@@ -100,7 +135,12 @@ impl Lines {
             (None, Some(s)) => s.as_bytes().to_vec(),
             (None, None) => self.last.clone().unwrap_or_default(),
         };
-        Read::Object { line, key, names }
+        Read::Object {
+            line,
+            key,
+            names,
+            more,
+        }
     }
 
     /// The numbering floor of a session that comes back after eviction.
@@ -115,6 +155,7 @@ impl Lines {
         &mut self,
         track: Option<&mut Track>,
         line: &Line,
+        more: &[Line],
         record_key: Option<&[u8]>,
         key: Vec<u8>,
         names: Option<String>,
@@ -135,7 +176,7 @@ impl Lines {
             Placed::New(st) => {
                 // Only a session's new lines count: a line delivered again changes nothing.
                 if !long {
-                    self.lines = self.lines.saturating_add(1);
+                    self.lines = self.lines.saturating_add(1 + more.len() as u64);
                 }
                 st
             }
@@ -153,15 +194,29 @@ impl Lines {
         let before = out.len();
         let mut cx = Cx {
             input: self.input,
+            window_known: self.window_known,
             st,
             session,
             out,
         };
-        match self.input {
-            Input::ClaudeCode => claude_code::adapt(&mut cx, line),
-            Input::ClaudeStream => claude_stream::adapt(&mut cx, line),
-            Input::Codex => codex::adapt(&mut cx, line),
-            Input::AgentFold => {}
+        for line in std::iter::once(line).chain(more) {
+            match self.input {
+                Input::ClaudeCode => claude_code::adapt(&mut cx, line),
+                Input::ClaudeStream => claude_stream::adapt(&mut cx, line),
+                Input::Codex => codex::adapt(&mut cx, line),
+                Input::AgentFold => {}
+            }
+        }
+        if !more.is_empty() {
+            // Said in the stream: the line was read as several.
+            let kind = format!("{}/split-line", self.input.name());
+            let mut f = cx.frame(&kind, build::Id::Numbered, None, None);
+            f.uint("records", 1 + more.len() as u64);
+            f.extra_str(
+                "note",
+                "one line held several JSON records with no newline between them: each was read as a line",
+            );
+            cx.emit(f);
         }
         out.len() - before
     }
@@ -184,6 +239,13 @@ impl Adapter {
             },
             sessions: Lru::new(max_sessions),
         }
+    }
+
+    /// The adapter an instance of `config` runs: the same frames, numbered alike.
+    pub fn for_config(config: &crate::Config) -> Adapter {
+        let mut a = Adapter::new(config.input, config.max_sessions);
+        a.lines.window_known = config.capacity.is_some();
+        a
     }
 
     pub fn input(&self) -> Input {
@@ -214,6 +276,7 @@ impl Adapter {
             line: l,
             key: k,
             names,
+            more,
         } = self.lines.read(key, line)
         else {
             out.push(line.to_vec());
@@ -235,7 +298,8 @@ impl Adapter {
             };
             Some(self.sessions.get_mut(id))
         };
-        self.lines.adapt(track, &l, key, k, names, offset, 0, out)
+        self.lines
+            .adapt(track, &l, &more, key, k, names, offset, 0, out)
     }
 
     /// Adapts a whole log (lines with their keys, offsets by position) at once.
@@ -327,6 +391,50 @@ mod tests {
         assert_eq!(Input::detect(b"not json"), None);
     }
 
+    /// A line written at a resume holds two records with no newline between them: both are
+    /// read (a reading among them is not lost), and a frame says so; a line of more records
+    /// than a line may hold, or of one that does not read, is handed on as it came.
+    #[test]
+    fn records_written_back_to_back_are_read_each() {
+        let meta = r#"{"timestamp":"t","type":"session_meta","payload":{"id":"cx"}}"#;
+        let user = r#"{"timestamp":"t","type":"response_item","payload":{"type":"message","role":"user","content":"hi"}}"#;
+        let reading = r#"{"timestamp":"t","type":"event_msg","payload":{"type":"token_count","info":{"last_token_usage":{"input_tokens":900,"cached_input_tokens":0},"total_token_usage":{"total_tokens":901}}}}"#;
+        let started = r#"{"timestamp":"t","type":"event_msg","payload":{"type":"task_started","model_context_window":1000}}"#;
+        let glued = format!("{reading}{started}");
+        let mut a = Adapter::new(Input::Codex, 10);
+        let mut out = Vec::new();
+        for l in [meta, user] {
+            a.push(None, l.as_bytes(), None, &mut out);
+        }
+        out.clear();
+        a.push(None, glued.as_bytes(), None, &mut out);
+        let kinds: Vec<String> = out
+            .iter()
+            .map(|f| crate::Frame::parse(f).unwrap().kind().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            kinds,
+            ["assistant/message", "request/header", "codex/split-line"]
+        );
+        assert_eq!(
+            crate::Frame::parse(&out[0])
+                .unwrap()
+                .usage()
+                .map(crate::usage_tokens),
+            Some(900)
+        );
+        assert!(String::from_utf8_lossy(&out[2]).contains(r#""records":2"#));
+        for bad in [
+            format!("{reading} {reading}x"),
+            reading.repeat(OBJECTS_PER_LINE + 1),
+            format!("{reading}[1]"),
+        ] {
+            out.clear();
+            assert_eq!(a.push(None, bad.as_bytes(), None, &mut out), 1, "{bad}");
+            assert_eq!(out[0], bad.as_bytes());
+        }
+    }
+
     #[test]
     fn what_is_not_an_object_is_handed_on() {
         for input in [Input::ClaudeCode, Input::ClaudeStream, Input::Codex] {
@@ -368,7 +476,7 @@ mod tests {
         assert_eq!(
             cp,
             format!(
-                r#"{{"stateVersion":5,"input":"claude-code","lines":2,"last":{{"session":"s"}},"sessions":[{{"session":"s","nextSeq":2,"sessionId":"s","mainMessage":"m1","subMessage":null,"surface":[0,1],"window":null,"total":null,"compactLimit":null,"recent":[[{u1},0],[{u2},1]],"keep":null}}]}}"#
+                r#"{{"stateVersion":5,"input":"claude-code","lines":2,"last":{{"session":"s"}},"sessions":[{{"session":"s","nextSeq":3,"sessionId":"s","mainMessage":"m1","subMessage":null,"surface":[1,2],"window":null,"total":null,"compactLimit":null,"recent":[[{u1},1],[{u2},2]],"keep":null,"request":[null,null,false],"compactReserve":null,"showsRestore":false}}]}}"#
             )
         );
         let mut c = Adapter::new(Input::Codex, 10);

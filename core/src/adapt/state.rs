@@ -31,6 +31,45 @@ pub(crate) struct State {
     /// What the next replacement keeps: set by a compaction boundary that names its kept
     /// messages, taken by the replacement that follows.
     pub keep: Option<Kept>,
+    /// Codex: where the request of the next reading began (see [`Request`]).
+    pub request: Request,
+    /// Claude Code: the compaction reserve announced in a `request/header` (by version).
+    pub reserve: Option<u64>,
+    /// Claude Code: the log writes what the agent puts back (an `attachment` line was seen, or
+    /// a compaction boundary carried `postTokens`).
+    pub shows_restore: bool,
+}
+
+/// Codex writes a response's items, and the tool outputs they asked for, before the reading
+/// of the request that made them: a reading is anchored to the last input-side frame before
+/// its response began (contract §3, sample).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Request {
+    /// The seq of the latest input-side frame (a message to the model, a tool output, a
+    /// compaction's replacement).
+    pub last_input: Option<u64>,
+    /// The seq of the last input-side frame before the latest response began.
+    pub carried: Option<u64>,
+    /// A response is being written (its items came after the latest input).
+    pub responding: bool,
+}
+
+impl Request {
+    /// A frame of the model's response: the first after an input starts a response.
+    pub fn response(&mut self) {
+        if !self.responding {
+            self.carried = self.last_input;
+            self.responding = true;
+        }
+    }
+
+    /// A frame the next request carries as input.
+    pub fn input(&mut self, seq: Option<u64>) {
+        if seq.is_some() {
+            self.last_input = seq;
+        }
+        self.responding = false;
+    }
 }
 
 /// The messages a compaction keeps verbatim: from the node of `head` (a seq) to the surface's
@@ -179,6 +218,18 @@ impl Checkpointed for Track {
             Some(k) => w.raw("keep", &format!("[{},{}]", k.before, k.head)),
             None => w.raw("keep", "null"),
         }
+        let r = s.request;
+        w.raw(
+            "request",
+            &format!(
+                "[{},{},{}]",
+                r.last_input.map_or("null".into(), |n| n.to_string()),
+                r.carried.map_or("null".into(), |n| n.to_string()),
+                r.responding
+            ),
+        );
+        w.opt_uint("compactReserve", s.reserve);
+        w.bool("showsRestore", s.shows_restore);
         if let Some(o) = self.last_offset {
             w.raw("lastOffset", &o.to_string());
         }
@@ -211,6 +262,17 @@ impl Checkpointed for Track {
                 let keep: Option<(u64, u64)> = field::read(map, name)?;
                 b.state.keep = keep.map(|(before, head)| Kept { before, head });
             }
+            "request" => {
+                let (last_input, carried, responding): (Option<u64>, Option<u64>, bool) =
+                    field::read(map, name)?;
+                b.state.request = Request {
+                    last_input,
+                    carried,
+                    responding,
+                };
+            }
+            "compactReserve" => b.state.reserve = field::read(map, name)?,
+            "showsRestore" => b.state.shows_restore = field::read(map, name)?,
             "lastOffset" => b.last_offset = field::read(map, name)?,
             _ => return Ok(false),
         }

@@ -1,5 +1,8 @@
-//! A pressure session's members in a checkpoint: version 5 writes them all; versions 4 to 1
-//! restore what they carried (4: `rebased` starts as if no compaction had been seen, the base
+//! A pressure session's members in a checkpoint: version 5 writes them all (`rebaseFirst`,
+//! `keptNode`, `keptShown`, `shownNext`, `compactReserve` and `notInLog` are members version 5 gained
+//! later: a checkpoint without them restores with the base at scale 1, the summary priced with
+//! what was kept, nothing shown, no reserve, every envelope part measured — readers that predate them ignore them); versions
+//! 4 to 1 restore what they carried (4: `rebased` starts as if no compaction had been seen, the base
 //! learnt from the next reading; 3: no calibration sums; 2: no anchor, so no projection until
 //! the next sample; 1: the breakdown only, envelope and surface).
 
@@ -8,7 +11,7 @@ use std::fmt;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-use super::session::{Envelope, Levels, Rebase, Session};
+use super::session::{Envelope, Kept, Levels, Rebase, Session};
 use super::surface::{Node, RestoreError, Surface};
 use crate::state::checkpoint::{CheckpointError, Members, field};
 
@@ -29,8 +32,18 @@ pub(crate) struct Fields {
     replaced: Option<bool>,
     /// `rebase`: `[base, restore, kept]`.
     rebase: (Option<u64>, Option<u64>, Option<u64>),
+    /// `rebaseFirst`: `[reading, anchor]`.
+    first: Option<(u64, u64)>,
+    /// `keptNode`, `keptShown`, `shownNext`.
+    kept_node: Option<u64>,
+    kept_shown: bool,
+    shown_next: bool,
     /// `compactLevels`: `[auto, agent]`.
     levels: (Option<u64>, Option<u64>),
+    /// `compactReserve`.
+    reserve: Option<u64>,
+    /// `notInLog`: `[system, tools]`.
+    not_in_log: (bool, bool),
     surface: Option<Result<Surface, RestoreError>>,
 }
 
@@ -69,6 +82,8 @@ impl Session {
         w.opt_uint("floor", self.surface.floor());
         w.opt_uint("systemTokens", self.envelope.system);
         w.opt_uint("toolsTokens", self.envelope.tools);
+        let [system, tools] = self.envelope.not_in_log;
+        w.raw("notInLog", &format!("[{system},{tools}]"));
         w.opt_uint("capacity", self.envelope.capacity);
         w.opt_uint("pressureTokens", self.pressure);
         w.opt_uint("anchorTokens", self.anchor);
@@ -76,9 +91,18 @@ impl Session {
         w.uint("providerGrowth", self.provider_growth);
         w.bool("replacedSinceSample", self.replaced);
         let r = &self.rebase;
-        w.raw("rebase", &field::nullable(&[r.base, r.restore, r.kept]));
+        let kept = r.kept.map(|k| k.total);
+        w.raw("rebase", &field::nullable(&[r.base, r.restore, kept]));
+        match r.first {
+            Some((reading, anchor)) => w.raw("rebaseFirst", &format!("[{reading},{anchor}]")),
+            None => w.raw("rebaseFirst", "null"),
+        }
+        w.opt_uint("keptNode", r.kept.map(|k| k.node));
+        w.bool("keptShown", r.kept.is_some_and(|k| k.shown));
+        w.bool("shownNext", r.shown_next);
         let l = &self.levels;
         w.raw("compactLevels", &field::nullable(&[l.auto, l.agent]));
+        w.opt_uint("compactReserve", l.reserve);
         let mut nodes = String::with_capacity(self.surface.len() * 12 + 2);
         nodes.push('[');
         for (i, n) in self.surface.nodes().enumerate() {
@@ -102,6 +126,7 @@ impl Session {
             "floor" => b.floor = field::read(map, name)?,
             "systemTokens" => b.system = field::read(map, name)?,
             "toolsTokens" => b.tools = field::read(map, name)?,
+            "notInLog" => b.not_in_log = field::read(map, name)?,
             "capacity" => b.capacity = field::read(map, name)?,
             "partial" => b.partial = Some(field::read(map, name)?),
             "pressureTokens" => b.pressure = field::read(map, name)?,
@@ -110,7 +135,12 @@ impl Session {
             "providerGrowth" => b.provider_growth = field::read(map, name)?,
             "replacedSinceSample" => b.replaced = Some(field::read(map, name)?),
             "rebase" => b.rebase = field::read(map, name)?,
+            "rebaseFirst" => b.first = field::read(map, name)?,
+            "keptNode" => b.kept_node = field::read(map, name)?,
+            "keptShown" => b.kept_shown = field::read(map, name)?,
+            "shownNext" => b.shown_next = field::read(map, name)?,
             "compactLevels" => b.levels = field::read(map, name)?,
+            "compactReserve" => b.reserve = field::read(map, name)?,
             "surface" => {
                 // Borrowed first, to size the surface exactly (a node is a `[`, and at least six
                 // bytes): no doubling growth over a million nodes.
@@ -159,6 +189,7 @@ impl Session {
                 system: b.system,
                 tools: b.tools,
                 capacity: None,
+                not_in_log: [b.not_in_log.0, b.not_in_log.1],
             },
             ..Session::default()
         };
@@ -187,13 +218,20 @@ impl Session {
             let base = base.filter(|_| !s.partial);
             s.rebase = Rebase {
                 base,
+                first: b.first.filter(|_| base.is_some()),
                 restore,
-                kept: kept.filter(|_| base.is_some()),
+                kept: kept.filter(|_| base.is_some()).map(|total| Kept {
+                    total,
+                    node: b.kept_node.unwrap_or(0).min(total),
+                    shown: b.kept_shown,
+                }),
+                shown_next: b.shown_next,
             };
             let (auto, agent) = b.levels;
             s.levels = Levels {
                 auto: auto.filter(|n| *n >= 1),
                 agent: agent.filter(|n| *n >= 1),
+                reserve: b.reserve,
             };
         }
         // Every node was applied, so stands at or below the cursor: a frame above it can never

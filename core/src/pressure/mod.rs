@@ -46,6 +46,7 @@ impl Projector {
                 projection: config.projection,
                 compact_at: config.compact_at,
                 restore_prior: config.compact_restore,
+                learn_restore: config.learn_restore,
                 window_reserve: claude.then_some(CLAUDE_CODE_RESERVE),
             },
         }

@@ -46,20 +46,39 @@ pub(crate) struct Envelope {
     pub tools: Option<u64>,
     /// `context_window`.
     pub capacity: Option<u64>,
+    /// The latest header to name `system` (resp. `tools`) named it `null`: the log does not
+    /// carry it, so its figure is unknown, not 0 (contract §3).
+    pub not_in_log: [bool; 2],
 }
 
 /// What `rebased` keeps (contract §3.4).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Rebase {
-    /// What the session's first reading counted beyond its surface (system prompt, tools, what
-    /// the agent adds unseen); `None` in a partial session.
+    /// What the session's first reading counted beyond its surface at scale 1 (system prompt,
+    /// tools, what the agent adds unseen); `None` in a partial session.
     pub base: Option<u64>,
-    /// What the agent put back at the last compaction beyond the replacement, learnt from the
-    /// first reading after it; `None` until then (the param's prior stands).
+    /// That first reading and the `messageTokens` it was anchored to, so that the base is
+    /// priced at the session's scale as it stands (a checkpoint from before it kept only
+    /// `base`).
+    pub first: Option<(u64, u64)>,
+    /// What the agent put back unseen at the last compaction beyond what was there, learnt
+    /// from the first reading after it; `None` until then (the prior stands).
     pub restore: Option<u64>,
-    /// A replacement was applied since the latest sample, leaving this many `messageTokens`
-    /// (its node and what it kept).
-    pub kept: Option<u64>,
+    /// A replacement was applied since the latest sample: what it left.
+    pub kept: Option<Kept>,
+    /// The latest `compact/start` said the log writes what its compaction puts back.
+    pub shown_next: bool,
+}
+
+/// What a replacement left on the surface, until the next sample.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Kept {
+    /// `messageTokens` right after it: its node and what it kept verbatim.
+    pub total: u64,
+    /// Its own node's tokens (the summary, priced as prose: unscaled).
+    pub node: u64,
+    /// Its `compact/start` said the log writes what comes back: nothing unseen is added.
+    pub shown: bool,
 }
 
 /// Where the agent compacts on its own, as the session's log says (contract §3.5).
@@ -69,6 +88,8 @@ pub(crate) struct Levels {
     pub auto: Option<u64>,
     /// The agent's own threshold, as the latest header that named one said.
     pub agent: Option<u64>,
+    /// How far below its window the agent compacts, as the latest header that named it said.
+    pub reserve: Option<u64>,
 }
 
 /// What the figures read besides a session's state: the instance's params.
@@ -78,9 +99,12 @@ pub(crate) struct Params {
     pub capacity: Option<u64>,
     pub projection: Projection,
     pub compact_at: CompactAt,
-    /// What the agent puts back at a compaction until the session learnt its own.
+    /// What the agent puts back unseen at a compaction until the session learnt its own.
     pub restore_prior: u64,
-    /// The agent documents its threshold as the window less this (Claude Code: 33,000).
+    /// Whether a session learns what its agent puts back from its own compactions.
+    pub learn_restore: bool,
+    /// The agent documents its threshold as the window less this (Claude Code: 33,000), until
+    /// a header names the session's own.
     pub window_reserve: Option<u64>,
 }
 
@@ -154,16 +178,24 @@ impl std::fmt::Display for Refusal {
 /// What a frame asks of the projection, read and checked before anything changes.
 pub(crate) struct Change {
     pub seq: u64,
-    system: Option<u64>,
-    tools: Option<u64>,
+    /// On a header: `Some(None)` when it names the part `null` (not in this log).
+    system: Option<Option<u64>>,
+    tools: Option<Option<u64>>,
     capacity: Option<u64>,
     sample: Option<u64>,
     /// The node the frame adds, with the span it replaces, when it has a message or a span.
     node: Option<(Node, Option<Replaces>)>,
     /// An automatic compaction's level (`compact/start`).
     auto_compact: Option<u64>,
+    /// On a `compact/start`: whether it says the log writes what comes back.
+    restore_shown: Option<bool>,
     /// The agent's own threshold (`request/header`).
     agent_compact: Option<u64>,
+    /// How far below its window the agent compacts (`request/header`).
+    reserve: Option<u64>,
+    /// The seq of the last frame the sampled request carried (`anchor_seq`), when below this
+    /// frame's.
+    anchor_seq: Option<u64>,
 }
 
 fn replaces(raw: &str) -> Option<Replaces> {
@@ -199,7 +231,7 @@ impl Change {
         });
         let priced = |raw: Option<&str>| {
             header
-                .then(|| raw.map(|s| estimate(s.as_bytes())))
+                .then(|| raw.map(|s| (s != "null").then(|| estimate(s.as_bytes()))))
                 .flatten()
         };
         Ok(Some(Change {
@@ -212,13 +244,27 @@ impl Change {
             auto_compact: (v.kind() == Some(COMPACT_START))
                 .then(|| v.auto_compaction())
                 .flatten(),
+            restore_shown: (v.kind() == Some(COMPACT_START)).then(|| v.restore_shown()),
             agent_compact: header.then(|| v.auto_compact_tokens()).flatten(),
+            reserve: header.then(|| v.compact_reserve()).flatten(),
+            anchor_seq: sample.and(v.anchor_seq()).filter(|a| *a < seq),
         }))
     }
 }
 
 /// Below this much estimated growth a session is uncalibrated (scale 1).
 pub(crate) const CALIBRATION_MIN: u64 = 1000;
+
+/// The most nodes a sample's `anchor_seq` may leave out of its anchor: what one response
+/// and its tool results add (contract §3, sample; §5: a frame's cost stays bounded).
+pub(crate) const ANCHOR_NODES: usize = 256;
+
+/// What a replacement left, priced: its own node as prose (unscaled: the estimate's "4 chars
+/// ≈ 1 token" is a prose figure, and a session's scale is learnt mostly on code and JSON), what
+/// it kept verbatim at the session's scale.
+fn kept_price(kept: Kept, scale: impl Fn(u64) -> i128) -> i128 {
+    kept.node as i128 + scale(kept.total - kept.node)
+}
 
 /// `d × n / d_` rounded to the nearest integer, halves away from zero, exactly.
 fn scaled(d: i128, n: u64, den: u64) -> i128 {
@@ -257,11 +303,12 @@ impl Session {
             None => None,
         };
         // Commit.
-        if c.system.is_some() {
-            self.envelope.system = c.system;
-        }
-        if c.tools.is_some() {
-            self.envelope.tools = c.tools;
+        for (i, named) in [c.system, c.tools].into_iter().enumerate() {
+            if let Some(tokens) = named {
+                let e = &mut self.envelope;
+                *[&mut e.system, &mut e.tools][i] = tokens;
+                e.not_in_log[i] = tokens.is_none();
+            }
         }
         if c.capacity.is_some() {
             self.envelope.capacity = c.capacity;
@@ -272,27 +319,44 @@ impl Session {
         if c.agent_compact.is_some() {
             self.levels.agent = c.agent_compact;
         }
+        if c.reserve.is_some() {
+            self.levels.reserve = c.reserve;
+        }
+        if let Some(shown) = c.restore_shown {
+            self.rebase.shown_next = shown;
+        }
         if let Some(now) = c.sample {
-            let before_join = self.surface.total();
-            // `rebased` learns, before this interval moves the calibration: the base from the
-            // first reading this complete session sees, the restore from the first after a
-            // compaction — what the reading counts beyond the base and the replacement.
+            // The surface the sampled request carried: as it stands, less what joined after the
+            // frame its `anchor_seq` names (a response written before its reading).
+            let total = self.surface.total();
+            let carried = c
+                .anchor_seq
+                .and_then(|a| self.surface.tokens_after(a, ANCHOR_NODES))
+                .map_or(total, |after| total - after);
+            // `rebased` learns, before this interval moves the calibration: the first reading
+            // this complete session sees, and after a compaction what the agent put back
+            // unseen — what the reading counts beyond the base and what the compaction left.
             if !self.partial {
                 let (n, d) = self.ratio(Projection::Calibrated);
-                let beyond = |what: u64| (now as i128 - scaled(what as i128, n, d)).max(0) as u64;
+                let scale = |t: u64| scaled(t as i128, n, d);
                 match (self.rebase.base, self.rebase.kept.take()) {
-                    (None, _) => self.rebase.base = Some(beyond(before_join)),
-                    (Some(base), Some(kept)) => {
-                        self.rebase.restore = Some(beyond(kept).saturating_sub(base));
+                    (None, _) => {
+                        self.rebase.base = Some(now.saturating_sub(carried));
+                        self.rebase.first = Some((now, carried));
                     }
-                    (Some(_), None) => {}
+                    (Some(_), Some(kept)) if !kept.shown => {
+                        let beyond =
+                            now as i128 - self.base(scale) as i128 - kept_price(kept, scale);
+                        self.rebase.restore = Some(beyond.max(0) as u64);
+                    }
+                    (Some(_), _) => {}
                 }
             }
             if let (Some(previous), Some(anchor), false) =
                 (self.pressure, self.anchor, self.replaced)
             {
                 // A clean interval: what the estimate saw grow against what the provider did.
-                let d_est = before_join as i128 - anchor as i128;
+                let d_est = carried as i128 - anchor as i128;
                 let d_provider = now as i128 - previous as i128;
                 if d_est > 0 && d_provider > 0 {
                     self.est_growth = self.est_growth.saturating_add(d_est as u64);
@@ -300,7 +364,7 @@ impl Session {
                 }
             }
             self.pressure = Some(now);
-            self.anchor = Some(before_join);
+            self.anchor = Some(carried);
             self.replaced = false;
         }
         if let (Some(plan), Some((node, _))) = (plan, c.node) {
@@ -310,7 +374,11 @@ impl Session {
                 Plan::Splice { .. } => {
                     self.replaced = true;
                     if self.rebase.base.is_some() {
-                        self.rebase.kept = Some(self.surface.total());
+                        self.rebase.kept = Some(Kept {
+                            total: self.surface.total(),
+                            node: node.tokens.min(self.surface.total()),
+                            shown: self.rebase.shown_next,
+                        });
                     }
                 }
                 Plan::FrontCut { .. } => {
@@ -340,11 +408,34 @@ impl Session {
         }
     }
 
+    /// What the session's first reading counted beyond its surface, that surface priced at
+    /// the session's scale as it stands (the first reading came before any calibration); a
+    /// checkpoint from before kept only the base at scale 1.
+    fn base(&self, scale: impl Fn(u64) -> i128) -> u64 {
+        match self.rebase.first {
+            Some((reading, anchor)) => (reading as i128 - scale(anchor)).max(0) as u64,
+            None => self.rebase.base.unwrap_or(0),
+        }
+    }
+
     /// The base a re-based figure stands on: never under the envelope's own estimate, so that
     /// the figure never falls under the system prompt and tools (contract §3.4).
     fn floor(&self, base: u64) -> u64 {
         let e = &self.envelope;
         base.max(e.system.unwrap_or(0).saturating_add(e.tools.unwrap_or(0)))
+    }
+
+    /// What the agent puts back unseen at a compaction: nothing where the log writes it, else
+    /// the prior, halfway to what the session's last compaction taught it (one compaction's
+    /// lesson moves the next figure by half at most: contract §3.4).
+    fn unseen_restore(&self, kept: Kept, params: &Params) -> u64 {
+        match (kept.shown, self.rebase.restore) {
+            (true, _) => 0,
+            (false, Some(learnt)) if params.learn_restore => {
+                ((params.restore_prior as u128 + learnt as u128).div_ceil(2)) as u64
+            }
+            (false, _) => params.restore_prior,
+        }
     }
 
     /// What the session shows under the instance's params.
@@ -355,12 +446,15 @@ impl Session {
         let projected = match (self.pressure, self.anchor) {
             (Some(p), Some(a)) => {
                 let v = match (params.projection, self.rebase.base, self.rebase.kept) {
-                    // Re-based: the base, the replacement and what it kept, and the larger of
-                    // what joined since and what the agent puts back (contract §3.4).
-                    (Projection::Rebased, Some(base), Some(kept)) => {
-                        let restore = self.rebase.restore.unwrap_or(params.restore_prior) as i128;
-                        let joined = scale(total.saturating_sub(kept));
-                        self.floor(base) as i128 + scale(kept) + joined.max(restore)
+                    // Re-based: the base, what the compaction left (its summary as prose, what
+                    // it kept verbatim scaled), and the larger of what joined since and what the
+                    // agent puts back unseen (contract §3.4).
+                    (Projection::Rebased, Some(_), Some(kept)) => {
+                        let restore = self.unseen_restore(kept, params) as i128;
+                        let joined = scale(total.saturating_sub(kept.total));
+                        self.floor(self.base(scale)) as i128
+                            + kept_price(kept, scale)
+                            + joined.max(restore)
                     }
                     _ => p as i128 + scaled(total as i128 - a as i128, n, d),
                 };
@@ -373,23 +467,26 @@ impl Session {
             CompactAt::Never => None,
             CompactAt::Tokens(t) => Some(t),
             CompactAt::Learnt => self.levels.auto.or(self.levels.agent).or_else(|| {
-                let reserve = params.window_reserve?;
+                let reserve = self.levels.reserve.or(params.window_reserve)?;
                 capacity.filter(|c| *c > reserve).map(|c| c - reserve)
             }),
         };
-        let envelope = |v: Option<u64>| {
-            if self.partial {
+        // Before any header the breakdown's envelope is 0 — but not in a partial session, nor
+        // where a header said the log does not carry it: there it is unknown (contract §3).
+        let envelope = |v: Option<u64>, not_in_log: bool| {
+            if self.partial || not_in_log {
                 v
             } else {
                 Some(v.unwrap_or(0))
             }
         };
+        let e = &self.envelope;
         Figures {
             pressure: self.pressure,
             projected,
             capacity,
-            system: envelope(self.envelope.system),
-            tools: envelope(self.envelope.tools),
+            system: envelope(e.system, e.not_in_log[0]),
+            tools: envelope(e.tools, e.not_in_log[1]),
             message: (!self.partial).then_some(total),
             scale_milli: scaled(1000, n, d) as u64,
             compact_at,
@@ -469,6 +566,7 @@ mod tests {
             projection,
             compact_at: CompactAt::Learnt,
             restore_prior: 1_000,
+            learn_restore: true,
             window_reserve: None,
         }
     }
@@ -491,7 +589,7 @@ mod tests {
             assert_eq!(projected(&s, p), projected(&before, Projection::Calibrated));
         }
         feed(&mut s, &[summary(4, 50, 0, 3)]);
-        assert_eq!(s.rebase.kept, Some(50));
+        assert_eq!(s.rebase.kept.map(|k| (k.total, k.node)), Some((50, 50)));
         assert_eq!(projected(&s, Projection::Rebased), Some(4_990 + 50 + 1_000));
         // calibrated: 5,700 + (50 − 430), its anchor, at scale 1 (420 of growth is too little).
         assert_eq!(projected(&s, Projection::Calibrated), Some(5_320));
@@ -503,8 +601,8 @@ mod tests {
     }
 
     /// The first reading after a compaction teaches what the agent put back (here 2,000 beyond
-    /// base and summary), applied at the next compaction; every reading restarts the projection
-    /// from itself, as in `calibrated`.
+    /// base and summary), half of which moves the next compaction's figure; every reading
+    /// restarts the projection from itself, as in `calibrated`.
     #[test]
     fn the_restore_is_learnt_from_the_first_reading_after() {
         let mut s = Session::starting_at(0, false);
@@ -522,8 +620,12 @@ mod tests {
             projected(&s, Projection::Rebased),
             projected(&s, Projection::Calibrated)
         );
+        // The next compaction: halfway from the prior (1,000) to what was learnt.
         feed(&mut s, &[msg(4, "user/message", 300), summary(5, 80, 2, 4)]);
-        assert_eq!(projected(&s, Projection::Rebased), Some(4_990 + 80 + 2_000));
+        assert_eq!(projected(&s, Projection::Rebased), Some(4_990 + 80 + 1_500));
+        let mut no_learning = params(Projection::Rebased);
+        no_learning.learn_restore = false;
+        assert_eq!(s.figures(&no_learning).projected, Some(4_990 + 80 + 1_000));
     }
 
     #[test]
@@ -542,7 +644,8 @@ mod tests {
         );
         let mut p = params(Projection::Rebased);
         p.restore_prior = 0;
-        assert_eq!(s.figures(&p).projected, Some(3_000));
+        // The base (3,000) and the summary's one token, as prose: unscaled.
+        assert_eq!(s.figures(&p).projected, Some(3_001));
         assert_eq!(
             s.figures(&params(Projection::Calibrated)).projected,
             Some(2_750)
@@ -604,5 +707,122 @@ mod tests {
             (Some(40_000), Some(0))
         );
         assert_eq!(at(&s, CompactAt::Never, Some(33_000)), (None, None));
+    }
+
+    /// A reading that names `anchor_seq` is anchored to the surface less what joined after that
+    /// frame (Codex writes a response before its reading): the projection counts it as growth,
+    /// and the calibration measures the interval from what each request carried.
+    #[test]
+    fn a_reading_is_anchored_to_what_its_request_carried() {
+        let mut s = Session::starting_at(0, false);
+        feed(
+            &mut s,
+            &[
+                msg(0, "user/message", 100),
+                msg(1, "assistant/reasoning", 30),
+                msg(2, "tool/result", 70),
+                r#"{"type":"assistant/message","seq":3,"anchor_seq":0,"usage":{"input_tokens":5000}}"#
+                    .into(),
+            ],
+        );
+        assert_eq!((s.pressure, s.anchor), (Some(5_000), Some(100)));
+        assert_eq!(s.rebase.first, Some((5_000, 100)));
+        // Shown: the reading plus the 100 its request did not carry.
+        assert_eq!(projected(&s, Projection::Calibrated), Some(5_100));
+        // An anchor not below the frame's seq is no anchor; one that would leave out more
+        // nodes than a response adds is not honoured either (contract §5).
+        let mut t = s.clone();
+        feed(
+            &mut t,
+            &[r#"{"type":"assistant/message","seq":4,"anchor_seq":4,"usage":{"input_tokens":6000}}"#.into()],
+        );
+        assert_eq!(t.anchor, Some(200));
+        let mut u = Session::starting_at(0, false);
+        let mut frames: Vec<String> = (0..=ANCHOR_NODES as u64 + 1)
+            .map(|i| msg(i, "tool/result", 1))
+            .collect();
+        let last = ANCHOR_NODES as u64 + 2;
+        frames.push(format!(
+            r#"{{"type":"assistant/message","seq":{last},"anchor_seq":0,"usage":{{"input_tokens":9}}}}"#
+        ));
+        feed(&mut u, &frames);
+        assert_eq!(u.anchor, Some(ANCHOR_NODES as u64 + 2));
+    }
+
+    /// Re-based: the base is re-priced at the session's scale as it stands; the summary is
+    /// priced as prose (unscaled), what was kept verbatim at the scale; nothing unseen is added
+    /// where the compaction's start says the log shows what comes back, and nothing is learnt.
+    #[test]
+    fn a_compaction_prices_its_summary_as_prose_and_adds_nothing_the_log_shows() {
+        let mut s = Session::starting_at(0, false);
+        feed(
+            &mut s,
+            &[
+                msg(0, "user/message", 1_000),
+                reading(1, 10, 6_000),
+                msg(2, "tool/result", 2_000),
+                // 2,010 estimated tokens of growth read as 4,020: a scale of 2.
+                reading(3, 10, 10_020),
+                msg(4, "user/message", 100),
+            ],
+        );
+        assert_eq!(s.ratio(Projection::Calibrated), (4_020, 2_010));
+        feed(&mut s, &[summary(5, 50, 0, 3)]);
+        let kept = s.rebase.kept.unwrap();
+        assert_eq!((kept.total, kept.node, kept.shown), (150, 50, false));
+        // 6,000 − 2 × 1,000 = 4,000; 50 as prose; the 100 kept × 2; the prior (1,000).
+        assert_eq!(
+            projected(&s, Projection::Rebased),
+            Some(4_000 + 50 + 200 + 1_000)
+        );
+
+        let mut shown = Session::starting_at(0, false);
+        feed(
+            &mut shown,
+            &[
+                msg(0, "user/message", 1_000),
+                reading(1, 10, 6_000),
+                r#"{"type":"compact/start","seq":2,"restore_shown":true}"#.into(),
+                summary(3, 50, 0, 1),
+                msg(4, "claude-code/attachment", 300),
+            ],
+        );
+        assert!(shown.rebase.kept.unwrap().shown);
+        // Scale 1: the base 5,000, the summary, what joined since; nothing unseen.
+        assert_eq!(
+            projected(&shown, Projection::Rebased),
+            Some(5_000 + 50 + 300)
+        );
+        feed(&mut shown, &[reading(5, 10, 9_000)]);
+        assert_eq!(
+            shown.rebase.restore, None,
+            "a shown compaction teaches nothing unseen"
+        );
+    }
+
+    #[test]
+    fn a_header_may_say_the_log_carries_no_envelope_and_name_the_reserve() {
+        let mut s = Session::starting_at(0, false);
+        let p = params(Projection::Rebased);
+        assert_eq!(
+            (s.figures(&p).system, s.figures(&p).tools),
+            (Some(0), Some(0))
+        );
+        feed(
+            &mut s,
+            &[r#"{"type":"request/header","seq":0,"system":null,"tools":null,"compact_reserve":45000,"context_window":200000}"#.into()],
+        );
+        let f = s.figures(&p);
+        assert_eq!(
+            (f.system, f.tools, f.compact_at),
+            (None, None, Some(155_000))
+        );
+        feed(
+            &mut s,
+            &[r#"{"type":"request/header","seq":1,"tools":[{"name":"Read"}]}"#.into()],
+        );
+        let f = s.figures(&p);
+        assert_eq!((f.system, f.tools), (None, Some(5)));
+        assert_eq!(s.envelope.not_in_log, [true, false]);
     }
 }

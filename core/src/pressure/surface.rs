@@ -233,6 +233,28 @@ impl Surface {
         self.floor
     }
 
+    /// Σ tokens of the live nodes whose seq is above `seq`; `None` when more than `most`
+    /// nodes (live or removed) were made after it, so that the answer costs at most `most`
+    /// steps whatever the surface's length (contract §5).
+    pub fn tokens_after(&self, seq: u64, most: usize) -> Option<u64> {
+        // Ids ascend with seq: the nodes above `seq` are the last ids.
+        let first = match self.seq.binary_search(seq) {
+            Ok(i) => (i..self.seq.len())
+                .find(|&i| self.seq.get(i) != seq)
+                .unwrap_or(self.seq.len()),
+            Err(i) => i,
+        };
+        if self.seq.len() - first > most {
+            return None;
+        }
+        Some(
+            (first..self.seq.len())
+                .filter(|&id| self.pos[id] != GONE)
+                .map(|id| self.tokens.get(id))
+                .sum(),
+        )
+    }
+
     /// The live node of `seq`.
     fn find(&self, seq: u64) -> Option<u32> {
         let at = self.seq.binary_search(seq).ok()?;

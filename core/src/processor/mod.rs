@@ -41,6 +41,7 @@ impl Processor {
             projector: Projector::new(config),
             adapt: (config.input != Input::AgentFold).then(|| adapt::Lines {
                 input: config.input,
+                window_known: config.capacity.is_some(),
                 ..adapt::Lines::default()
             }),
             sessions: Lru::new(config.max_sessions),
@@ -276,7 +277,12 @@ impl Processor {
                     frames.push(rec.value.to_vec());
                     (rec.key.unwrap_or_default().to_vec(), None)
                 }
-                Read::Object { line, key, names } => {
+                Read::Object {
+                    line,
+                    key,
+                    names,
+                    more,
+                } => {
                     let floor = rules.floor();
                     let id = (key.len() <= MAX_KEY_LEN).then(|| self.entry(&key, &mut page));
                     let rules = self.adapt.as_mut().expect("lines are read with an adapter");
@@ -290,6 +296,7 @@ impl Processor {
                     rules.adapt(
                         track,
                         &line,
+                        &more,
                         rec.key,
                         key.clone(),
                         names,

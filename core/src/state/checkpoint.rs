@@ -444,6 +444,12 @@ pub(crate) mod field {
     impl Shape for (Option<u64>, Option<u64>, Option<u64>) {
         const WHAT: &'static str = "an array of three integers ≥ 0 or nulls";
     }
+    impl Shape for (bool, bool) {
+        const WHAT: &'static str = "[true or false, true or false]";
+    }
+    impl Shape for (Option<u64>, Option<u64>, bool) {
+        const WHAT: &'static str = "[integer ≥ 0 or null, integer ≥ 0 or null, true or false]";
+    }
 
     /// `[1,null,3]`: integers that may be absent, as one member.
     pub fn nullable(values: &[Option<u64>]) -> String {

@@ -24,10 +24,16 @@ pub(super) struct CpSession {
     /// `systemTokens` + `toolsTokens` of the checkpoint.
     pub envelope: u64,
     pub base: Option<u64>,
+    /// The first reading and the surface it was anchored to (`rebaseFirst`).
+    pub first: Option<(u64, u64)>,
     pub restore: Option<u64>,
     pub rebase_from: Option<u64>,
+    /// The replacement's own node (`keptNode`) and whether its log shows what comes back.
+    pub kept_node: u64,
+    pub kept_shown: bool,
     pub auto_compact: Option<u64>,
     pub agent_compact: Option<u64>,
+    pub reserve: Option<u64>,
 }
 
 pub(super) fn cp_key(obj: &Map<String, Value>) -> Vec<u8> {
@@ -70,10 +76,19 @@ pub(super) fn pressure_sessions(checkpoint: &str) -> HashMap<Vec<u8>, CpSession>
                 envelope: obj["systemTokens"].as_u64().unwrap_or(0)
                     + obj["toolsTokens"].as_u64().unwrap_or(0),
                 base: obj["rebase"][0].as_u64(),
+                first: obj["rebaseFirst"].as_array().map(|f| {
+                    (
+                        f[0].as_u64().expect("a reading"),
+                        f[1].as_u64().expect("an anchor"),
+                    )
+                }),
                 restore: obj["rebase"][1].as_u64(),
                 rebase_from: obj["rebase"][2].as_u64(),
+                kept_node: obj["keptNode"].as_u64().unwrap_or(0),
+                kept_shown: obj["keptShown"] == true,
                 auto_compact: obj["compactLevels"][0].as_u64(),
                 agent_compact: obj["compactLevels"][1].as_u64(),
+                reserve: obj["compactReserve"].as_u64(),
             },
         );
     }
@@ -98,11 +113,31 @@ pub(super) fn check_figures(record: &Value, s: &CpSession, config: &Config) {
     let ratio = reference::ratio(s.provider_growth, s.est_growth, fixed);
     let scale = |t: u64| reference::scale(t as i128, ratio);
     let rebasing = config.projection == Projection::Rebased;
-    let projected = match (s.pressure, s.anchor, s.base, s.rebase_from) {
+    // The base: the first reading less its surface at the scale as it stands (a checkpoint
+    // without `rebaseFirst`: the base at scale 1), never under the envelope.
+    let base = match s.first {
+        Some((reading, anchor)) => s
+            .base
+            .map(|_| (reading as i128 - scale(anchor)).max(0) as u64),
+        None => s.base,
+    };
+    let projected = match (s.pressure, s.anchor, base, s.rebase_from) {
         (Some(_), Some(_), Some(base), Some(kept)) if rebasing => {
+            // The summary as prose (unscaled), what was kept verbatim scaled; the larger of
+            // what joined since and what comes back unseen (nothing where the log shows it,
+            // else the prior, halfway to what the session learnt).
             let base = base.max(s.envelope);
-            let restore = s.restore.unwrap_or(config.compact_restore) as i128;
-            let v = base as i128 + scale(kept) + scale(total.saturating_sub(kept)).max(restore);
+            let node = s.kept_node.min(kept);
+            let prior = config.compact_restore as u128;
+            let restore = match (s.kept_shown, s.restore) {
+                (true, _) => 0,
+                (false, Some(l)) if config.learn_restore => (prior + l as u128).div_ceil(2) as i128,
+                (false, _) => prior as i128,
+            };
+            let v = base as i128
+                + node as i128
+                + scale(kept - node)
+                + scale(total.saturating_sub(kept)).max(restore);
             Value::from(v.clamp(0, u64::MAX as i128) as u64)
         }
         (Some(p), Some(a), ..) => {
@@ -111,7 +146,7 @@ pub(super) fn check_figures(record: &Value, s: &CpSession, config: &Config) {
         }
         _ => Value::Null,
     };
-    if let (true, Some(base), Some(_)) = (rebasing, s.base, s.rebase_from) {
+    if let (true, Some(base), Some(_)) = (rebasing, base, s.rebase_from) {
         let floor = base.max(s.envelope);
         assert!(
             projected.as_u64().is_none_or(|p| p >= floor),
@@ -124,13 +159,12 @@ pub(super) fn check_figures(record: &Value, s: &CpSession, config: &Config) {
     let compact_at = match config.compact_at {
         CompactAt::Never => None,
         CompactAt::Tokens(t) => Some(t),
-        CompactAt::Learnt => s
-            .auto_compact
-            .or(s.agent_compact)
-            .or(match (claude, capacity) {
-                (true, Some(c)) if c > 33_000 => Some(c - 33_000),
+        CompactAt::Learnt => s.auto_compact.or(s.agent_compact).or(
+            match (s.reserve.or(claude.then_some(33_000)), capacity) {
+                (Some(r), Some(c)) if c > r => Some(c - r),
                 _ => None,
-            }),
+            },
+        ),
     };
     assert_eq!(
         record["compactAtTokens"],

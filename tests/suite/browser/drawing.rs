@@ -235,6 +235,38 @@ fn rows_are_raw_estimates_and_nulls_read_unknown() {
             json!([["系统提示词", "~180"], ["工具", "~2,310"], ["对话", "未知"]]),
             true,
         ),
+        // A session seen from its start whose log carries no system prompt or tool list (an
+        // agent's own log): its panel says so, in every locale, never ~0.
+        (
+            "en",
+            "[rec({systemTokens: null, toolsTokens: null, messageTokens: 75000})]",
+            json!([
+                ["System prompt", "not in this log"],
+                ["Tools", "not in this log"],
+                ["Messages", "~75,000"]
+            ]),
+            false,
+        ),
+        (
+            "zh-CN",
+            "[rec({systemTokens: null, toolsTokens: 512})]",
+            json!([
+                ["系统提示词", "日志中没有"],
+                ["工具", "~512"],
+                ["对话", "~64"]
+            ]),
+            false,
+        ),
+        (
+            "zh-TW",
+            "[rec({systemTokens: null, toolsTokens: null})]",
+            json!([
+                ["系統提示詞", "日誌中沒有"],
+                ["工具", "日誌中沒有"],
+                ["對話", "~64"]
+            ]),
+            false,
+        ),
     ];
     for (lang, records, rows, note) in cases {
         let p = meter(&mut b, lang, records);

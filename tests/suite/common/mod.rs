@@ -111,6 +111,13 @@ pub fn engine(params: Params, history: Option<&[Rec]>) -> Instance {
     .expect("the engine loads the module")
 }
 
+/// A `request/header` an adapter inferred rather than read off one line (a session's envelope
+/// not in its log, its window, its compaction reserve: `extras.source_type` is `inferred`).
+pub fn inferred(frame: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(frame)
+        .is_ok_and(|v| v["type"] == "request/header" && v["extras"]["source_type"] == "inferred")
+}
+
 /// A record with an explicit key (`None`: no key).
 pub fn rec(key: Option<&str>, value: &str) -> Rec {
     Rec::new(key.map(str::as_bytes), value.as_bytes())

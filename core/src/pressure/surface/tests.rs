@@ -179,3 +179,25 @@ fn a_seq_committed_out_of_order_is_still_found() {
     s.commit(p, Node { seq: 10, tokens: 1 });
     assert_eq!((seqs(&s), s.total()), (vec![5, 10], 2));
 }
+
+#[test]
+fn tokens_after_a_seq_count_the_live_nodes_above_it_within_a_bound() {
+    let mut s = surface(&[(0, 10), (2, 20), (5, 30), (7, 40)]);
+    assert_eq!(s.tokens_after(7, 8), Some(0));
+    assert_eq!(s.tokens_after(5, 8), Some(40));
+    assert_eq!(s.tokens_after(4, 8), Some(70));
+    assert_eq!(s.tokens_after(0, 8), Some(90));
+    assert_eq!(s.tokens_after(0, 3), Some(90));
+    assert_eq!(
+        s.tokens_after(0, 2),
+        None,
+        "three nodes above 0: over the bound"
+    );
+    assert_eq!(s.tokens_after(u64::MAX, 0), Some(0));
+    // A removed node above the seq is walked over, not counted.
+    let p = s.plan(span(2, 5), false).unwrap();
+    s.commit(p, Node { seq: 9, tokens: 3 });
+    assert_eq!(s.tokens_after(5, 8), Some(43));
+    assert_eq!(s.tokens_after(8, 8), Some(3));
+    assert_eq!(Surface::default().tokens_after(3, 0), Some(0));
+}
