@@ -165,9 +165,11 @@ else
 fi
 
 corpus=$prefix-corpus
-say "--- a generated corpus of $records records (seed $seed), two partitions"
+# Replicated as far as the cluster allows: one replica on each SPU.
+spus=$(fluvio cluster spu list -O json | python3 -c 'import json, sys; print(max(1, len(json.load(sys.stdin))))')
+say "--- a generated corpus of $records records (seed $seed), two partitions, replication $spus"
 "$af" corpus --records "$records" --seed "$seed" >"$work/corpus.jsonl" 2>/dev/null
-fluvio topic create "$corpus" --partitions 2 >/dev/null
+fluvio topic create "$corpus" --partitions 2 --replication "$spus" >/dev/null
 produce "$corpus" agent-fold "$work/corpus.jsonl"
 records=$(wc -l <"$work/$corpus.jsonl") # what the topic holds
 frames "$corpus" agent-fold
@@ -203,6 +205,9 @@ $(python3 -c "print(round($start, 2))") s of it its start = $(python3 -c "print(
   say "$summary"
   say "relay $i ($profile build): $records records in $wall s wall (connect, module compile, relaying; idle wait excluded) = $(python3 -c "print(round($records / $wall))") records/s; relaying alone (first poll to last commit) $(python3 -c "print(round($records / $busy))") records/s"
 done
+fluvio topic describe -O json "$corpus" >"$work/corpus.describe"
+fluvio topic describe -O json "$corpus-measure-1" >"$work/sibling.describe"
+check layout "$corpus-measure-1 (made by the relay)" "$work/corpus.describe" "$work/sibling.describe"
 bare_med=$(median "${bare_times[@]}") relay_med=$(median "${relay_times[@]}")
 say "medians: bare consume $(python3 -c "print(round($records / $bare_med))") records/s, relay $(python3 -c "print(round($records / $relay_med))") records/s"
 say "relay / bare consume: $(python3 -c "print(round($bare_med / $relay_med, 2))") at the medians"

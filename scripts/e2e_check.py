@@ -185,6 +185,27 @@ def pressure(name, ref_path, got_path):
         sys.exit(f"pressure {name}: FAILED")
 
 
+def layout_of(described):
+    """(partitions, replication) of a `fluvio topic describe -O json` answer."""
+    topics = json.loads(described)
+    if not topics:
+        return None
+    replicas = topics[0]["spec"]["replicas"]
+    if "computed" in replicas:
+        c = replicas["computed"]
+        return (c["partitions"], c["replicationFactor"])
+    status = topics[0]["status"]["replicaMap"]
+    return (len(status), min(len(r) for r in status.values()))
+
+
+def layout(name, events_json, sibling_json):
+    """The sibling topic the relay made is laid out as the event topic is."""
+    want, got = layout_of(open(events_json).read()), layout_of(open(sibling_json).read())
+    if got is None or got != want:
+        sys.exit(f"layout {name}: the sibling topic is {got}, the event topic {want}: FAILED")
+    print(f"e2e: layout {name}: {got[0]} partitions, replication {got[1]}, as the event topic: ok")
+
+
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
-    {"utf8": utf8, "key": key, "frames": frames, "pressure": pressure}[cmd](*args)
+    {"utf8": utf8, "key": key, "frames": frames, "pressure": pressure, "layout": layout}[cmd](*args)

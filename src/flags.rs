@@ -6,6 +6,38 @@ use agent_fold_core::Input;
 /// hand the module at a time.
 pub const BATCH: usize = 1000;
 
+/// `-e/--param KEY=VALUE`, repeatable: the module params, the same flag in every subcommand;
+/// its long help lists every param from the one table ([`agent_fold_core::PARAMS`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
+pub struct Params {
+    /// A module param KEY=VALUE, repeatable (`--help` lists them)
+    #[arg(short = 'e', long = "param", value_name = "KEY=VALUE", value_parser = param,
+          long_help = param_help())]
+    pub params: Vec<(String, String)>,
+}
+
+impl std::ops::Deref for Params {
+    type Target = Vec<(String, String)>;
+    fn deref(&self) -> &Self::Target {
+        &self.params
+    }
+}
+
+impl From<Vec<(String, String)>> for Params {
+    fn from(params: Vec<(String, String)>) -> Self {
+        Params { params }
+    }
+}
+
+/// The long help of `-e/--param`: every param, its values and default, what it does.
+pub fn param_help() -> String {
+    let mut help = String::from("A module param KEY=VALUE, repeatable. The params:\n");
+    for p in agent_fold_core::PARAMS {
+        help.push_str(&format!("\n  {}\n      {}\n", p.name, p.describe()));
+    }
+    help
+}
+
 /// `-e KEY=VALUE`: a module param.
 pub fn param(s: &str) -> Result<(String, String), String> {
     s.split_once('=')

@@ -29,3 +29,140 @@ pub fn lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
 pub fn records(text: &[u8]) -> Vec<Rec> {
     lines(text).map(line_record).collect()
 }
+
+/// What [`Splitter::push`] found, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Piece<'a> {
+    /// A complete line (its `\r` kept off), at most the splitter's limit.
+    Line(&'a [u8]),
+    /// A complete line of this many bytes, over the limit: skipped.
+    Long(usize),
+    /// A line still open grew over the limit: its bytes are dropped up to its newline.
+    Open,
+}
+
+/// Complete lines out of bytes that come in pieces (a file's appends, a pipe's reads), none
+/// held over `max` bytes: a longer line is skipped, so memory stays bounded whatever is
+/// written. A line counts once its newline has come; [`Splitter::finish`] gives the last.
+#[derive(Debug)]
+pub struct Splitter {
+    max: usize,
+    /// Bytes after the last newline: a line still being written.
+    pending: Vec<u8>,
+    /// The pending line grew over `max`: its bytes are dropped up to its newline.
+    dropping: bool,
+}
+
+impl Splitter {
+    pub fn new(max: usize) -> Splitter {
+        Splitter {
+            max,
+            pending: Vec::new(),
+            dropping: false,
+        }
+    }
+
+    /// Takes the next bytes and hands `each` what they complete.
+    pub fn push(&mut self, mut new: &[u8], mut each: impl FnMut(Piece<'_>)) {
+        if self.dropping {
+            match new.iter().position(|b| *b == b'\n') {
+                Some(i) => {
+                    new = &new[i + 1..];
+                    self.dropping = false;
+                }
+                None => return,
+            }
+        }
+        let Some(end) = new.iter().rposition(|b| *b == b'\n') else {
+            self.hold(new, &mut each);
+            return;
+        };
+        let (done, rest) = new.split_at(end + 1);
+        if self.pending.is_empty() {
+            self.lines(done, &mut each);
+        } else {
+            let mut text = std::mem::take(&mut self.pending);
+            text.extend_from_slice(done);
+            self.lines(&text, &mut each);
+        }
+        self.hold(rest, &mut each);
+    }
+
+    /// The last line, when the bytes ended without a newline (nothing if it was over `max`).
+    pub fn finish(&mut self, mut each: impl FnMut(Piece<'_>)) {
+        let text = std::mem::take(&mut self.pending);
+        self.dropping = false;
+        self.lines(&text, &mut each);
+    }
+
+    fn lines(&self, text: &[u8], each: &mut impl FnMut(Piece<'_>)) {
+        for l in lines(text) {
+            each(if l.len() <= self.max {
+                Piece::Line(l)
+            } else {
+                Piece::Long(l.len())
+            });
+        }
+    }
+
+    fn hold(&mut self, rest: &[u8], each: &mut impl FnMut(Piece<'_>)) {
+        if self.pending.len() + rest.len() > self.max {
+            self.pending = Vec::new();
+            self.dropping = true;
+            each(Piece::Open);
+        } else {
+            self.pending.extend_from_slice(rest);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(max: usize, pieces: &[&[u8]]) -> Vec<String> {
+        let mut s = Splitter::new(max);
+        let mut out = Vec::new();
+        let mut take = |p: Piece<'_>| {
+            out.push(match p {
+                Piece::Line(l) => String::from_utf8_lossy(l).into_owned(),
+                Piece::Long(n) => format!("<long {n}>"),
+                Piece::Open => "<open>".to_owned(),
+            })
+        };
+        for p in pieces {
+            s.push(p, &mut take);
+        }
+        s.finish(&mut take);
+        out
+    }
+
+    #[test]
+    fn lines_come_whole_however_the_bytes_are_cut() {
+        let text = b"one\r\ntwo\n\nthree\nfour";
+        let want = ["one", "two", "three", "four"];
+        for cut in 0..text.len() {
+            let (a, b) = text.split_at(cut);
+            assert_eq!(split(100, &[a, b]), want, "cut at {cut}");
+        }
+        let bytes: Vec<&[u8]> = text.chunks(1).collect();
+        assert_eq!(split(100, &bytes), want);
+    }
+
+    #[test]
+    fn a_line_over_the_limit_is_skipped_and_holds_no_more_than_the_limit() {
+        assert_eq!(split(4, &[b"abcdefg\nok\n"]), ["<long 7>", "ok"]);
+        // Open, in pieces: dropped up to its newline, the next line kept.
+        assert_eq!(
+            split(4, &[b"abc", b"defg", b"hij\nok", b"\n"]),
+            ["<open>", "ok"]
+        );
+        let mut s = Splitter::new(4);
+        for _ in 0..1000 {
+            s.push(b"xxxxxxxx", |_| {});
+            assert!(s.pending.len() <= 4);
+        }
+        // A last line over the limit without its newline: nothing more said.
+        assert_eq!(split(4, &[b"ok\nabcdefgh"]), ["ok", "<open>"]);
+    }
+}

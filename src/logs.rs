@@ -205,6 +205,134 @@ pub fn read_records(path: Option<&Path>) -> Result<Vec<Rec>> {
     Ok(merge(files))
 }
 
+/// A log as the runner reads it: whole (a file, a session directory), or as it comes (stdin, a
+/// FIFO): what one read brings is there to process at once, so that `tail -f log | agent-fold
+/// run -` answers each line as it arrives, and memory holds what is not yet processed.
+pub enum Log {
+    Whole(std::vec::IntoIter<Rec>),
+    Stream(Stream),
+}
+
+/// Lines of a stream, read as they come.
+pub struct Stream {
+    reader: Box<dyn std::io::BufRead>,
+    lines: jsonl::Splitter,
+    ready: std::collections::VecDeque<Rec>,
+    ended: bool,
+}
+
+impl Log {
+    /// Opens a log path (`None`: stdin): a FIFO or stdin as a stream, anything else read whole.
+    pub fn open(path: Option<&Path>) -> Result<Log> {
+        let stream = |r: Box<dyn std::io::BufRead>| {
+            Log::Stream(Stream {
+                reader: r,
+                lines: jsonl::Splitter::new(usize::MAX),
+                ready: Default::default(),
+                ended: false,
+            })
+        };
+        let Some(path) = path else {
+            return Ok(stream(Box::new(std::io::BufReader::with_capacity(
+                1 << 20,
+                std::io::stdin(),
+            ))));
+        };
+        readable(path)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileTypeExt;
+            if std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo()) {
+                let f = std::fs::File::open(path)
+                    .with_context(|| format!("opening {}", path.display()))?;
+                return Ok(stream(Box::new(std::io::BufReader::with_capacity(
+                    1 << 20,
+                    f,
+                ))));
+            }
+        }
+        Ok(Log::Whole(read_records(Some(path))?.into_iter()))
+    }
+
+    /// Lines in all, when known before they are read.
+    pub fn known_len(&self) -> Option<usize> {
+        match self {
+            Log::Whole(lines) => Some(lines.len()),
+            Log::Stream(_) => None,
+        }
+    }
+
+    pub fn is_stream(&self) -> bool {
+        matches!(self, Log::Stream(_))
+    }
+
+    /// The next lines, at most `max` of them; on a stream it waits for one read at most
+    /// (`None`: the log ended).
+    pub fn next_batch(&mut self, max: usize) -> Result<Option<Vec<Rec>>> {
+        let max = max.max(1);
+        match self {
+            Log::Whole(lines) => {
+                let batch: Vec<Rec> = lines.by_ref().take(max).collect();
+                Ok((!batch.is_empty()).then_some(batch))
+            }
+            Log::Stream(s) => {
+                while s.ready.is_empty() && !s.ended {
+                    s.read()?;
+                }
+                if s.ready.is_empty() {
+                    return Ok(None);
+                }
+                let n = max.min(s.ready.len());
+                Ok(Some(s.ready.drain(..n).collect()))
+            }
+        }
+    }
+
+    /// The log's format from its first lines that tell ([`DETECT_LINES`] at most; a stream is
+    /// read that far, or to its end, first).
+    pub fn detect(&mut self) -> Result<Option<Input>> {
+        match self {
+            Log::Whole(lines) => Ok(detect(lines.as_slice())),
+            Log::Stream(s) => loop {
+                let ready = s.ready.make_contiguous();
+                if let Some(f) = detect(ready) {
+                    return Ok(Some(f));
+                }
+                if ready.len() >= DETECT_LINES || s.ended {
+                    return Ok(None);
+                }
+                s.read()?;
+            },
+        }
+    }
+}
+
+impl Stream {
+    /// One read: the lines it completes join `ready`; at the end, the last line too.
+    fn read(&mut self) -> Result<()> {
+        let ready = &mut self.ready;
+        let mut take = |p: jsonl::Piece<'_>| {
+            if let jsonl::Piece::Line(l) = p {
+                ready.push_back(jsonl::line_record(l));
+            }
+        };
+        let buf = match self.reader.fill_buf() {
+            Ok(buf) => buf,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => return Ok(()),
+            Err(e) => return Err(anyhow::Error::new(e).context("reading the log")),
+        };
+        if buf.is_empty() {
+            self.ended = true;
+            self.lines.finish(&mut take);
+            return Ok(());
+        }
+        let n = buf.len();
+        self.lines.push(buf, &mut take);
+        self.reader.consume(n);
+        Ok(())
+    }
+}
+
 /// Lines looked at to tell a log's format.
 pub const DETECT_LINES: usize = 200;
 

@@ -130,13 +130,21 @@ pub fn cuts(records: &[Rec], first: i64, max: usize) -> impl Iterator<Item = (&[
 }
 
 /// A module instance in the engine: one consumer stream's worth of state.
+///
+/// The offsets it hands the engine are relative to `origin`, the first offset of its life (its
+/// look-back's first record, else its first invocation's): a `look_back` record carries its
+/// offset as its `offset_delta`, which Fluvio encodes within ±2^31, so a partition past offset
+/// 2^31 restarts as one at 0 does. The module compares offsets only with each other (contract
+/// §1: a re-delivered line is one at or below its session's last), so moving them all by one
+/// amount changes nothing it answers; a refusal's offset is given back absolute.
 pub struct Instance {
     chain: SmartModuleChainInstance,
+    origin: Option<i64>,
 }
 
 /// `look_back`'s records: the engine takes them as Fluvio records (not bytes) and encodes them
-/// itself; its input has base offset 0, so each carries its own offset. (An invocation's input
-/// is written by [`Instance::input`].)
+/// itself; its input has base offset 0, so each carries its own offset, relative to the
+/// instance's origin. (An invocation's input is written by [`Instance::input`].)
 fn fluvio_records(records: &[Rec], first: i64) -> Vec<Record> {
     records
         .iter()
@@ -190,13 +198,24 @@ impl Instance {
         }
         builder.add_smart_module(config, wasm.to_vec());
         let chain = builder.initialize(&engine).map_err(|e| anyhow!("{e:#}"))?;
-        Ok(Instance { chain })
+        Ok(Instance {
+            chain,
+            origin: None,
+        })
     }
 
     /// One `look_back` call over `records`, at the offsets from `first` on: the whole input is
     /// in the engine's store at once (several times over), so callers cut it with [`cuts`].
     pub fn look_back(&mut self, records: &[Rec], first: i64) -> Result<()> {
-        let records = fluvio_records(records, first);
+        let origin = *self.origin.get_or_insert(first);
+        let last = (first - origin).saturating_add(records.len() as i64);
+        if !(i32::MIN as i64..=i32::MAX as i64).contains(&last) {
+            bail!(
+                "look_back: offsets {first}.. are more than 2^31 from this instance's first \
+                 ({origin}), which a look-back record's offset delta cannot carry"
+            );
+        }
+        let records = fluvio_records(records, first - origin);
         block_on(self.chain.look_back(|_| {
             let records = records.clone();
             async move { Ok(records) }
@@ -233,8 +252,10 @@ impl Instance {
 
     /// One invocation, its first record at `base_offset`; a refusal is an [`InvocationRefused`].
     pub fn process(&mut self, records: &[Rec], base_offset: i64) -> Result<Vec<Rec>> {
-        let output = self.call(Instance::input(records, base_offset))?;
-        if let Some(err) = output.error {
+        let origin = *self.origin.get_or_insert(base_offset);
+        let output = self.call(Instance::input(records, base_offset - origin))?;
+        if let Some(mut err) = output.error {
+            err.offset += origin;
             return Err(InvocationRefused {
                 offset: err.offset,
                 text: err.to_string(),

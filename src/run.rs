@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use agent_fold_core::{Adapter, Config, Frame, Input, Malformed, Subagents, View};
 use anyhow::{Context, Result, anyhow, bail};
 
-use crate::flags::{Format, format, param};
+use crate::flags::{Format, format};
 use crate::module::{self, Module, Source};
 use crate::record::Rec;
 use crate::{checkpoint, logs, plot};
@@ -23,11 +23,10 @@ pub struct Args {
     /// Run the core library instead of the .wasm (same output, no engine)
     #[arg(long)]
     pub native: bool,
-    /// A module param (emit, subagents, counter_type, capacity, max_sessions, malformed, input,
-    /// projection); repeatable
-    #[arg(short = 'e', long = "param", value_name = "KEY=VALUE", value_parser = param)]
-    pub params: Vec<(String, String)>,
-    /// Records (log lines) per invocation
+    #[command(flatten)]
+    pub params: crate::flags::Params,
+    /// Records (log lines) per invocation, at most: stdin and a FIFO are read as a stream, each
+    /// read's lines processed (in invocations of at most this many) and written out at once
     #[arg(long, default_value_t = crate::flags::BATCH as u64, value_parser = clap::value_parser!(u64).range(1..))]
     pub batch: u64,
     /// Records replayed through look_back before the input
@@ -53,7 +52,8 @@ pub struct Args {
     /// Write the state at the end as a checkpoint (implies --native)
     #[arg(long, value_name = "FILE", conflicts_with = "wasm")]
     pub checkpoint_out: Option<PathBuf>,
-    /// The log: a JSONL file, a Claude Code session directory, or - for stdin
+    /// The log: a JSONL file, a Claude Code session directory, a FIFO, or - for stdin (the
+    /// last two read as a stream)
     #[arg(value_name = "INPUT")]
     pub input: Option<PathBuf>,
 }
@@ -144,11 +144,12 @@ fn write_lines(w: &mut impl Write, recs: &[Rec]) -> Result<()> {
     Ok(())
 }
 
-/// A progress bar over `len` log lines on stderr, hidden when stderr is not a terminal.
-fn progress_bar(len: usize) -> indicatif::ProgressBar {
-    if !std::io::stderr().is_terminal() {
+/// A progress bar over `len` log lines on stderr (none for a stream, whose length is not
+/// known), hidden when stderr is not a terminal.
+fn progress_bar(len: Option<usize>) -> indicatif::ProgressBar {
+    let Some(len) = len.filter(|_| std::io::stderr().is_terminal()) else {
         return indicatif::ProgressBar::hidden();
-    }
+    };
     let pb = indicatif::ProgressBar::new(len as u64);
     pb.set_style(
         indicatif::ProgressStyle::with_template(
@@ -163,12 +164,12 @@ fn progress_bar(len: usize) -> indicatif::ProgressBar {
 pub fn run(args: &Args) -> Result<Summary> {
     let config = args.config()?;
     let source = args.source();
-    let input = logs::read_records(args.log())?;
+    let mut input = logs::Log::open(args.log())?;
     // The log's format: adapted here with --input; with -e input=… the module adapts, and a
     // shadow adapter here sees the same frames for the summary and the plot's marks.
     let format = match args.format {
         Some(Format::Is(f)) => Some(f),
-        Some(Format::Auto) => Some(logs::detect(&input).ok_or_else(|| {
+        Some(Format::Auto) => Some(input.detect()?.ok_or_else(|| {
             anyhow!("--input auto: cannot tell the log's format from its first lines")
         })?),
         None => Some(config.input),
@@ -249,10 +250,12 @@ pub fn run(args: &Args) -> Result<Summary> {
     let mut summary = Summary::default();
     let mut marks = plot::Marks::default();
     let mut pressure_recs = Vec::new();
-    let pb = progress_bar(input.len());
+    let pb = progress_bar(input.known_len());
     let batch = args.batch as usize;
-    for (i, chunk) in input.chunks(batch).enumerate() {
-        let base = start + (i * batch) as i64;
+    let stream = input.is_stream();
+    let mut base = start;
+    while let Some(chunk) = input.next_batch(batch)? {
+        let chunk = &chunk[..];
         let frames: Cow<[Rec]> = match &mut adapter {
             Some(a) => Cow::Owned(logs::adapt_chunk(a, chunk, base)),
             None => Cow::Borrowed(chunk),
@@ -271,6 +274,15 @@ pub fn run(args: &Args) -> Result<Summary> {
                 pressure_recs.extend(precs);
             }
         }
+        if stream {
+            // A stream's answer goes out before the next read waits (contract §1: each
+            // record's output as soon as its invocation is processed).
+            out.flush()?;
+            if let Some(w) = &mut pout {
+                w.flush()?;
+            }
+        }
+        base += chunk.len() as i64;
         pb.inc(chunk.len() as u64);
     }
     pb.finish_and_clear();
@@ -289,7 +301,7 @@ pub fn run(args: &Args) -> Result<Summary> {
             main: &main_doc,
             pressure: pressure_doc.as_deref(),
             adapter: adapter_doc.as_deref(),
-            offset: start + input.len() as i64,
+            offset: base,
         };
         std::fs::write(p, doc.write())?;
     }

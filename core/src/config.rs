@@ -149,6 +149,8 @@ pub struct Config {
     pub counter_type: String,
     pub capacity: Option<u64>,
     pub max_sessions: usize,
+    /// Messages a session keeps on its surface (contract §3.7).
+    pub max_nodes: usize,
     pub malformed: Malformed,
     /// The records' format: frames as they are, or an agent's log to adapt first.
     pub input: Input,
@@ -161,79 +163,114 @@ pub struct Config {
     pub learn_restore: bool,
 }
 
-/// One param: its name, the values it takes (the default first) and what it does.
+/// One param: its name, the values it takes, its default and what it does. [`PARAMS`] is the
+/// one table: `Smart.toml`'s `[[params]]`, the contract's §4 table and every host tool's
+/// `--help` are generated from or checked against it (`tests/suite/params.rs`).
 #[derive(Debug, Clone, Copy)]
 pub struct Param {
     pub name: &'static str,
+    /// The values it takes, as a person reads them (`init`'s refusal quotes it).
     pub values: &'static str,
+    /// Its default, or `""` for unset.
     pub default: &'static str,
+    /// What it does, in a sentence or two.
     pub doc: &'static str,
+}
+
+impl Param {
+    /// The default as a person reads it.
+    pub fn default_shown(&self) -> &'static str {
+        if self.default.is_empty() {
+            "unset"
+        } else {
+            self.default
+        }
+    }
+
+    /// The one-paragraph description `Smart.toml` and `--help` carry.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} Values: {}; default: {}.",
+            self.doc,
+            self.values,
+            self.default_shown()
+        )
+    }
 }
 
 /// A cap on `max_sessions` that keeps a typo from reserving the SPU's memory.
 pub const MAX_MAX_SESSIONS: usize = 10_000_000;
 
+/// The largest `max_nodes`: surface positions stay below 2^30 between sweeps.
+pub const MAX_MAX_NODES: usize = 10_000_000;
+
 /// Every param, in the order the contract (§4) lists them.
-pub const PARAMS: [Param; 10] = [
+pub const PARAMS: [Param; 11] = [
     Param {
         name: "emit",
-        values: "frames | pressure",
+        values: "frames or pressure",
         default: "frames",
-        doc: "which view this instance serves",
+        doc: "Which view this instance serves: the chat stream with counter runs folded, or context/pressure and context/error records for the sibling topic `<topic>-pressure`.",
     },
     Param {
         name: "subagents",
-        values: "drop | keep",
+        values: "drop or keep",
         default: "drop",
-        doc: "frames view: what becomes of a sub-agent's frames",
+        doc: "Frames view: drop the frames whose extras.parent_tool_use_id is a string, or pass them in place, never folded and invisible to main runs.",
     },
     Param {
         name: "counter_type",
         values: "a frame type",
         default: "thinking/tokens",
-        doc: "the type of the frames a run folds",
+        doc: "The `type` of the counter frames a run folds.",
     },
     Param {
         name: "capacity",
-        values: "an integer ≥ 1",
+        values: "an integer >= 1",
         default: "",
-        doc: "the context window when no request/header names one",
+        doc: "Pressure view: the context window when neither a request/header nor the adapted log names one (§3.1).",
     },
     Param {
         name: "max_sessions",
         values: "an integer in 1..=10000000",
         default: "10000",
-        doc: "sessions that keep state; the least recently used is evicted first and comes back partial",
+        doc: "Sessions keeping state; beyond it the least recently used is evicted (adapter and view state together) and comes back partial. A key over 1,024 bytes keeps none, so memory is bounded by max_sessions x (1,024-byte key + state), in the engine's 1 GB too.",
+    },
+    Param {
+        name: "max_nodes",
+        values: "an integer in 1..=10000000",
+        default: "100000",
+        doc: "Pressure view: messages a session keeps on its surface (about 16 bytes each); past it the oldest are dropped and the session goes on partial (§3.7): messageTokens null, the projection counting what changed since the reading it stands on, a replacement from a dropped message a front cut. A session of any length fits in max_nodes x 16 bytes.",
     },
     Param {
         name: "malformed",
-        values: "pass | drop | fail",
+        values: "pass, drop or fail",
         default: "pass",
-        doc: "what becomes of a record that is not a JSON object",
+        doc: "A record that is not a JSON object is passed unchanged (a main non-counter; the pressure view ignores it), dropped, or fails the invocation naming its offset.",
     },
     Param {
         name: "input",
-        values: "agent-fold | claude-code | claude-stream | codex",
+        values: "agent-fold, claude-code, claude-stream or codex",
         default: "agent-fold",
-        doc: "the log format on the topic; others are adapted to frames first",
+        doc: "The records' format: agent-fold frames, or an agent's own log (Claude Code transcripts, claude -p stream-json, Codex rollouts) adapted to frames first, per session, each line applied once (§1).",
     },
     Param {
         name: "projection",
-        values: "rebased | calibrated | fixed",
+        values: "rebased, calibrated or fixed",
         default: "rebased",
-        doc: "pressure view: re-base at compactions, scale the estimated delta by the session's calibration, or the plain fixed estimate",
+        doc: "Pressure view: re-base at a compaction (§3.4), scale the estimated delta by the session's own readings (§3.3), or the plain 4-chars-per-token estimate.",
     },
     Param {
         name: "compact_at",
-        values: "an integer ≥ 1 | none",
+        values: "an integer >= 1, or none",
         default: "",
-        doc: "pressure view: the prompt size the agent compacts at on its own (unset: the session's last automatic compaction, else the agent's documented default)",
+        doc: "Pressure view: the prompt size at which the agent compacts on its own, or none for no threshold. Unset: the session's last automatic compaction, else the agent's own threshold, else for Claude Code the window less its reserve (§3.5).",
     },
     Param {
         name: "compact_restore",
-        values: "an integer ≥ 0",
+        values: "an integer >= 0",
         default: "",
-        doc: "pressure view, rebased: what the agent puts back at a compaction that its log does not show, before a session has learnt its own (unset: 15200 for claude-code and claude-stream, 1400 for codex, 0 for agent-fold)",
+        doc: "Pressure view, rebased: what the agent puts back at a compaction that its log does not show, until the session learns its own (§3.4). Unset: 15200 for claude-code and claude-stream, 1400 for codex, 0 for agent-fold, fitted on the shared real logs and scored on logs they were not fitted on (docs/accuracy.md).",
     },
 ];
 
@@ -300,6 +337,7 @@ impl Config {
             counter_type: String::new(),
             capacity: None,
             max_sessions: 0,
+            max_nodes: 0,
             malformed: Malformed::Pass,
             input: Input::AgentFold,
             projection: Projection::Rebased,
@@ -362,6 +400,13 @@ impl Config {
                     .parse::<usize>()
                     .ok()
                     .filter(|n| (1..=MAX_MAX_SESSIONS).contains(n))
+                    .ok_or_else(bad)?
+            }
+            "max_nodes" => {
+                self.max_nodes = value
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| (1..=MAX_MAX_NODES).contains(n))
                     .ok_or_else(bad)?
             }
             "malformed" => {

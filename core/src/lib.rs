@@ -27,10 +27,12 @@ mod config;
 mod estimate;
 mod frame;
 mod frames;
+mod hash;
 pub mod json;
 mod pressure;
 mod processor;
 mod record;
+mod rng;
 mod state;
 
 pub use adapt::Adapter;
@@ -41,7 +43,9 @@ pub use config::{
 pub use estimate::estimate;
 pub use frame::{Field, Frame, MAX_SAFE, Place, kind, object_uints, usage_tokens};
 pub use frames::{compact_counters, compact_counters_with};
+pub use hash::fnv1a;
 pub use pressure::{Corrupt, Node, Plan, Replaces, Surface};
 pub use processor::Processor;
 pub use record::{BatchError, Emit, MAX_KEY_LEN, RecordIn, session_key};
+pub use rng::Rng;
 pub use state::checkpoint::{CheckpointError, STATE_VERSION};

@@ -40,9 +40,8 @@ pub struct Args {
     /// The log format (default: detected per PATH)
     #[arg(long, value_name = "FORMAT", value_parser = |s: &str| Input::parse(s).ok_or_else(|| format!("{s:?} is none of {}", Input::NAMES.join(", "))))]
     pub input: Option<Input>,
-    /// A module param (capacity, compact_at, compact_restore, ...); repeatable
-    #[arg(short = 'e', value_name = "KEY=VALUE", value_parser = crate::flags::param)]
-    pub params: Vec<(String, String)>,
+    #[command(flatten)]
+    pub params: crate::flags::Params,
     /// Score each log with every constant fitted on the other logs only (leave one session
     /// out): what comes back at a compaction, per agent; one table for all
     #[arg(long)]

@@ -15,6 +15,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use fluvio::consumer::{
     BoxConsumerStream, ConsumerConfigExt, ConsumerStream, OffsetManagementStrategy, RetryMode,
 };
+use fluvio::dataplane::link::ErrorCode;
 use fluvio::metadata::partition::PartitionSpec;
 use fluvio::metadata::smartmodule::SmartModuleSpec;
 use fluvio::metadata::topic::{TopicResolution, TopicSpec};
@@ -22,6 +23,7 @@ use fluvio::{
     Fluvio, FluvioClusterConfig, Offset, ProduceOutput, RecordKey, TopicProducerConfigBuilder,
     TopicProducerPool,
 };
+use fluvio_sc_schema::ApiError;
 use futures_util::{FutureExt, StreamExt};
 
 use super::pump::{AtOffset, Connect, Log, Position, Sink};
@@ -58,36 +60,81 @@ pub async fn connect() -> Result<Fluvio> {
         })
 }
 
-/// The partitions of `topic`.
-pub async fn partitions(fluvio: &Fluvio, topic: &str) -> Result<u32> {
-    let admin = fluvio.admin().await;
-    let topics = admin
-        .list::<TopicSpec, String>(vec![topic.to_owned()])
-        .await?;
-    match topics.iter().find(|t| t.name == topic) {
-        Some(t) => Ok(t.spec.partitions()),
+/// How a topic is laid out: its partitions and its replication factor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    pub partitions: u32,
+    pub replication: u32,
+}
+
+impl std::fmt::Display for Layout {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(
+            f,
+            "{} partition(s), replication {}",
+            self.partitions, self.replication
+        )
+    }
+}
+
+/// How `topic` is laid out (a replica map that names no factor counts as 1).
+pub async fn layout(fluvio: &Fluvio, topic: &str) -> Result<Layout> {
+    match listed(fluvio, topic).await? {
+        Some((layout, _)) => Ok(layout),
         None => bail!("topic {topic:?} does not exist (`fluvio topic list`)"),
     }
 }
 
-/// Creates `to` with `partitions` when missing (saying so), and waits until it is provisioned.
-pub async fn ensure_topic(fluvio: &Fluvio, to: &str, partitions: u32) -> Result<()> {
+/// `topic`'s layout and resolution, if the cluster has it.
+async fn listed(fluvio: &Fluvio, topic: &str) -> Result<Option<(Layout, TopicResolution)>> {
     let admin = fluvio.admin().await;
-    let listed = admin.list::<TopicSpec, String>(vec![to.to_owned()]).await?;
-    if !listed.iter().any(|t| t.name == to) {
-        let spec = TopicSpec::new_computed(partitions, 1, None);
-        match admin.create(to.to_owned(), false, spec).await {
-            Ok(()) => tracing::info!("created topic {to} ({partitions} partitions)"),
-            // Another relay sharing the topic's partitions may have created it meanwhile.
-            Err(e) if e.to_string().contains("exists") => {}
-            Err(e) => return Err(e.context(format!("creating topic {to}"))),
+    let topics = admin
+        .list::<TopicSpec, String>(vec![topic.to_owned()])
+        .await?;
+    Ok(topics.into_iter().find(|t| t.name == topic).map(|t| {
+        let layout = Layout {
+            partitions: t.spec.partitions(),
+            replication: t.spec.replication_factor().unwrap_or(1),
+        };
+        (layout, t.status.resolution)
+    }))
+}
+
+/// The cluster's answer that the topic is there already, by its error code (not its text).
+pub fn already_exists(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<ApiError>(),
+            Some(ApiError::Code(ErrorCode::TopicAlreadyExists, _))
+        )
+    })
+}
+
+/// Creates `to` laid out as `want` when missing (saying so), and waits until it is
+/// provisioned. A `to` that exists laid out otherwise is said, and relayed into as it is.
+pub async fn ensure_topic(fluvio: &Fluvio, to: &str, want: Layout) -> Result<()> {
+    match listed(fluvio, to).await? {
+        Some((have, _)) if have != want => tracing::warn!(
+            "topic {to} exists with {have}, not {want} as asked: relaying into it as it is"
+        ),
+        Some(_) => {}
+        None => {
+            let spec = TopicSpec::new_computed(want.partitions, want.replication, None);
+            match fluvio
+                .admin()
+                .await
+                .create(to.to_owned(), false, spec)
+                .await
+            {
+                Ok(()) => tracing::info!("created topic {to} ({want})"),
+                // Another relay sharing the topic's partitions may have created it meanwhile.
+                Err(e) if already_exists(&e) => {}
+                Err(e) => return Err(e.context(format!("creating topic {to} ({want})"))),
+            }
         }
     }
     for _ in 0..100 {
-        let listed = admin.list::<TopicSpec, String>(vec![to.to_owned()]).await?;
-        if let Some(t) = listed.iter().find(|t| t.name == to)
-            && t.status.resolution == TopicResolution::Provisioned
-        {
+        if let Some((_, TopicResolution::Provisioned)) = listed(fluvio, to).await? {
             return Ok(());
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -353,5 +400,24 @@ impl Sink for FluvioSink {
             timed("waiting for the acknowledgement", out.wait()).await?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_existing_topic_is_told_by_its_error_code_not_its_text() {
+        let exists = anyhow::Error::new(ApiError::Code(ErrorCode::TopicAlreadyExists, None))
+            .context("creating topic t-pressure");
+        assert!(already_exists(&exists));
+        // Text that says "exists" under another code is a failure to report.
+        let other = anyhow::Error::new(ApiError::Code(
+            ErrorCode::TopicInvalidName,
+            Some("a topic name that exists only in lowercase".to_owned()),
+        ));
+        assert!(!already_exists(&other));
+        assert!(!already_exists(&anyhow!("the topic exists")));
     }
 }

@@ -55,6 +55,8 @@ pub struct Faults {
 #[derive(Debug, Default)]
 pub struct State {
     pub partitions: Vec<Vec<Rec>>,
+    /// The offset of each partition's first record (`partitions[p][0]`).
+    pub base: Vec<i64>,
     /// The first offset still stored, per partition.
     pub first: Vec<i64>,
     pub committed: Vec<Option<i64>>,
@@ -74,13 +76,32 @@ pub struct State {
 #[derive(Debug, Clone, Default)]
 pub struct Cluster(pub Rc<RefCell<State>>);
 
+impl State {
+    /// The offset after partition `p`'s last record.
+    pub fn end(&self, p: usize) -> i64 {
+        self.base[p] + self.partitions[p].len() as i64
+    }
+
+    /// Partition `p`'s record at `offset`.
+    fn at(&self, p: usize, offset: i64) -> &Rec {
+        &self.partitions[p][(offset - self.base[p]) as usize]
+    }
+}
+
 impl Cluster {
     /// A topic of `partitions`, each with its records.
     pub fn new(partitions: Vec<Vec<Rec>>) -> Cluster {
+        Cluster::from_offset(partitions, 0)
+    }
+
+    /// A topic whose partitions' first records are at offset `base` (one that has run for a
+    /// long time, its older records gone).
+    pub fn from_offset(partitions: Vec<Vec<Rec>>, base: i64) -> Cluster {
         let n = partitions.len();
         Cluster(Rc::new(RefCell::new(State {
             partitions,
-            first: vec![0; n],
+            base: vec![base; n],
+            first: vec![base; n],
             committed: vec![None; n],
             ..State::default()
         })))
@@ -168,13 +189,13 @@ impl Log for MemLog {
         let p = self.partition as usize;
         Ok(Position {
             first: st.first[p],
-            end: st.partitions[p].len() as i64,
+            end: st.end(p),
             committed: st.committed[p],
         })
     }
 
     async fn end(&mut self) -> Result<i64> {
-        Ok(self.cluster.state().partitions[self.partition as usize].len() as i64)
+        Ok(self.cluster.state().end(self.partition as usize))
     }
 
     async fn read(&mut self, from: i64, to: i64) -> Result<Vec<AtOffset>> {
@@ -185,10 +206,10 @@ impl Log for MemLog {
             from,
             to,
         });
-        let end = to.min(st.partitions[p].len() as i64);
+        let end = to.min(st.end(p));
         let take = st.faults.fetch.map_or(i64::MAX, |f| f as i64);
         Ok((from.max(st.first[p])..end.min(from.saturating_add(take)))
-            .map(|o| (o, st.partitions[p][o as usize].clone()))
+            .map(|o| (o, st.at(p, o).clone()))
             .collect())
     }
 
@@ -211,11 +232,11 @@ impl Log for MemLog {
             let p = self.partition as usize;
             let max = max.min(st.faults.fetch.unwrap_or(usize::MAX));
             let mut got = Vec::new();
-            let mut o = cursor;
-            while (o as usize) < st.partitions[p].len() && got.len() < max {
+            let mut o = cursor.max(st.base[p]);
+            while o < st.end(p) && got.len() < max {
                 let key = (self.partition, o);
                 if !st.faults.skip_always.contains(&key) && !st.faults.skip_once.remove(&key) {
-                    got.push((o, st.partitions[p][o as usize].clone()));
+                    got.push((o, st.at(p, o).clone()));
                 }
                 o += 1;
             }

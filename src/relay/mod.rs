@@ -75,9 +75,8 @@ pub struct Args {
     /// A local build of the SmartModule to run instead
     #[arg(long, value_name = "FILE")]
     pub wasm: Option<PathBuf>,
-    /// A module param, repeatable (emit=pressure is implied; emit=frames is refused)
-    #[arg(short = 'e', long = "param", value_name = "KEY=VALUE", value_parser = crate::flags::param)]
-    pub params: Vec<(String, String)>,
+    #[command(flatten)]
+    pub params: crate::flags::Params,
     /// Records before the committed offset replayed through look_back on a (re)start
     #[arg(long, value_name = "N", default_value_t = 100_000)]
     pub lookback: u64,
@@ -94,6 +93,15 @@ pub struct Args {
     /// Serve /metrics (Prometheus text) and /healthz on this address from the start
     #[arg(long, value_name = "IP:PORT")]
     pub metrics: Option<SocketAddr>,
+
+    /// Partitions of the sibling topic when the relay creates it [default: the event topic's]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub to_partitions: Option<u32>,
+
+    /// Replication factor of the sibling topic when the relay creates it [default: the event
+    /// topic's]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub to_replication: Option<u32>,
 }
 
 impl Args {
@@ -102,6 +110,15 @@ impl Args {
         self.to
             .clone()
             .unwrap_or_else(|| format!("{}-pressure", self.topic))
+    }
+
+    /// How the sibling topic is laid out when the relay creates it: as the event topic is,
+    /// unless the flags say otherwise.
+    pub fn to_layout(&self, events: cluster::Layout) -> cluster::Layout {
+        cluster::Layout {
+            partitions: self.to_partitions.unwrap_or(events.partitions),
+            replication: self.to_replication.unwrap_or(events.replication),
+        }
     }
 
     /// The module's params: the pressure view, checked before any work (a bad one is named);
@@ -217,7 +234,8 @@ async fn relay(
     let to = args.to();
     let setup = async {
         let fluvio = connect(&settings, watch).await?;
-        let count = cluster::partitions(&fluvio, &args.topic).await?;
+        let events = cluster::layout(&fluvio, &args.topic).await?;
+        let count = events.partitions;
         let parts = args.select(count)?;
         // The module first: a refusal leaves the cluster as it was.
         let wasm = match local {
@@ -227,7 +245,7 @@ async fn relay(
                 cluster::smartmodule_wasm(&fluvio, name).await?
             }
         };
-        cluster::ensure_topic(&fluvio, &to, count).await?;
+        cluster::ensure_topic(&fluvio, &to, args.to_layout(events)).await?;
         anyhow::Ok((fluvio, parts, wasm))
     };
     let (fluvio, parts, wasm) = tokio::select! {

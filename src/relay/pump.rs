@@ -359,7 +359,11 @@ pub async fn pump<L: Log, S: Sink>(
     let make = Arc::clone(make);
     let made = off_task(move || make()).await?;
     let mut module = Worker(Some(made.map_err(Stop::Fatal)?));
-    rebuild(log, &mut module, from, start, partition, s).await?;
+    if !rebuild(log, &mut module, from, start, partition, s, ctl).await? {
+        // Stopped mid-rebuild: nothing of this life was relayed, nothing to settle.
+        tracing::info!("partition {partition}: stopped during the look-back, at its request");
+        return Ok(Exit::Stopped);
+    }
     if from < start {
         tracing::info!(
             "partition {partition}: state rebuilt through look_back from offsets \
@@ -488,8 +492,9 @@ pub async fn pump<L: Log, S: Sink>(
     }
 }
 
-/// Replays records `[from, to)` of the partition into `module` through `look_back`, contiguous,
-/// each fetch as it comes (cut to `invocation_bytes`): the history is never held whole.
+/// Replays offsets `from..to` through `look_back`, fetch by fetch, each cut to
+/// `invocation_bytes`; between calls it looks whether the relay is asked to stop, so that a
+/// signal ends even a long history replay within a call's time. False: it stopped there.
 async fn rebuild<L: Log>(
     log: &mut L,
     module: &mut Worker,
@@ -497,10 +502,14 @@ async fn rebuild<L: Log>(
     to: i64,
     partition: u32,
     s: &Settings,
-) -> Result<(), Stop> {
+    ctl: &Control,
+) -> Result<bool, Stop> {
     let mut next = from;
     let mut stalls = 0;
     while next < to {
+        if ctl.stopping() {
+            return Ok(false);
+        }
         let got = log.read(next, to).await.map_err(Stop::Cluster)?;
         let (mut run, _) = contiguous(got, next);
         run.truncate((to - next) as usize);
@@ -511,14 +520,29 @@ async fn rebuild<L: Log>(
                  ({stalls} fetches came back without it)"
             )));
         }
-        let (first, max, fed) = (next, s.invocation_bytes, run.len() as i64);
-        module
-            .call(move |m| m.look_back(&run, first, max))
-            .await?
-            .map_err(Stop::Fatal)?;
+        let fed = run.len() as i64;
+        let run = Arc::new(run);
+        for (first, len) in cut_spans(&run, next, s.invocation_bytes) {
+            if ctl.stopping() {
+                return Ok(false);
+            }
+            let run = Arc::clone(&run);
+            let at = (first - next) as usize;
+            module
+                .call(move |m| m.look_back(&run[at..at + len], first, usize::MAX))
+                .await?
+                .map_err(Stop::Fatal)?;
+        }
         next += fed;
     }
-    Ok(())
+    Ok(true)
+}
+
+/// [`cuts`] of `run` (at offsets from `next`) as (first offset, length) spans.
+fn cut_spans(run: &[Rec], next: i64, max: usize) -> Vec<(i64, usize)> {
+    cuts(run, next, max)
+        .map(|(cut, first)| (first, cut.len()))
+        .collect()
 }
 
 /// The contiguous run of `got` from offset `next` (offsets below it are a re-fetch's repeats),

@@ -144,6 +144,8 @@ struct Inner {
     told: Status,
     /// The snapshot as of `head`, once a client asked for it.
     snapshot: Option<(u64, Bytes)>,
+    /// The `/state` document as of `head`, once a client asked for it.
+    state: Option<(u64, Bytes)>,
 }
 
 /// Figures of the hub, for `/metrics`: read without its lock.
@@ -155,6 +157,9 @@ pub struct Figures {
     pub events: AtomicU64,
     /// Sessions forgotten to stay within [`MAX_SESSIONS`].
     pub evicted: AtomicU64,
+    /// Snapshots written (for `/events` and `/state`): once per change at most, however many
+    /// clients ask.
+    pub snapshots: AtomicU64,
 }
 
 /// A gauge of clients: one more while it lives.
@@ -223,6 +228,7 @@ impl Hub {
                 told: status.clone(),
                 status,
                 snapshot: None,
+                state: None,
             }),
             head: watch::Sender::new(0),
             run: base36(nanos ^ u128::from(std::process::id())),
@@ -313,6 +319,7 @@ impl Hub {
                 let wire = match &inner.snapshot {
                     Some((at, wire)) if *at == head => wire.clone(),
                     _ => {
+                        self.figures.snapshots.fetch_add(1, Ordering::Relaxed);
                         let data = inner.snapshot(None);
                         let e = Event::new(head, &self.event_id(head), "snapshot", &data);
                         inner.snapshot = Some((head, e.wire.clone()));
@@ -326,9 +333,19 @@ impl Hub {
 
     /// Each session's latest state, newest first, and the status, with the id they are as of:
     /// the `/state` document.
-    pub fn state(&self) -> String {
-        let inner = self.lock();
-        inner.snapshot(Some(&self.event_id(inner.head)))
+    /// Written once per change, however many clients ask (every change moves the head).
+    pub fn state(&self) -> Bytes {
+        let mut inner = self.lock();
+        let head = inner.head;
+        if let Some((at, doc)) = &inner.state
+            && *at == head
+        {
+            return doc.clone();
+        }
+        self.figures.snapshots.fetch_add(1, Ordering::Relaxed);
+        let doc = Bytes::from(inner.snapshot(Some(&self.event_id(head))));
+        inner.state = Some((head, doc.clone()));
+        doc
     }
 
     /// Counts a client of `/events` while the returned guard lives.
@@ -444,10 +461,58 @@ impl Changes<'_> {
         self.inner.cards.get_mut(id).expect("inserted above")
     }
 
-    /// A pressure record (`context/pressure` or `context/error`, contract §3): applied to its
-    /// session and sent as a `pressure` event. Anything else is `Err(why)`, for the caller to
-    /// count. One older than its session's latest (a re-delivery) is `Ok(false)`.
-    pub fn pressure(&mut self, bytes: &[u8]) -> Result<bool, String> {
+    /// A pressure record (`context/pressure` or `context/error`, contract §3), parsed before
+    /// the lock by [`Reading::parse`]: applied to its session and sent as a `pressure` event.
+    /// One older than its session's latest (a re-delivery) is `false`.
+    pub fn pressure(&mut self, r: Reading) -> bool {
+        let s = self.card(&r.id);
+        // The meter's own rule: a lower seq would turn back time; an equal one may be the
+        // error about the frame the last figures came from.
+        if let (Some(new), Some(old)) = (r.seq, s.seq)
+            && new < old
+        {
+            return false;
+        }
+        if r.seq.is_some() {
+            s.seq = r.seq;
+        }
+        if r.is_error {
+            s.error = Some(Arc::clone(&r.text));
+        } else {
+            s.pressure = Some(Arc::clone(&r.text));
+            s.error = None;
+        }
+        self.hub.push(self.inner, "pressure", &r.text);
+        true
+    }
+
+    /// A folded frame ([`Folded::parse`]): joins its session's list and is sent as a `frame`
+    /// event.
+    pub fn frame(&mut self, f: Folded) {
+        let s = self.card(&f.id);
+        s.frames.push_back(f.shown);
+        while s.frames.len() > FRAMES_PER_SESSION {
+            s.frames.pop_front();
+        }
+        self.hub.push(self.inner, "frame", &f.event);
+    }
+}
+
+/// A pressure record read off a source, parsed in the source's own thread: the hub's lock is
+/// held only to apply it (`/events` and `/state` never wait behind a parse).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reading {
+    id: String,
+    seq: Option<u64>,
+    is_error: bool,
+    /// The record as the page gets it.
+    text: Arc<str>,
+}
+
+impl Reading {
+    /// A `context/pressure` or `context/error` record with a session; anything else is
+    /// `Err(why)`, for the caller to count.
+    pub fn parse(bytes: &[u8]) -> Result<Reading, String> {
         if bytes.len() > RECORD_BYTES {
             return Err(format!(
                 "a pressure record of {} bytes, over the limit of {RECORD_BYTES}",
@@ -459,8 +524,7 @@ impl Changes<'_> {
         let Some(obj) = v.as_object() else {
             return Err("not a pressure record: not a JSON object".to_owned());
         };
-        let kind = obj.get("type").and_then(Value::as_str);
-        let is_error = match kind {
+        let is_error = match obj.get("type").and_then(Value::as_str) {
             Some("context/pressure") => false,
             Some("context/error") => true,
             Some(t) => return Err(format!("not a pressure record: type {t:?}")),
@@ -473,45 +537,41 @@ impl Changes<'_> {
             }
             return Err("a pressure record without a session string".to_owned());
         };
-        let seq = obj.get("seq").and_then(Value::as_u64);
-        let text: Arc<str> = Arc::from(v.to_string());
-        let s = self.card(id);
-        // The meter's own rule: a lower seq would turn back time; an equal one may be the
-        // error about the frame the last figures came from.
-        if let (Some(new), Some(old)) = (seq, s.seq)
-            && new < old
-        {
-            return Ok(false);
-        }
-        if seq.is_some() {
-            s.seq = seq;
-        }
-        if is_error {
-            s.error = Some(Arc::clone(&text));
-        } else {
-            s.pressure = Some(Arc::clone(&text));
-            s.error = None;
-        }
-        self.hub.push(self.inner, "pressure", &text);
-        Ok(true)
+        Ok(Reading {
+            id: id.to_owned(),
+            seq: obj.get("seq").and_then(Value::as_u64),
+            is_error,
+            text: Arc::from(v.to_string()),
+        })
     }
+}
 
-    /// A frame from the frames view: a folded one (`folded_frames` ≥ 2) joins its session's
-    /// list, as the fields the page shows, and is sent as a `frame` event; others are no news.
-    pub fn frame(&mut self, key: Option<&[u8]>, bytes: &[u8]) -> bool {
+/// A folded frame of the frames view (`folded_frames` ≥ 2), as the page shows it, parsed
+/// before the lock; other frames are no news.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Folded {
+    id: String,
+    /// The fields the page shows.
+    shown: Arc<str>,
+    /// The `frame` event's data.
+    event: String,
+}
+
+impl Folded {
+    pub fn parse(key: Option<&[u8]>, bytes: &[u8]) -> Option<Folded> {
         // Most frames fold nothing: those are not parsed at all.
         if !bytes.windows(15).any(|w| w == b"\"folded_frames\"") {
-            return false;
+            return None;
         }
         let Ok(Value::Object(frame)) = serde_json::from_slice::<Value>(bytes) else {
-            return false;
+            return None;
         };
         if frame
             .get("folded_frames")
             .and_then(Value::as_u64)
             .is_none_or(|n| n < 2)
         {
-            return false;
+            return None;
         }
         let id = match key {
             Some(k) => String::from_utf8_lossy(k).into_owned(),
@@ -528,16 +588,14 @@ impl Changes<'_> {
         let shown = Value::Object(shown);
         let text = shown.to_string();
         if text.len() > FRAME_BYTES || id.len() > agent_fold_core::MAX_KEY_LEN {
-            return false;
+            return None;
         }
-        let s = self.card(&id);
-        s.frames.push_back(Arc::from(text));
-        while s.frames.len() > FRAMES_PER_SESSION {
-            s.frames.pop_front();
-        }
-        let data = json!({"session": id, "frame": shown}).to_string();
-        self.hub.push(self.inner, "frame", &data);
-        true
+        let event = json!({"session": id, "frame": shown}).to_string();
+        Some(Folded {
+            id,
+            shown: Arc::from(text),
+            event,
+        })
     }
 }
 

@@ -19,9 +19,10 @@ use std::time::SystemTime;
 
 use anyhow::{Result, bail};
 
+use crate::jsonl::{self, Piece, Splitter};
+use crate::logs;
 use crate::module::INVOCATION_BYTES;
 use crate::record::Rec;
-use crate::{jsonl, logs};
 
 /// Bytes just before the read position compared at each poll, to notice a rewrite in place.
 const CHECK: usize = 64;
@@ -67,22 +68,20 @@ pub struct Follow {
 }
 
 /// How far one file has been read.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Tail {
     /// The file's device and inode when last read.
     id: Option<(u64, u64)>,
-    /// Bytes read so far (complete lines and `pending`).
+    /// Bytes read so far (complete lines and what `lines` holds).
     pos: u64,
-    /// Bytes after the last newline read: a line still being written.
-    pending: Vec<u8>,
+    /// The lines of what was read; one still being written waits there.
+    lines: Splitter,
     /// The last bytes before `pos`, as read.
     check: Vec<u8>,
     /// The file was read, then went away.
     gone: bool,
     /// Size and modification time when last read: the same again, and nothing is read.
     seen: Option<(u64, Option<SystemTime>)>,
-    /// The pending line grew over [`LINE_BYTES`]: its bytes are dropped up to its newline.
-    dropping: bool,
     /// Times the file was opened to be read.
     opens: u64,
 }
@@ -108,6 +107,20 @@ fn open(path: &Path) -> std::io::Result<File> {
 #[cfg(not(unix))]
 fn open(path: &Path) -> std::io::Result<File> {
     File::open(path)
+}
+
+impl Default for Tail {
+    fn default() -> Tail {
+        Tail {
+            id: None,
+            pos: 0,
+            lines: Splitter::new(LINE_BYTES),
+            check: Vec::new(),
+            gone: false,
+            seen: None,
+            opens: 0,
+        }
+    }
 }
 
 impl Tail {
@@ -174,41 +187,16 @@ impl Tail {
         let extra = self.check.len().saturating_sub(CHECK);
         self.check.drain(..extra);
         let mut skipped = Vec::new();
-        let mut new = &new[..];
-        if self.dropping {
-            // The rest of an over-long line: dropped up to its newline.
-            match new.iter().position(|b| *b == b'\n') {
-                Some(i) => {
-                    new = &new[i + 1..];
-                    self.dropping = false;
-                }
-                None => return Ok(Step::Lines(Vec::new(), skipped, more)),
-            }
-        }
-        self.pending.extend_from_slice(new);
-        let lines = match self.pending.iter().rposition(|b| *b == b'\n') {
-            Some(end) => {
-                let rest = self.pending.split_off(end + 1);
-                let done = std::mem::replace(&mut self.pending, rest);
-                let (kept, long): (Vec<&[u8]>, Vec<&[u8]>) =
-                    jsonl::lines(&done).partition(|l| l.len() <= LINE_BYTES);
-                for l in long {
-                    skipped.push(format!(
-                        "a line of {} bytes in {name}, over the limit of {LINE_BYTES}",
-                        l.len()
-                    ));
-                }
-                kept.into_iter().map(jsonl::line_record).collect()
-            }
-            None => Vec::new(),
-        };
-        if self.pending.len() > LINE_BYTES {
-            skipped.push(format!(
+        let mut lines = Vec::new();
+        self.lines.push(&new, |piece| match piece {
+            Piece::Line(l) => lines.push(jsonl::line_record(l)),
+            Piece::Long(n) => skipped.push(format!(
+                "a line of {n} bytes in {name}, over the limit of {LINE_BYTES}"
+            )),
+            Piece::Open => skipped.push(format!(
                 "a line of over {LINE_BYTES} bytes in {name}: skipped up to its end"
-            ));
-            self.pending = Vec::new();
-            self.dropping = true;
-        }
+            )),
+        });
         Ok(Step::Lines(lines, skipped, more))
     }
 }

@@ -57,10 +57,8 @@ pub struct Args {
     /// tell it from its first lines (the default); the module adapts it (its input param)
     #[arg(long = "input", value_name = "FORMAT", value_parser = flags::format)]
     pub format: Option<Format>,
-    /// A module param for the followed log (capacity, input, projection, ...; emit is the
-    /// server's own); repeatable
-    #[arg(short = 'e', long = "param", value_name = "KEY=VALUE", value_parser = flags::param)]
-    pub params: Vec<(String, String)>,
+    #[command(flatten)]
+    pub params: crate::flags::Params,
     /// The SmartModule to run in fluvio-smartengine (default: the project's build, else the
     /// native library, with a note on stderr)
     #[arg(long, value_name = "FILE", conflicts_with = "native")]
@@ -131,7 +129,7 @@ impl Args {
         };
         follow::followable(&path)?;
         let source = module::choose(self.wasm.as_deref(), self.native);
-        let views = ViewPair::new(source, self.params.clone(), format)?;
+        let views = ViewPair::new(source, self.params.to_vec(), format)?;
         Ok(Feed::Log {
             path,
             views: Box::new(views),

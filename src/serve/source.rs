@@ -15,9 +15,10 @@ use fluvio::metadata::topic::TopicSpec;
 use fluvio::{Fluvio, Offset};
 use futures_util::StreamExt;
 
-use super::events::{Changes, Hub, State};
+use super::events::{Changes, Folded, Hub, Reading, State};
 use super::fold::ViewPair;
-use super::follow::Follow;
+use super::follow::{Follow, LINE_BYTES};
+use crate::jsonl::{Piece, Splitter};
 
 /// How often a followed log is looked at when something just came; each quiet poll doubles
 /// the wait, up to [`IDLE_POLL`].
@@ -72,16 +73,20 @@ impl Feed {
     }
 }
 
-/// Counts one record read from the source, then [`apply`]s it.
-fn pressure(b: &mut Changes, bytes: &[u8]) {
-    b.read(1);
-    apply(b, bytes);
+/// Parses what a source read, before the hub's lock is taken.
+fn readings<'a>(values: impl Iterator<Item = &'a [u8]>) -> Vec<Result<Reading, String>> {
+    values.map(Reading::parse).collect()
 }
 
-/// Applies a pressure record, or counts it skipped.
-fn apply(b: &mut Changes, bytes: &[u8]) {
-    if let Err(why) = b.pressure(bytes) {
-        b.skip(why);
+/// Applies parsed pressure records, counting the ones that are not.
+fn apply(b: &mut Changes, readings: Vec<Result<Reading, String>>) {
+    for r in readings {
+        match r {
+            Ok(r) => {
+                b.pressure(r);
+            }
+            Err(why) => b.skip(why),
+        }
     }
 }
 
@@ -97,8 +102,17 @@ fn follow(path: PathBuf, mut fold: ViewPair, hub: &Hub) {
             hub.batch(|b| b.reset(why));
         }
         let read = polled.lines.len() as u64;
-        // The module's work happens outside the hub's lock: pages keep being served.
-        let out = fold.push(polled.lines);
+        // The module's work and the parsing happen outside the hub's lock: pages keep being
+        // served.
+        let out = fold.push(polled.lines).map(|out| {
+            let readings = readings(out.pressure.iter().map(|r| &r.value[..]));
+            let folded: Vec<Folded> = out
+                .frames
+                .iter()
+                .filter_map(|f| Folded::parse(f.key.as_deref(), &f.value))
+                .collect();
+            (readings, folded, out.skipped)
+        });
         hub.batch(|b| {
             b.read(read);
             for why in polled.skipped {
@@ -106,14 +120,12 @@ fn follow(path: PathBuf, mut fold: ViewPair, hub: &Hub) {
                 b.skip(why);
             }
             let failed = match out {
-                Ok(out) => {
-                    for r in &out.pressure {
-                        apply(b, &r.value);
+                Ok((readings, folded, skipped)) => {
+                    apply(b, readings);
+                    for f in folded {
+                        b.frame(f);
                     }
-                    for f in &out.frames {
-                        b.frame(f.key.as_deref(), &f.value);
-                    }
-                    for why in out.skipped {
+                    for why in skipped {
                         b.skip(why);
                     }
                     None
@@ -140,32 +152,50 @@ fn follow(path: PathBuf, mut fold: ViewPair, hub: &Hub) {
     }
 }
 
-/// Reads pressure records from stdin until it closes; what a read brings is one batch.
+/// Reads pressure records from stdin until it closes; what a read brings is one batch, parsed
+/// before it is applied. A line over [`LINE_BYTES`] is skipped, as the follower skips one, so
+/// that a writer that never ends its line holds no more than that.
 fn read_stdin(hub: &Hub) {
     hub.batch(|b| b.status(State::Live, "reading pressure records"));
     let mut stdin = std::io::stdin().lock();
-    let mut pending = Vec::new();
+    let mut lines = Splitter::new(LINE_BYTES);
+    let read = |piece: Piece<'_>, got: &mut Vec<Result<Reading, String>>| {
+        got.push(match piece {
+            Piece::Line(l) => Reading::parse(l),
+            Piece::Long(n) => Err(format!(
+                "a line of {n} bytes on stdin, over the limit of {LINE_BYTES}"
+            )),
+            Piece::Open => Err(format!(
+                "a line of over {LINE_BYTES} bytes on stdin: skipped up to its end"
+            )),
+        })
+    };
     let end = loop {
-        let got = match stdin.fill_buf() {
-            Ok(buf) => buf.to_vec(),
+        let buf = match stdin.fill_buf() {
+            Ok(buf) => buf,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => break format!("reading stdin failed: {e}"),
         };
-        stdin.consume(got.len());
-        if got.is_empty() {
+        if buf.is_empty() {
             break "stdin closed: the last figures stay".to_owned();
         }
-        pending.extend_from_slice(&got);
-        let Some(cut) = pending.iter().rposition(|b| *b == b'\n') else {
-            continue;
-        };
-        let rest = pending.split_off(cut + 1);
-        let lines = std::mem::replace(&mut pending, rest);
-        hub.batch(|b| crate::jsonl::lines(&lines).for_each(|l| pressure(b, l)));
+        let mut got = Vec::new();
+        lines.push(buf, |p| read(p, &mut got));
+        let n = buf.len();
+        stdin.consume(n);
+        if !got.is_empty() {
+            hub.batch(|b| {
+                b.read(got.len() as u64);
+                apply(b, got);
+            });
+        }
     };
     // The last line may lack its newline.
+    let mut got = Vec::new();
+    lines.finish(|p| read(p, &mut got));
     hub.batch(|b| {
-        crate::jsonl::lines(&pending).for_each(|l| pressure(b, l));
+        b.read(got.len() as u64);
+        apply(b, got);
         b.status(State::Ended, end);
     });
 }
@@ -236,16 +266,19 @@ async fn consume_once(
     let mut records = futures_util::stream::select_all(streams).ready_chunks(512);
     while let Some(chunk) = records.next().await {
         let mut failed = None;
-        hub.batch(|b| {
-            for r in chunk {
-                match r {
-                    Ok(rec) => {
-                        next.insert(rec.partition(), rec.offset() + 1);
-                        pressure(b, rec.get_value().as_ref());
-                    }
-                    Err(code) => failed = Some(code),
+        let mut got = Vec::with_capacity(chunk.len());
+        for r in chunk {
+            match r {
+                Ok(rec) => {
+                    next.insert(rec.partition(), rec.offset() + 1);
+                    got.push(Reading::parse(rec.get_value().as_ref()));
                 }
+                Err(code) => failed = Some(code),
             }
+        }
+        hub.batch(|b| {
+            b.read(got.len() as u64);
+            apply(b, got);
         });
         match failed {
             Some(ErrorCode::TopicDeleted) => {

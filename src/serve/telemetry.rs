@@ -39,6 +39,12 @@ pub fn render(app: &App) -> String {
             load(&f.events),
         ),
         (
+            "snapshots_total",
+            counter,
+            "Snapshots written for /events and /state: once per change at most, however many clients ask.",
+            load(&f.snapshots),
+        ),
+        (
             "sessions_evicted_total",
             counter,
             "Sessions forgotten to keep the newest 1000.",

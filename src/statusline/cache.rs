@@ -67,13 +67,7 @@ impl Cached {
 
 /// The cache file of a transcript: named by a hash of its path.
 fn path_of(dir: &Path, transcript: &Path) -> PathBuf {
-    let h = transcript
-        .as_os_str()
-        .as_encoded_bytes()
-        .iter()
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-            (h ^ *b as u64).wrapping_mul(0x0100_0000_01b3)
-        });
+    let h = agent_fold_core::fnv1a(transcript.as_os_str().as_encoded_bytes());
     dir.join(format!("{h:016x}.json"))
 }
 

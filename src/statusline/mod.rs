@@ -47,9 +47,8 @@ pub struct Args {
     /// else ~/.cache/agent-fold/statusline)
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
-    /// A module param (compact_at, compact_restore, projection, ...); repeatable
-    #[arg(short = 'e', value_name = "KEY=VALUE", value_parser = crate::flags::param)]
-    pub params: Vec<(String, String)>,
+    #[command(flatten)]
+    pub params: crate::flags::Params,
 }
 
 /// What Claude Code sends on stdin, the fields this reads (its statusline documentation's shape).

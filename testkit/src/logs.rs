@@ -434,16 +434,5 @@ pub(crate) fn draw_all<'a, T: Arbitrary<'a>>(u: &mut Unstructured<'a>) -> Vec<T>
 
 /// splitmix64 bytes: a seeded, portable stream for property tests.
 pub fn seeded_bytes(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed;
-    let mut out = Vec::with_capacity(len + 8);
-    while out.len() < len {
-        x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = x;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        out.extend_from_slice(&z.to_le_bytes());
-    }
-    out.truncate(len);
-    out
+    agent_fold_core::Rng::from_state(seed).bytes(len)
 }

@@ -131,12 +131,22 @@ impl Server {
 
     /// The server's resident memory, in bytes (`VmRSS` of /proc).
     pub fn rss(&self) -> u64 {
+        self.proc_status("VmRSS:")
+    }
+
+    /// The most resident memory the server ever had (its high-water mark).
+    pub fn peak_rss(&self) -> u64 {
+        self.proc_status("VmHWM:")
+    }
+
+    /// A `kB` figure of /proc/PID/status, in bytes.
+    fn proc_status(&self, field: &str) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
         let kb: u64 = status
             .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .find_map(|l| l.strip_prefix(field))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .expect("VmRSS in /proc/PID/status");
+            .unwrap_or_else(|| panic!("{field} in /proc/PID/status"));
         kb * 1024
     }
 

@@ -16,6 +16,8 @@ mod frames_snapshots;
 mod fuzz_regressions;
 mod hostile;
 mod layering;
+mod long_session;
+mod params;
 mod pressure_properties;
 mod pressure_snapshots;
 mod relay;

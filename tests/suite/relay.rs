@@ -94,6 +94,89 @@ fn the_wasm_relay_gives_what_run_gives_through_gaps_and_kills_losing_nothing() {
     assert_eq!(st.committed[0], Some(6000));
 }
 
+/// A partition that has run for months: its offsets start past 2^31 (here past 2^40), where a
+/// look-back record's offset delta cannot reach. Each restart rebuilds through `look_back`,
+/// and the relay answers as one at offset 0 does, through kills, nothing lost, nothing doubled
+/// beyond the kills' repeats; the adapter's re-delivery rule (offsets) holds there too.
+#[test]
+fn a_partition_past_offset_2_pow_31_restarts_as_one_at_0_does() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/adapt/codex.jsonl");
+    let lines = logs::read_records(Some(&path)).unwrap();
+    let big_kills: &[(Option<usize>, Option<usize>)] =
+        &[(Some(5), None), (None, Some(2)), (Some(40), None)];
+    let small_kills: &[(Option<usize>, Option<usize>)] = &[(Some(2), None), (None, Some(2))];
+    for (records, params, fetch, kills) in [
+        (
+            corpus(3000, 5),
+            owned(&[("emit", "pressure"), ("capacity", "200000")]),
+            97,
+            big_kills,
+        ),
+        (
+            lines,
+            owned(&[("emit", "pressure"), ("input", "codex")]),
+            7,
+            small_kills,
+        ),
+    ] {
+        let want = reference(&params, &records);
+        let n = records.len() as i64;
+        // Past 2^40, and not a round figure (Fluvio's encoder happens to write 2^40 itself
+        // as a small delta).
+        let base = (1i64 << 40) + 0x1234_5678;
+        let c = Cluster::from_offset(vec![records], base);
+        c.state().faults.fetch = Some(fetch);
+        relay(&c, &params, kills);
+        let st = c.state();
+        commits_follow_acks(&st.journal).unwrap();
+        let dups = duplicates(&want, &st.out).unwrap();
+        assert_eq!(st.out.len(), want.len() + dups, "nothing lost");
+        assert_eq!(st.committed[0], Some(base + n));
+    }
+}
+
+/// A signal during a restart's look-back (a rolling restart, a history of 100,000 records)
+/// ends the relay between two `look_back` calls, not after the whole replay: the reads stop
+/// at once, nothing is produced or committed, and the relay ends as stopped.
+#[test]
+fn a_stop_during_the_look_back_ends_the_relay_between_two_calls() {
+    let records = corpus(20_000, 3);
+    let params = owned(&[("emit", "pressure"), ("capacity", "200000")]);
+    let c = Cluster::new(vec![records]);
+    c.state().committed[0] = Some(20_000);
+    c.state().faults.fetch = Some(50);
+    let reads = |c: &Cluster| {
+        c.state()
+            .journal
+            .iter()
+            .filter(|e| matches!(e, agent_fold::relay::memory::Event::Read { .. }))
+            .count()
+    };
+    let s = settings();
+    let make = fresh(&params);
+    let ctl = Control::new(&[0]);
+    let mut conn = c.connect(0);
+    let (exit, reads_at_stop) = block_on(async {
+        let stopper = async {
+            while reads(&c) < 10 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            ctl.stop();
+            reads(&c)
+        };
+        tokio::join!(pump::run(&mut conn, &make, 0, &s, &ctl), stopper)
+    });
+    assert_eq!(exit.expect("a stop is no failure"), Exit::Stopped);
+    let after = reads(&c) - reads_at_stop;
+    assert!(
+        after <= 1,
+        "{after} look-back reads after the stop (of the 400 a whole replay takes)"
+    );
+    let st = c.state();
+    assert!(st.out.is_empty(), "nothing relayed");
+    assert_eq!(st.committed[0], Some(20_000), "the commit untouched");
+}
+
 #[test]
 fn an_adapter_relayed_through_kills_applies_no_line_twice() {
     // The adapter numbers a session's frames by the lines' offsets: a line at or below the

@@ -209,3 +209,103 @@ fn a_bad_param_exits_non_zero_naming_it() {
         text(&out.stderr)
     );
 }
+
+/// Lines of a child's stdout as they come, from a thread: `recv_timeout` tells whether one
+/// came while its input was still open.
+fn stdout_lines(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let out = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(out).lines() {
+            let Ok(l) = l else { return };
+            if tx.send(l).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// Spawns `run` with these args, stdout piped, stdin as given.
+fn spawn_run(args: &[&str], stdin: Stdio) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_agent-fold"))
+        .args(args)
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the agent-fold binary runs")
+}
+
+/// A user message of session `s` as a frame line.
+fn message(seq: u64) -> String {
+    format!(
+        r#"{{"type":"user/message","session_id":"s","seq":{seq},"message":{{"role":"user","content":"line {seq}"}}}}"#
+    ) + "\n"
+}
+
+/// `tail -f log | agent-fold run -`: each line's answer comes while the writer keeps the pipe
+/// open (before: nothing until stdin closed), in the frames view and on --pressure-out.
+#[test]
+fn run_on_stdin_answers_each_line_while_the_writer_keeps_the_pipe_open() {
+    let dir = std::env::temp_dir().join(format!("agent-fold-stream-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pressure = dir.join("pressure.jsonl");
+    let mut child = spawn_run(
+        &[
+            "run",
+            "--native",
+            "--pressure-out",
+            pressure.to_str().unwrap(),
+            "-e",
+            "capacity=200000",
+            "-",
+        ],
+        Stdio::piped(),
+    );
+    let rx = stdout_lines(&mut child);
+    let mut stdin = child.stdin.take().unwrap();
+    for seq in 0..3 {
+        stdin.write_all(message(seq).as_bytes()).unwrap();
+        stdin.flush().unwrap();
+        let got = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("no answer to line {seq} while the pipe is open"));
+        let v: serde_json::Value = serde_json::from_str(&got).unwrap();
+        assert_eq!(v["seq"], seq, "{got}");
+        let written = std::fs::read_to_string(&pressure).unwrap_or_default();
+        assert_eq!(
+            written.lines().count() as u64,
+            seq + 1,
+            "--pressure-out is written as it goes: {written}"
+        );
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A FIFO is read as a stream too: a writer that holds it open gets each line answered.
+#[cfg(unix)]
+#[test]
+fn run_on_a_fifo_answers_each_line_while_its_writer_holds_it() {
+    let fifo = std::env::temp_dir().join(format!("agent-fold-fifo-{}", std::process::id()));
+    let _ = std::fs::remove_file(&fifo);
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success(), "mkfifo");
+    let mut child = spawn_run(&["run", "--native", fifo.to_str().unwrap()], Stdio::null());
+    let rx = stdout_lines(&mut child);
+    // Opening for writing waits for the reader: the runner has opened it.
+    let mut w = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    for seq in 0..3 {
+        w.write_all(message(seq).as_bytes()).unwrap();
+        let got = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("no answer to line {seq} while the FIFO is open"));
+        assert!(got.contains(&format!("\"seq\":{seq}")), "{got}");
+    }
+    drop(w);
+    assert!(child.wait().unwrap().success());
+    let _ = std::fs::remove_file(&fifo);
+}

@@ -293,11 +293,9 @@ impl Cx<'_> {
     }
 }
 
-/// A line id's fingerprint (FNV-1a, 64 bits): what the adapter remembers of recent nodes.
+/// A line id's fingerprint: what the adapter remembers of recent nodes.
 pub(crate) fn fingerprint(id: &str) -> u64 {
-    id.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    })
+    crate::hash::fnv1a(id.as_bytes())
 }
 
 /// `type`, with `/<sub>` when the line names a subtype: the pass-through frame's kind.

@@ -311,25 +311,35 @@ fn write_string_body(out: &mut Vec<u8>, s: &[u8]) {
 /// Copies a value's JSON text in canonical form: no whitespace outside strings, and strings
 /// escaped as serde_json writes them (`"` `\` and control characters escaped, short forms where
 /// there are, everything else literal UTF-8). A lone surrogate escape becomes the U+FFFD it
-/// reads as (contract §1), so that the copy prices what it means, not its six characters.
+/// reads as (contract §1), so that the copy prices what it means, not its six characters. Any
+/// text is taken (a `&str` is all it relies on): what is not JSON is copied, never a panic.
 pub fn canonical_into(out: &mut Vec<u8>, raw: &str) {
     let b = raw.as_bytes();
     let mut i = 0;
     while i < b.len() {
         match b[i] {
             b' ' | b'\n' | b'\t' | b'\r' => i += 1,
-            b'"' => {
-                let end = string_end(Isa::best(), b, i + 1).map_or(b.len(), |(e, _)| e);
-                let inner = &raw[i + 1..end.saturating_sub(1).max(i + 1)];
-                if inner.contains('\\') {
-                    out.push(b'"');
-                    canonical_string(out, inner);
-                    out.push(b'"');
-                } else {
-                    out.extend_from_slice(&b[i..end]);
+            b'"' => match string_end(Isa::best(), b, i + 1) {
+                // `end` is just past the closing quote: the inside is between two ASCII
+                // quotes, so it starts and ends on a character's boundary.
+                Ok((end, _)) => {
+                    let inner = &raw[i + 1..end - 1];
+                    if inner.contains('\\') {
+                        out.push(b'"');
+                        canonical_string(out, inner);
+                        out.push(b'"');
+                    } else {
+                        out.extend_from_slice(&b[i..end]);
+                    }
+                    i = end;
                 }
-                i = end;
-            }
+                // A string that never closes (or holds what JSON does not allow) is no JSON:
+                // the rest is copied as it stands.
+                Err(_) => {
+                    out.extend_from_slice(&b[i..]);
+                    i = b.len();
+                }
+            },
             c => {
                 out.push(c);
                 i += 1;

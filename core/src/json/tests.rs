@@ -79,6 +79,23 @@ fn canonical_copies_are_compact_with_serde_escapes() {
 }
 
 #[test]
+fn canonical_copies_take_any_text_without_a_panic() {
+    // A string that never closes, cut after a character of two, three and four bytes, and
+    // every prefix of a value with escapes and wide characters.
+    for raw in ["\"\\\"é", "\"中", "\"a😀", "\"\\"] {
+        let mut out = Vec::new();
+        canonical_into(&mut out, raw);
+        assert_eq!(out, raw.as_bytes(), "{raw:?}");
+    }
+    let value = r#"{"a":"é\u00e9中\"😀","b":["\ud83d\ude00", "x"]}"#;
+    for (cut, _) in value.char_indices() {
+        let mut out = Vec::new();
+        canonical_into(&mut out, &value[..cut]);
+        assert!(std::str::from_utf8(&out).is_ok(), "cut at {cut}");
+    }
+}
+
+#[test]
 fn every_isa_finds_the_same_string_ends() {
     let pieces: [&[u8]; 10] = [
         b"a",

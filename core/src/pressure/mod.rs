@@ -48,6 +48,7 @@ impl Projector {
                 restore_prior: config.compact_restore,
                 learn_restore: config.learn_restore,
                 window_reserve: claude.then_some(CLAUDE_CODE_RESERVE),
+                max_nodes: config.max_nodes,
             },
         }
     }
@@ -80,7 +81,7 @@ impl Projector {
         match session {
             Some(s) => {
                 let before = self.figures(s);
-                match s.apply(change.as_ref(), seq) {
+                match s.apply(change.as_ref(), seq, self.params.max_nodes) {
                     Err(why) => Step::Refused {
                         seq: Some(seq),
                         why,
@@ -95,7 +96,7 @@ impl Projector {
             }
             None => {
                 let mut s = Session::starting_at(seq, returning);
-                match s.apply(change.as_ref(), seq) {
+                match s.apply(change.as_ref(), seq, self.params.max_nodes) {
                     Err(why) => Step::Refused {
                         seq: Some(seq),
                         why,

@@ -106,6 +106,8 @@ pub(crate) struct Params {
     /// The agent documents its threshold as the window less this (Claude Code: 33,000), until
     /// a header names the session's own.
     pub window_reserve: Option<u64>,
+    /// Messages a session keeps on its surface (`max_nodes`, contract §3.7).
+    pub max_nodes: usize,
 }
 
 /// What a session shows, as a `context/pressure` record carries it.
@@ -289,7 +291,12 @@ impl Session {
     }
 
     /// Validates, then commits: on a refusal nothing changes.
-    pub fn apply(&mut self, change: Option<&Change>, seq: u64) -> Result<(), Refusal> {
+    pub fn apply(
+        &mut self,
+        change: Option<&Change>,
+        seq: u64,
+        max_nodes: usize,
+    ) -> Result<(), Refusal> {
         let Some(c) = change else {
             self.cursor = Some(seq);
             return Ok(());
@@ -389,8 +396,24 @@ impl Session {
                 }
             }
         }
+        if self.surface.len() > max_nodes {
+            self.trim(max_nodes);
+        }
         self.cursor = Some(c.seq);
         Ok(())
+    }
+
+    /// Past `max_nodes` the oldest nodes go and the session is partial from here (contract
+    /// §3.7): what it drops was carried by the reading the projection stands on, so the anchor
+    /// loses it too and what changed since is unchanged; without the whole surface there is no
+    /// base to re-base on.
+    fn trim(&mut self, max_nodes: usize) {
+        let dropped = self.surface.trim_front(max_nodes);
+        self.partial = true;
+        self.anchor = self.anchor.map(|a| a.saturating_sub(dropped));
+        self.rebase.base = None;
+        self.rebase.first = None;
+        self.rebase.kept = None;
     }
 
     /// The calibration ratio N/D: clamped to [1/4, 4]; 1/1 while uncalibrated or `fixed`.
@@ -535,7 +558,8 @@ mod tests {
         for f in frames {
             let v = Frame::parse(f.as_bytes()).expect("a frame");
             let c = Change::read(&v).expect("a valid frame");
-            s.apply(c.as_ref(), v.seq().unwrap()).expect("applies");
+            s.apply(c.as_ref(), v.seq().unwrap(), usize::MAX)
+                .expect("applies");
         }
     }
 
@@ -568,6 +592,7 @@ mod tests {
             restore_prior: 1_000,
             learn_restore: true,
             window_reserve: None,
+            max_nodes: usize::MAX,
         }
     }
 
@@ -672,6 +697,7 @@ mod tests {
             let f = s.figures(&Params {
                 compact_at,
                 window_reserve: reserve,
+                max_nodes: usize::MAX,
                 ..params(Projection::Rebased)
             });
             (f.compact_at, f.until_compact())

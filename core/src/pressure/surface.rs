@@ -329,6 +329,45 @@ impl Surface {
         }
     }
 
+    /// Drops nodes from the front (surface order: the oldest, or what replaced them) until at
+    /// most `keep` stay, and returns the tokens they had. The floor moves above every seq it
+    /// dropped, so that a later span from one of them is a partial session's front cut
+    /// (contract §3.7). Each node is dropped once: amortised O(1) a node.
+    pub fn trim_front(&mut self, keep: usize) -> u64 {
+        let mut dropped = 0;
+        while self.live > keep {
+            self.skip_dead_front();
+            let id = self.order.pop_front().expect("a live node is in the order") as usize;
+            self.origin += 1;
+            let (seq, tokens) = (self.seq.get(id), self.tokens.get(id));
+            dropped += tokens;
+            self.total -= tokens;
+            self.pos[id] = GONE;
+            self.live -= 1;
+            let above = seq.saturating_add(1);
+            self.floor = Some(self.floor.map_or(above, |f| f.max(above)));
+        }
+        // `FrontCut` reads the front entry as a live id.
+        self.skip_dead_front();
+        if self.seq.len() > 2 * self.live + 64 {
+            self.sweep();
+        }
+        dropped
+    }
+
+    /// Pops a dead run standing at the front of the order (and the stale entries it jumps).
+    fn skip_dead_front(&mut self) {
+        while let Some(&e) = self.order.front()
+            && e & DEAD != 0
+        {
+            let next = e & !DEAD;
+            while self.origin < next {
+                self.order.pop_front();
+                self.origin += 1;
+            }
+        }
+    }
+
     /// A new node's id.
     fn add(&mut self, node: Node) -> u32 {
         self.seq.push(node.seq);

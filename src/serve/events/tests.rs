@@ -7,6 +7,16 @@ fn rec(session: &str, seq: u64) -> Vec<u8> {
     .into_bytes()
 }
 
+/// Parses, then applies, as the sources do.
+fn apply(b: &mut Changes, bytes: &[u8]) -> Result<bool, String> {
+    Ok(b.pressure(Reading::parse(bytes)?))
+}
+
+/// A frame parsed, then applied when it is one the page shows.
+fn frame(b: &mut Changes, key: Option<&[u8]>, bytes: &[u8]) -> bool {
+    Folded::parse(key, bytes).map(|f| b.frame(f)).is_some()
+}
+
 /// Every event a client that has seen up to `after` is sent next, until it is up to date.
 fn drain(hub: &Hub, mut after: Option<u64>) -> Vec<Next> {
     let mut out = Vec::new();
@@ -35,7 +45,7 @@ fn resume_replays_the_buffer_or_snapshots() {
     let hub = Hub::new(3, "test", None);
     hub.batch(|b| {
         for seq in 1..=5 {
-            assert_eq!(b.pressure(&rec("a", seq)), Ok(true));
+            assert_eq!(apply(b, &rec("a", seq)), Ok(true));
         }
     });
     // The status did not change: five pressure events, 1..=5, of which 3..=5 are kept.
@@ -62,7 +72,7 @@ fn resume_replays_the_buffer_or_snapshots() {
 #[test]
 fn clients_share_each_frame_and_the_snapshot_instead_of_copying_them() {
     let hub = Hub::new(100, "test", None);
-    hub.batch(|b| b.pressure(&rec("a", 1)).unwrap());
+    hub.batch(|b| apply(b, &rec("a", 1)).unwrap());
     let (Next::Event(one), Next::Event(two)) = (hub.next_after(Some(0)), hub.next_after(Some(0)))
     else {
         panic!("event 1 twice")
@@ -74,7 +84,7 @@ fn clients_share_each_frame_and_the_snapshot_instead_of_copying_them() {
     };
     let (a, b) = (snap(&hub), snap(&hub));
     assert_eq!(a.as_ptr(), b.as_ptr(), "one snapshot per head, shared");
-    hub.batch(|b| b.pressure(&rec("a", 2)).unwrap());
+    hub.batch(|b| apply(b, &rec("a", 2)).unwrap());
     let c = snap(&hub);
     assert_ne!(a, c, "a new head, a new snapshot");
     assert!(std::str::from_utf8(&c).unwrap().contains(r#""seq":2"#));
@@ -92,7 +102,7 @@ fn the_buffer_is_bounded_in_bytes_and_records_in_size() {
                 r#"{{"type":"context/pressure","session":"s{}","seq":{seq},"pad":"{pad}"}}"#,
                 seq % 7
             );
-            assert_eq!(b.pressure(r.as_bytes()), Ok(true));
+            assert_eq!(apply(b, r.as_bytes()), Ok(true));
         }
     });
     let held = hub.held();
@@ -106,7 +116,7 @@ fn the_buffer_is_bounded_in_bytes_and_records_in_size() {
         r#"{{"type":"context/pressure","session":"s","pad":"{}"}}"#,
         "y".repeat(RECORD_BYTES)
     );
-    let err = hub.batch(|b| b.pressure(huge.as_bytes())).unwrap_err();
+    let err = hub.batch(|b| apply(b, huge.as_bytes())).unwrap_err();
     assert!(err.contains("over the limit of 16384"), "{err}");
 }
 
@@ -115,10 +125,10 @@ fn sessions_past_the_cap_are_forgotten_oldest_first_and_the_pages_told() {
     let hub = Hub::new(10_000, "test", None);
     hub.batch(|b| {
         for i in 0..MAX_SESSIONS + 5 {
-            b.pressure(&rec(&format!("s{i}"), 1)).unwrap();
+            apply(b, &rec(&format!("s{i}"), 1)).unwrap();
         }
     });
-    let state: Value = serde_json::from_str(&hub.state()).unwrap();
+    let state: Value = serde_json::from_slice(&hub.state()).unwrap();
     let sessions = agent_fold_testkit::strings_of(&state["sessions"], "session");
     assert_eq!(sessions.len(), MAX_SESSIONS);
     assert_eq!(
@@ -145,28 +155,26 @@ fn sessions_past_the_cap_are_forgotten_oldest_first_and_the_pages_told() {
 fn records_are_checked_and_sessions_ordered_newest_first() {
     let hub = Hub::new(100, "test", None);
     hub.batch(|b| {
-        assert!(b.pressure(b"not json").is_err());
-        assert!(b.pressure(b"[1]").is_err());
-        assert!(
-            b.pressure(br#"{"type":"user/message","session":"a"}"#)
-                .is_err()
-        );
-        assert!(b.pressure(br#"{"type":"context/pressure"}"#).is_err());
-        assert_eq!(b.pressure(&rec("a", 7)), Ok(true));
-        assert_eq!(b.pressure(&rec("b", 1)), Ok(true));
-        assert_eq!(b.pressure(&rec("a", 6)), Ok(false), "older seq");
+        assert!(apply(b, b"not json").is_err());
+        assert!(apply(b, b"[1]").is_err());
+        assert!(apply(b, br#"{"type":"user/message","session":"a"}"#).is_err());
+        assert!(apply(b, br#"{"type":"context/pressure"}"#).is_err());
+        assert_eq!(apply(b, &rec("a", 7)), Ok(true));
+        assert_eq!(apply(b, &rec("b", 1)), Ok(true));
+        assert_eq!(apply(b, &rec("a", 6)), Ok(false), "older seq");
         let err = br#"{"type":"context/error","session":"a","seq":7,"error":"x"}"#;
-        assert_eq!(b.pressure(err), Ok(true), "same seq: the error about it");
+        assert_eq!(apply(b, err), Ok(true), "same seq: the error about it");
         let folded =
             br#"{"type":"thinking/tokens","folded_frames":3,"pad":"lots","timestamp":"t"}"#;
-        assert!(b.frame(Some(b"b"), folded));
-        assert!(!b.frame(
+        assert!(frame(b, Some(b"b"), folded));
+        assert!(!frame(
+            b,
             Some(b"b"),
             br#"{"type":"thinking/tokens","folded_frames":1}"#
         ));
-        assert!(!b.frame(Some(b"b"), br#"{"type":"user/message"}"#));
+        assert!(!frame(b, Some(b"b"), br#"{"type":"user/message"}"#));
     });
-    let state: Value = serde_json::from_str(&hub.state()).unwrap();
+    let state: Value = serde_json::from_slice(&hub.state()).unwrap();
     let order = agent_fold_testkit::strings_of(&state["sessions"], "session");
     assert_eq!(order, ["b", "a"]);
     assert_eq!(state["sessions"][1]["error"]["error"], "x");
@@ -182,7 +190,7 @@ fn records_are_checked_and_sessions_ordered_newest_first() {
 fn the_module_s_error_about_a_record_without_a_session_is_the_skip_reason() {
     let hub = Hub::new(100, "test", None);
     let err = br#"{"type":"context/error","session":null,"seq":null,"error":"the session key is 2000 bytes, over the limit of 1024: no state is kept for it"}"#;
-    let why = hub.batch(|b| b.pressure(err)).unwrap_err();
+    let why = hub.batch(|b| apply(b, err)).unwrap_err();
     assert_eq!(
         why,
         "the module said: the session key is 2000 bytes, over the limit of 1024: no state is kept for it"
@@ -199,4 +207,24 @@ fn a_status_change_is_an_event() {
     let Next::Event(e) = &events[0] else { panic!() };
     assert_eq!(e.kind, "status");
     assert!(e.data().contains(r#""state":"live""#));
+}
+
+#[test]
+fn the_state_document_is_written_once_per_change_however_many_ask() {
+    let hub = Hub::new(100, "test", None);
+    let built = || hub.figures.snapshots.load(Ordering::Relaxed);
+    hub.batch(|b| apply(b, &rec("a", 1)).unwrap());
+    let first = hub.state();
+    for _ in 0..10 {
+        assert_eq!(hub.state(), first);
+    }
+    assert_eq!(built(), 1, "ten more asks, no change: the same document");
+    hub.batch(|b| apply(b, &rec("a", 2)).unwrap());
+    let second = hub.state();
+    assert_ne!(second, first);
+    assert_eq!(built(), 2);
+    // A status change is a change too.
+    hub.batch(|b| b.status(State::Ended, "done"));
+    assert_ne!(hub.state(), second);
+    assert_eq!(built(), 3);
 }

@@ -440,3 +440,41 @@ fn metrics_and_health_tell_the_source_the_clients_and_sigterm_exits_0() {
         "SIGTERM ends the server with 0"
     );
 }
+
+/// `serve -` holds a line that never ends no longer than the follower would (contract: memory
+/// stays bounded whatever is written): 256 MiB without a newline, and the server's peak
+/// memory grows by less than four times the 32 MiB line limit; the line is skipped, said, and what comes
+/// after its newline is read.
+#[test]
+fn a_line_on_stdin_that_never_ends_is_skipped_within_the_line_limit() {
+    let mut s = Server::start_with(&["-"], &[], std::process::Stdio::piped());
+    write(&mut s, &p("a", 1, 0.1));
+    s.wait_state("the first record", |st| st["status"]["records"] == 1);
+    let before = s.peak_rss();
+    let chunk = vec![b'x'; 1 << 20];
+    for _ in 0..256 {
+        s.stdin().write_all(&chunk).unwrap();
+    }
+    s.stdin().flush().unwrap();
+    write(&mut s, &format!("\n{}", p("b", 1, 0.2)));
+    let state = s.wait_state("the record after the long line", |st| {
+        st["sessions"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|x| x["session"] == "b"))
+    });
+    let grown = s.peak_rss().saturating_sub(before);
+    assert!(
+        grown < 128 << 20,
+        "peak RSS grew by {} MiB for one 256 MiB line",
+        grown >> 20
+    );
+    let status = &state["status"];
+    assert_eq!(status["skipped"], 1, "{status}");
+    assert!(
+        status["lastSkipped"]
+            .as_str()
+            .is_some_and(|w| w.contains("on stdin: skipped up to its end")),
+        "{status}"
+    );
+    assert!(s.alive());
+}

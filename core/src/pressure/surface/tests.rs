@@ -201,3 +201,49 @@ fn tokens_after_a_seq_count_the_live_nodes_above_it_within_a_bound() {
     assert_eq!(s.tokens_after(8, 8), Some(3));
     assert_eq!(Surface::default().tokens_after(3, 0), Some(0));
 }
+
+#[test]
+fn trimming_the_front_keeps_the_newest_nodes_and_cuts_below_what_it_dropped() {
+    // Random appends and replacements against a model, the surface trimmed to `keep` after
+    // each edit: it is the model's last `keep` nodes, a span from a dropped seq is a front cut,
+    // and the arrays stay near the live nodes.
+    let keep = 50;
+    let mut rng = crate::Rng::new(7);
+    let mut s = Surface::default();
+    let mut model: Vec<(u64, u64)> = Vec::new();
+    let mut dropped_seqs: Vec<u64> = Vec::new();
+    for seq in 0..5_000u64 {
+        let tokens = rng.range(1, 100);
+        let live: Vec<u64> = model.iter().map(|n| n.0).collect();
+        let node = Node { seq, tokens };
+        if live.len() > 4 && rng.chance(0.05) {
+            // A short replacement inside what is live, or from a dropped seq through one of
+            // the first live ones.
+            let (from, a, b) = match dropped_seqs.last() {
+                Some(&d) if rng.chance(0.3) => (d, 0, rng.range(0, 3) as usize),
+                _ => {
+                    let b = rng.range(1, live.len() as u64 - 1) as usize;
+                    let a = b - rng.range(0, 3.min(b as u64)) as usize;
+                    (live[a], a, b)
+                }
+            };
+            let plan = s.plan(span(from, live[b]), true).unwrap();
+            s.commit(plan, node);
+            model.splice(a..=b, [(seq, tokens)]);
+        } else {
+            s.commit(Plan::Append, node);
+            model.push((seq, tokens));
+        }
+        let cut = model.len().saturating_sub(keep);
+        let gone: u64 = model[..cut].iter().map(|n| n.1).sum();
+        dropped_seqs.extend(model.drain(..cut).map(|n| n.0));
+        assert_eq!(s.trim_front(keep), gone);
+        assert_eq!(
+            s.nodes().map(|n| (n.seq, n.tokens)).collect::<Vec<_>>(),
+            model
+        );
+        assert_eq!(s.total(), model.iter().map(|n| n.1).sum::<u64>());
+        assert!(s.seq.len() <= 2 * s.live + 65, "swept");
+    }
+    assert!(dropped_seqs.len() > 4_000, "{} dropped", dropped_seqs.len());
+}
