@@ -146,6 +146,17 @@ fluvio topic create "$prefix-example" >/dev/null
 produce "$prefix-example" agent-fold examples/agent-session.jsonl
 frames "$prefix-example" agent-fold
 relay_check "$prefix-example" agent-fold
+say "--- a sibling topic that exists laid out otherwise is said before relaying"
+fluvio topic create "$prefix-example-odd" --partitions 2 >/dev/null
+"$af" relay --topic "$prefix-example" --to "$prefix-example-odd" --consumer "e2e-odd-$run_id" \
+  --smartmodule "$sm" --idle-exit 2 2>"$work/odd.log"
+if grep -q "exists with 2 partition(s), replication 1, not 1 partition(s), replication 1" "$work/odd.log"; then
+  say "layout said: $(grep -o 'topic [^ ]* exists with.*' "$work/odd.log" | head -n 1)"
+else
+  cat "$work/odd.log" >&2
+  say "the relay did not say the sibling topic's other layout: FAILED"
+  exit 1
+fi
 
 if [[ -d $real ]]; then
   say "--- real logs, raw, keyed by the session each line names, consumed with -e input=…"

@@ -78,7 +78,7 @@ impl std::fmt::Display for Stats {
 
 /// One planned frame of a session: bodies are rendered when it is emitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Step {
+enum Planned {
     Header,
     User,
     Counter {
@@ -110,7 +110,7 @@ struct Session {
     id: String,
     seq: u64,
     turns_left: u32,
-    plan: std::collections::VecDeque<Step>,
+    plan: std::collections::VecDeque<Planned>,
     /// Seqs of the session's surface nodes, as the pressure view holds them, so compaction
     /// spans are valid.
     surface: Vec<u64>,
@@ -333,8 +333,8 @@ impl Corpus {
             tools: self.rng.range(8, 30) as u32,
             system_len: self.rng.log_range(800, 8000),
         };
-        s.plan.push_back(Step::Header);
-        s.plan.push_back(Step::User);
+        s.plan.push_back(Planned::Header);
+        s.plan.push_back(Planned::User);
         s
     }
 
@@ -342,16 +342,16 @@ impl Corpus {
     fn plan_turn(rng: &mut Rng, s: &mut Session) {
         let p = &mut s.plan;
         if s.surface.len() >= 8 && rng.chance(0.035) {
-            p.push_back(Step::CompactStart);
+            p.push_back(Planned::CompactStart);
             for _ in 0..rng.range(1, 20) {
-                p.push_back(Step::Counter { sub: false });
+                p.push_back(Planned::Counter { sub: false });
             }
-            p.push_back(Step::CompactEnd);
-            p.push_back(Step::Summary);
+            p.push_back(Planned::CompactEnd);
+            p.push_back(Planned::Summary);
             return;
         }
         if rng.chance(0.1) {
-            p.push_back(Step::Header);
+            p.push_back(Planned::Header);
         }
         let run = |rng: &mut Rng| -> u64 {
             // Most runs are short; a few long ones are what folding is for.
@@ -368,7 +368,7 @@ impl Corpus {
             }
         };
         for _ in 0..run(rng) {
-            p.push_back(Step::Counter { sub: false });
+            p.push_back(Planned::Counter { sub: false });
         }
         let x = rng.next_u64() % 100;
         let tool = if x < 8 {
@@ -378,27 +378,27 @@ impl Corpus {
         } else {
             Tool::Text
         };
-        p.push_back(Step::Assistant { sub: false, tool });
+        p.push_back(Planned::Assistant { sub: false, tool });
         match tool {
-            Tool::Call => p.push_back(Step::ToolResult { sub: false }),
-            Tool::Text => p.push_back(Step::User),
+            Tool::Call => p.push_back(Planned::ToolResult { sub: false }),
+            Tool::Text => p.push_back(Planned::User),
             Tool::Task => {
-                p.push_back(Step::User); // the sub-agent's prompt (marked sub when rendered)
+                p.push_back(Planned::User); // the sub-agent's prompt (marked sub when rendered)
                 for _ in 0..rng.range(1, 4) {
                     for _ in 0..run(rng) {
-                        p.push_back(Step::Counter { sub: true });
+                        p.push_back(Planned::Counter { sub: true });
                     }
-                    p.push_back(Step::Assistant {
+                    p.push_back(Planned::Assistant {
                         sub: true,
                         tool: Tool::Call,
                     });
-                    p.push_back(Step::ToolResult { sub: true });
+                    p.push_back(Planned::ToolResult { sub: true });
                 }
-                p.push_back(Step::Assistant {
+                p.push_back(Planned::Assistant {
                     sub: true,
                     tool: Tool::Text,
                 });
-                p.push_back(Step::TaskResult);
+                p.push_back(Planned::TaskResult);
             }
         }
     }
@@ -415,26 +415,28 @@ impl Corpus {
         let opens_dispatch = matches!(
             (step, s.plan.front().copied()),
             (
-                Step::User,
-                Some(Step::Counter { sub: true } | Step::Assistant { sub: true, .. })
+                Planned::User,
+                Some(Planned::Counter { sub: true } | Planned::Assistant { sub: true, .. })
             )
         );
         if opens_dispatch && s.parent.is_none() {
             s.parent = Some(format!("toolu_{:016x}", rng.next_u64()));
         }
         let sub = match step {
-            Step::Counter { sub } | Step::Assistant { sub, .. } | Step::ToolResult { sub } => sub,
-            Step::User => s.parent.is_some(),
+            Planned::Counter { sub }
+            | Planned::Assistant { sub, .. }
+            | Planned::ToolResult { sub } => sub,
+            Planned::User => s.parent.is_some(),
             _ => false,
         };
         let kind = match step {
-            Step::Header => "request/header",
-            Step::User | Step::Summary => "user/message",
-            Step::Counter { .. } => "thinking/tokens",
-            Step::Assistant { .. } => "assistant/message",
-            Step::ToolResult { .. } | Step::TaskResult => "tool/result",
-            Step::CompactStart => "compact/start",
-            Step::CompactEnd => "compact/end",
+            Planned::Header => "request/header",
+            Planned::User | Planned::Summary => "user/message",
+            Planned::Counter { .. } => "thinking/tokens",
+            Planned::Assistant { .. } => "assistant/message",
+            Planned::ToolResult { .. } | Planned::TaskResult => "tool/result",
+            Planned::CompactStart => "compact/start",
+            Planned::CompactEnd => "compact/end",
         };
         let seq = s.seq;
         s.seq += 1;
@@ -448,7 +450,7 @@ impl Corpus {
             s.id
         );
         // A few counters go unstamped (a relay that lost the field): they end a foldable part.
-        let unstamped = matches!(step, Step::Counter { .. }) && rng.chance(0.003);
+        let unstamped = matches!(step, Planned::Counter { .. }) && rng.chance(0.003);
         if unstamped {
             o.truncate(o.len() - ",\"timestamp\":".len());
         } else {
@@ -468,7 +470,7 @@ impl Corpus {
         let scratch = &mut self.scratch;
         let mut message_len = 0u64;
         match step {
-            Step::Header => {
+            Planned::Header => {
                 self.stats.headers += 1;
                 o.push_str(",\"model\":\"claude-sonnet-4-5\",\"system\":");
                 json_text(rng, s.system_len as usize, &mut o, scratch);
@@ -501,10 +503,10 @@ impl Corpus {
                 }
                 o.push_str("],\"context_window\":200000,\"max_tokens\":32000");
             }
-            Step::User | Step::Summary => {
+            Planned::User | Planned::Summary => {
                 let start = o.len();
                 o.push_str(",\"message\":{\"role\":\"user\",\"content\":");
-                let len = if step == Step::Summary {
+                let len = if step == Planned::Summary {
                     rng.range(600, 4000)
                 } else {
                     rng.log_range(40, 3000)
@@ -512,7 +514,7 @@ impl Corpus {
                 json_text(rng, len as usize, &mut o, scratch);
                 o.push('}');
                 message_len = (o.len() - start) as u64;
-                if step == Step::Summary {
+                if step == Planned::Summary {
                     self.stats.compactions += 1;
                     // Replace all but the last two nodes: a valid span of the surface.
                     let n = s.surface.len();
@@ -525,12 +527,12 @@ impl Corpus {
                     s.surface.push(seq);
                 }
             }
-            Step::Counter { .. } => {
+            Planned::Counter { .. } => {
                 self.stats.counters += 1;
                 let delta = rng.log_range(1, 400);
                 let _ = write!(o, ",\"estimated_tokens_delta\":{delta}");
             }
-            Step::Assistant { tool, .. } => {
+            Planned::Assistant { tool, .. } => {
                 let start = o.len();
                 o.push_str(",\"message\":{\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\",\"content\":[{\"type\":\"text\",\"text\":");
                 let n = rng.log_range(30, 1500) as usize;
@@ -569,7 +571,7 @@ impl Corpus {
                     s.surface.push(seq);
                 }
             }
-            Step::ToolResult { .. } | Step::TaskResult => {
+            Planned::ToolResult { .. } | Planned::TaskResult => {
                 self.stats.tool_results += 1;
                 let start = o.len();
                 let len = if sub {
@@ -585,14 +587,14 @@ impl Corpus {
                 json_text(rng, len as usize, &mut o, scratch);
                 o.push('}');
                 message_len = (o.len() - start) as u64;
-                if step == Step::TaskResult {
+                if step == Planned::TaskResult {
                     s.parent = None;
                 }
                 if !sub {
                     s.surface.push(seq);
                 }
             }
-            Step::CompactStart | Step::CompactEnd => {}
+            Planned::CompactStart | Planned::CompactEnd => {}
         }
         if !sub {
             s.context += message_len / 4;

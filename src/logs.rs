@@ -208,7 +208,7 @@ pub fn read_records(path: Option<&Path>) -> Result<Vec<Rec>> {
 /// A log as the runner reads it: whole (a file, a session directory), or as it comes (stdin, a
 /// FIFO): what one read brings is there to process at once, so that `tail -f log | agent-fold
 /// run -` answers each line as it arrives, and memory holds what is not yet processed.
-pub enum Log {
+pub enum LogReader {
     Whole(std::vec::IntoIter<Rec>),
     Stream(Stream),
 }
@@ -221,11 +221,11 @@ pub struct Stream {
     ended: bool,
 }
 
-impl Log {
+impl LogReader {
     /// Opens a log path (`None`: stdin): a FIFO or stdin as a stream, anything else read whole.
-    pub fn open(path: Option<&Path>) -> Result<Log> {
+    pub fn open(path: Option<&Path>) -> Result<LogReader> {
         let stream = |r: Box<dyn std::io::BufRead>| {
-            Log::Stream(Stream {
+            LogReader::Stream(Stream {
                 reader: r,
                 lines: jsonl::Splitter::new(usize::MAX),
                 ready: Default::default(),
@@ -251,19 +251,19 @@ impl Log {
                 ))));
             }
         }
-        Ok(Log::Whole(read_records(Some(path))?.into_iter()))
+        Ok(LogReader::Whole(read_records(Some(path))?.into_iter()))
     }
 
     /// Lines in all, when known before they are read.
     pub fn known_len(&self) -> Option<usize> {
         match self {
-            Log::Whole(lines) => Some(lines.len()),
-            Log::Stream(_) => None,
+            LogReader::Whole(lines) => Some(lines.len()),
+            LogReader::Stream(_) => None,
         }
     }
 
     pub fn is_stream(&self) -> bool {
-        matches!(self, Log::Stream(_))
+        matches!(self, LogReader::Stream(_))
     }
 
     /// The next lines, at most `max` of them; on a stream it waits for one read at most
@@ -271,11 +271,11 @@ impl Log {
     pub fn next_batch(&mut self, max: usize) -> Result<Option<Vec<Rec>>> {
         let max = max.max(1);
         match self {
-            Log::Whole(lines) => {
+            LogReader::Whole(lines) => {
                 let batch: Vec<Rec> = lines.by_ref().take(max).collect();
                 Ok((!batch.is_empty()).then_some(batch))
             }
-            Log::Stream(s) => {
+            LogReader::Stream(s) => {
                 while s.ready.is_empty() && !s.ended {
                     s.read()?;
                 }
@@ -292,8 +292,8 @@ impl Log {
     /// read that far, or to its end, first).
     pub fn detect(&mut self) -> Result<Option<Input>> {
         match self {
-            Log::Whole(lines) => Ok(detect(lines.as_slice())),
-            Log::Stream(s) => loop {
+            LogReader::Whole(lines) => Ok(detect(lines.as_slice())),
+            LogReader::Stream(s) => loop {
                 let ready = s.ready.make_contiguous();
                 if let Some(f) = detect(ready) {
                     return Ok(Some(f));

@@ -164,7 +164,7 @@ fn progress_bar(len: Option<usize>) -> indicatif::ProgressBar {
 pub fn run(args: &Args) -> Result<Summary> {
     let config = args.config()?;
     let source = args.source();
-    let mut input = logs::Log::open(args.log())?;
+    let mut input = logs::LogReader::open(args.log())?;
     // The log's format: adapted here with --input; with -e input=… the module adapts, and a
     // shadow adapter here sees the same frames for the summary and the plot's marks.
     let format = match args.format {
@@ -277,10 +277,12 @@ pub fn run(args: &Args) -> Result<Summary> {
         if stream {
             // A stream's answer goes out before the next read waits (contract §1: each
             // record's output as soon as its invocation is processed).
-            out.flush()?;
+            // The pressure records first: once a line's answer is on stdout, its pressure
+            // records are on --pressure-out.
             if let Some(w) = &mut pout {
                 w.flush()?;
             }
+            out.flush()?;
         }
         base += chunk.len() as i64;
         pb.inc(chunk.len() as u64);

@@ -274,6 +274,11 @@ pub const PARAMS: [Param; 11] = [
     },
 ];
 
+/// An integer in `1..=max`.
+fn count(value: &str, max: usize) -> Option<usize> {
+    value.parse().ok().filter(|n| (1..=max).contains(n))
+}
+
 impl Default for Config {
     fn default() -> Self {
         Config::from_params([]).expect("the defaults parse")
@@ -395,20 +400,8 @@ impl Config {
                         .ok_or_else(bad)?,
                 )
             }
-            "max_sessions" => {
-                self.max_sessions = value
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|n| (1..=MAX_MAX_SESSIONS).contains(n))
-                    .ok_or_else(bad)?
-            }
-            "max_nodes" => {
-                self.max_nodes = value
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|n| (1..=MAX_MAX_NODES).contains(n))
-                    .ok_or_else(bad)?
-            }
+            "max_sessions" => self.max_sessions = count(value, MAX_MAX_SESSIONS).ok_or_else(bad)?,
+            "max_nodes" => self.max_nodes = count(value, MAX_MAX_NODES).ok_or_else(bad)?,
             "malformed" => {
                 self.malformed = match value {
                     "pass" => Malformed::Pass,

@@ -53,7 +53,7 @@ pub struct Faults {
 
 /// The cluster's state: the event topic's partitions, committed offsets, the sibling topic.
 #[derive(Debug, Default)]
-pub struct State {
+pub struct ClusterState {
     pub partitions: Vec<Vec<Rec>>,
     /// The offset of each partition's first record (`partitions[p][0]`).
     pub base: Vec<i64>,
@@ -74,9 +74,9 @@ pub struct State {
 
 /// A cluster in memory, shared by the relay's stand-ins and the test that looks at it.
 #[derive(Debug, Clone, Default)]
-pub struct Cluster(pub Rc<RefCell<State>>);
+pub struct Cluster(pub Rc<RefCell<ClusterState>>);
 
-impl State {
+impl ClusterState {
     /// The offset after partition `p`'s last record.
     pub fn end(&self, p: usize) -> i64 {
         self.base[p] + self.partitions[p].len() as i64
@@ -98,16 +98,16 @@ impl Cluster {
     /// long time, its older records gone).
     pub fn from_offset(partitions: Vec<Vec<Rec>>, base: i64) -> Cluster {
         let n = partitions.len();
-        Cluster(Rc::new(RefCell::new(State {
+        Cluster(Rc::new(RefCell::new(ClusterState {
             partitions,
             base: vec![base; n],
             first: vec![base; n],
             committed: vec![None; n],
-            ..State::default()
+            ..ClusterState::default()
         })))
     }
 
-    pub fn state(&self) -> std::cell::RefMut<'_, State> {
+    pub fn state(&self) -> std::cell::RefMut<'_, ClusterState> {
         self.0.borrow_mut()
     }
 

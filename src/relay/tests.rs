@@ -700,3 +700,34 @@ fn progress_and_summary_lines() {
     );
     assert!(sum.contains("20000 records/s"), "{sum}");
 }
+
+#[test]
+fn the_sibling_topic_is_laid_out_as_the_event_topic_unless_the_flags_say_otherwise() {
+    use super::cluster::Layout;
+    let events = Layout {
+        partitions: 2,
+        replication: 3,
+    };
+    let a = args(&["--topic", "t"]).unwrap();
+    assert_eq!(a.to_layout(events), events, "replication follows, not 1");
+    let a = args(&["--topic", "t", "--to-partitions", "8"]).unwrap();
+    assert_eq!(
+        a.to_layout(events),
+        Layout {
+            partitions: 8,
+            replication: 3
+        }
+    );
+    let a = args(&["--topic", "t", "--to-replication", "1"]).unwrap();
+    assert_eq!(a.to_layout(events).replication, 1);
+    for bad in ["0", "-1", "many"] {
+        assert!(
+            args(&["--topic", "t", "--to-replication", bad]).is_err(),
+            "{bad}"
+        );
+        assert!(
+            args(&["--topic", "t", "--to-partitions", bad]).is_err(),
+            "{bad}"
+        );
+    }
+}

@@ -45,7 +45,7 @@ const FRAME_FIELDS: [&str; 5] = [
 /// What the status line says of the source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum State {
+pub enum SourceState {
     /// Getting ready (connecting, waiting for the log's format).
     Starting,
     /// Records flow (or would, when there are any).
@@ -56,15 +56,20 @@ pub enum State {
     Ended,
 }
 
-impl State {
-    pub const ALL: [State; 4] = [State::Starting, State::Live, State::Error, State::Ended];
+impl SourceState {
+    pub const ALL: [SourceState; 4] = [
+        SourceState::Starting,
+        SourceState::Live,
+        SourceState::Error,
+        SourceState::Ended,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
-            State::Starting => "starting",
-            State::Live => "live",
-            State::Error => "error",
-            State::Ended => "ended",
+            SourceState::Starting => "starting",
+            SourceState::Live => "live",
+            SourceState::Error => "error",
+            SourceState::Ended => "ended",
         }
     }
 }
@@ -74,7 +79,7 @@ impl State {
 pub struct Status {
     pub source: String,
     pub module: Option<String>,
-    pub state: State,
+    pub state: SourceState,
     pub message: String,
     /// Records (log lines, or pressure records on stdin or a topic) read.
     pub records: u64,
@@ -206,7 +211,7 @@ impl Hub {
         let status = Status {
             source: source.to_owned(),
             module,
-            state: State::Starting,
+            state: SourceState::Starting,
             message: "starting".to_owned(),
             records: 0,
             skipped: 0,
@@ -424,7 +429,7 @@ impl Changes<'_> {
     }
 
     /// Sets the status line.
-    pub fn status(&mut self, state: State, message: impl Into<String>) {
+    pub fn status(&mut self, state: SourceState, message: impl Into<String>) {
         self.inner.status.state = state;
         self.inner.status.message = message.into();
     }
@@ -462,9 +467,9 @@ impl Changes<'_> {
     }
 
     /// A pressure record (`context/pressure` or `context/error`, contract §3), parsed before
-    /// the lock by [`Reading::parse`]: applied to its session and sent as a `pressure` event.
+    /// the lock by [`PressureRecord::parse`]: applied to its session and sent as a `pressure` event.
     /// One older than its session's latest (a re-delivery) is `false`.
-    pub fn pressure(&mut self, r: Reading) -> bool {
+    pub fn pressure(&mut self, r: PressureRecord) -> bool {
         let s = self.card(&r.id);
         // The meter's own rule: a lower seq would turn back time; an equal one may be the
         // error about the frame the last figures came from.
@@ -501,7 +506,7 @@ impl Changes<'_> {
 /// A pressure record read off a source, parsed in the source's own thread: the hub's lock is
 /// held only to apply it (`/events` and `/state` never wait behind a parse).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reading {
+pub struct PressureRecord {
     id: String,
     seq: Option<u64>,
     is_error: bool,
@@ -509,10 +514,10 @@ pub struct Reading {
     text: Arc<str>,
 }
 
-impl Reading {
+impl PressureRecord {
     /// A `context/pressure` or `context/error` record with a session; anything else is
     /// `Err(why)`, for the caller to count.
-    pub fn parse(bytes: &[u8]) -> Result<Reading, String> {
+    pub fn parse(bytes: &[u8]) -> Result<PressureRecord, String> {
         if bytes.len() > RECORD_BYTES {
             return Err(format!(
                 "a pressure record of {} bytes, over the limit of {RECORD_BYTES}",
@@ -537,7 +542,7 @@ impl Reading {
             }
             return Err("a pressure record without a session string".to_owned());
         };
-        Ok(Reading {
+        Ok(PressureRecord {
             id: id.to_owned(),
             seq: obj.get("seq").and_then(Value::as_u64),
             is_error,

@@ -87,7 +87,7 @@ struct Tail {
 }
 
 /// What reading one file found.
-enum Step {
+enum TailStep {
     /// Complete lines, lines skipped, and whether more bytes wait.
     Lines(Vec<Rec>, Vec<String>, bool),
     Restart(String),
@@ -124,11 +124,11 @@ impl Default for Tail {
 }
 
 impl Tail {
-    fn read(&mut self, path: &Path) -> std::io::Result<Step> {
+    fn read(&mut self, path: &Path) -> std::io::Result<TailStep> {
         let name = path.display();
         let meta = match std::fs::metadata(path) {
             Ok(m) => m,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Step::Missing),
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(TailStep::Missing),
             Err(e) => return Err(e),
         };
         if !meta.is_file() {
@@ -143,12 +143,12 @@ impl Tail {
             && logs::file_id(&meta) == self.id
         {
             // Idle: nothing was written since the last read.
-            return Ok(Step::Lines(Vec::new(), Vec::new(), false));
+            return Ok(TailStep::Lines(Vec::new(), Vec::new(), false));
         }
         self.opens += 1;
         let mut file = match open(path) {
             Ok(f) => f,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Step::Missing),
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(TailStep::Missing),
             Err(e) => return Err(e),
         };
         let meta = file.metadata()?;
@@ -160,19 +160,19 @@ impl Tail {
         let id = logs::file_id(&meta);
         if self.pos > 0 {
             if self.gone {
-                return Ok(Step::Restart(format!("{name} came back")));
+                return Ok(TailStep::Restart(format!("{name} came back")));
             }
             if self.id.is_some() && id != self.id {
-                return Ok(Step::Restart(format!("{name} was replaced")));
+                return Ok(TailStep::Restart(format!("{name} was replaced")));
             }
             if meta.len() < self.pos {
-                return Ok(Step::Restart(format!("{name} was truncated")));
+                return Ok(TailStep::Restart(format!("{name} was truncated")));
             }
             let mut before = vec![0; self.check.len()];
             file.seek(SeekFrom::Start(self.pos - before.len() as u64))?;
             file.read_exact(&mut before)?;
             if before != self.check {
-                return Ok(Step::Restart(format!("{name} was rewritten")));
+                return Ok(TailStep::Restart(format!("{name} was rewritten")));
             }
         }
         self.gone = false;
@@ -197,7 +197,7 @@ impl Tail {
                 "a line of over {LINE_BYTES} bytes in {name}: skipped up to its end"
             )),
         });
-        Ok(Step::Lines(lines, skipped, more))
+        Ok(TailStep::Lines(lines, skipped, more))
     }
 }
 
@@ -238,12 +238,12 @@ impl Follow {
         for path in &files {
             let tail = self.tails.entry(path.clone()).or_default();
             match tail.read(path) {
-                Ok(Step::Lines(lines, skips, again)) => {
+                Ok(TailStep::Lines(lines, skips, again)) => {
                     read.push(lines);
                     skipped.extend(skips);
                     more |= again;
                 }
-                Ok(Step::Missing) => {
+                Ok(TailStep::Missing) => {
                     if tail.pos > 0 {
                         tail.gone = true;
                     } else {
@@ -253,7 +253,7 @@ impl Follow {
                         ));
                     }
                 }
-                Ok(Step::Restart(why)) => {
+                Ok(TailStep::Restart(why)) => {
                     // Everything read so far is void: the next poll starts from scratch.
                     self.tails.clear();
                     let again = self.poll();

@@ -15,7 +15,7 @@ use fluvio::metadata::topic::TopicSpec;
 use fluvio::{Fluvio, Offset};
 use futures_util::StreamExt;
 
-use super::events::{Changes, Folded, Hub, Reading, State};
+use super::events::{Changes, Folded, Hub, PressureRecord, SourceState};
 use super::fold::ViewPair;
 use super::follow::{Follow, LINE_BYTES};
 use crate::jsonl::{Piece, Splitter};
@@ -74,13 +74,15 @@ impl Feed {
 }
 
 /// Parses what a source read, before the hub's lock is taken.
-fn readings<'a>(values: impl Iterator<Item = &'a [u8]>) -> Vec<Result<Reading, String>> {
-    values.map(Reading::parse).collect()
+fn pressure_records<'a>(
+    values: impl Iterator<Item = &'a [u8]>,
+) -> Vec<Result<PressureRecord, String>> {
+    values.map(PressureRecord::parse).collect()
 }
 
 /// Applies parsed pressure records, counting the ones that are not.
-fn apply(b: &mut Changes, readings: Vec<Result<Reading, String>>) {
-    for r in readings {
+fn apply(b: &mut Changes, records: Vec<Result<PressureRecord, String>>) {
+    for r in records {
         match r {
             Ok(r) => {
                 b.pressure(r);
@@ -105,13 +107,13 @@ fn follow(path: PathBuf, mut fold: ViewPair, hub: &Hub) {
         // The module's work and the parsing happen outside the hub's lock: pages keep being
         // served.
         let out = fold.push(polled.lines).map(|out| {
-            let readings = readings(out.pressure.iter().map(|r| &r.value[..]));
+            let records = pressure_records(out.pressure.iter().map(|r| &r.value[..]));
             let folded: Vec<Folded> = out
                 .frames
                 .iter()
                 .filter_map(|f| Folded::parse(f.key.as_deref(), &f.value))
                 .collect();
-            (readings, folded, out.skipped)
+            (records, folded, out.skipped)
         });
         hub.batch(|b| {
             b.read(read);
@@ -120,8 +122,8 @@ fn follow(path: PathBuf, mut fold: ViewPair, hub: &Hub) {
                 b.skip(why);
             }
             let failed = match out {
-                Ok((readings, folded, skipped)) => {
-                    apply(b, readings);
+                Ok((records, folded, skipped)) => {
+                    apply(b, records);
                     for f in folded {
                         b.frame(f);
                     }
@@ -134,13 +136,13 @@ fn follow(path: PathBuf, mut fold: ViewPair, hub: &Hub) {
             };
             let format = fold.input().map_or("format not yet known", |f| f.name());
             match (polled.problem.or(failed), polled.waiting) {
-                (Some(p), _) => b.status(State::Error, p),
-                (None, Some(w)) => b.status(State::Starting, w),
+                (Some(p), _) => b.status(SourceState::Error, p),
+                (None, Some(w)) => b.status(SourceState::Starting, w),
                 (None, None) if fold.waiting() => b.status(
-                    State::Starting,
+                    SourceState::Starting,
                     "waiting for the log's first lines, to tell its format",
                 ),
-                (None, None) => b.status(State::Live, format!("following ({format})")),
+                (None, None) => b.status(SourceState::Live, format!("following ({format})")),
             }
         });
         if quiet {
@@ -156,12 +158,12 @@ fn follow(path: PathBuf, mut fold: ViewPair, hub: &Hub) {
 /// before it is applied. A line over [`LINE_BYTES`] is skipped, as the follower skips one, so
 /// that a writer that never ends its line holds no more than that.
 fn read_stdin(hub: &Hub) {
-    hub.batch(|b| b.status(State::Live, "reading pressure records"));
+    hub.batch(|b| b.status(SourceState::Live, "reading pressure records"));
     let mut stdin = std::io::stdin().lock();
     let mut lines = Splitter::new(LINE_BYTES);
-    let read = |piece: Piece<'_>, got: &mut Vec<Result<Reading, String>>| {
+    let read = |piece: Piece<'_>, got: &mut Vec<Result<PressureRecord, String>>| {
         got.push(match piece {
-            Piece::Line(l) => Reading::parse(l),
+            Piece::Line(l) => PressureRecord::parse(l),
             Piece::Long(n) => Err(format!(
                 "a line of {n} bytes on stdin, over the limit of {LINE_BYTES}"
             )),
@@ -196,7 +198,7 @@ fn read_stdin(hub: &Hub) {
     hub.batch(|b| {
         b.read(got.len() as u64);
         apply(b, got);
-        b.status(State::Ended, end);
+        b.status(SourceState::Ended, end);
     });
 }
 
@@ -212,7 +214,7 @@ async fn consume(topic: String, hub: Arc<Hub>) {
         };
         hub.batch(|b| {
             b.status(
-                State::Error,
+                SourceState::Error,
                 format!("{why}: retrying every {}s at most", MAX_BACKOFF.as_secs()),
             )
         });
@@ -262,7 +264,12 @@ async fn consume_once(
         streams.push(Box::pin(stream));
     }
     *wait = Duration::from_millis(250);
-    hub.batch(|b| b.status(State::Live, format!("consuming {partitions} partition(s)")));
+    hub.batch(|b| {
+        b.status(
+            SourceState::Live,
+            format!("consuming {partitions} partition(s)"),
+        )
+    });
     let mut records = futures_util::stream::select_all(streams).ready_chunks(512);
     while let Some(chunk) = records.next().await {
         let mut failed = None;
@@ -271,7 +278,7 @@ async fn consume_once(
             match r {
                 Ok(rec) => {
                     next.insert(rec.partition(), rec.offset() + 1);
-                    got.push(Reading::parse(rec.get_value().as_ref()));
+                    got.push(PressureRecord::parse(rec.get_value().as_ref()));
                 }
                 Err(code) => failed = Some(code),
             }

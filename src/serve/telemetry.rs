@@ -7,7 +7,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::App;
-use super::events::State as SourceState;
+use super::events::SourceState;
 use crate::service::metrics::{CONTENT_TYPE, Kind, Text};
 
 /// What a scrape reads: the source's counts and state, the hub's holdings, the clients and

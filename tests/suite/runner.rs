@@ -6,16 +6,12 @@ use std::process::{Command, Output, Stdio};
 const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/agent-session.jsonl");
 
 fn agent_fold(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_agent-fold"));
-    cmd.args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("the agent-fold binary runs");
+    let input = if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    };
+    let mut child = spawn(args, input, Stdio::piped());
     if let Some(bytes) = stdin {
         child
             .stdin
@@ -25,6 +21,17 @@ fn agent_fold(args: &[&str], stdin: Option<&[u8]>) -> Output {
             .expect("stdin takes the input");
     }
     child.wait_with_output().expect("agent-fold finishes")
+}
+
+/// Spawns the binary with these args, stdout piped.
+fn spawn(args: &[&str], stdin: Stdio, stderr: Stdio) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_agent-fold"))
+        .args(args)
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .expect("the agent-fold binary runs")
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -229,13 +236,7 @@ fn stdout_lines(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<St
 
 /// Spawns `run` with these args, stdout piped, stdin as given.
 fn spawn_run(args: &[&str], stdin: Stdio) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_agent-fold"))
-        .args(args)
-        .stdin(stdin)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the agent-fold binary runs")
+    spawn(args, stdin, Stdio::null())
 }
 
 /// A user message of session `s` as a frame line.

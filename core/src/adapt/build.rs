@@ -3,7 +3,7 @@
 //! from the line in canonical form (see [`json::canonical_into`]).
 
 use super::line::Line;
-use super::state::State;
+use super::state::AdaptState;
 use crate::json;
 
 /// Where a frame's `id` comes from.
@@ -17,7 +17,7 @@ pub(crate) enum Id<'a> {
 }
 
 /// A frame being built.
-pub(crate) struct Frame {
+pub(crate) struct FrameBuf {
     /// None for a frame of no known session: it has no place in any session's log.
     seq: Option<u64>,
     buf: Vec<u8>,
@@ -30,7 +30,7 @@ pub(crate) struct Frame {
     print: Option<u64>,
 }
 
-impl Frame {
+impl FrameBuf {
     /// The frame's `seq` (none for a frame of no known session).
     pub fn seq(&self) -> Option<u64> {
         self.seq
@@ -45,8 +45,8 @@ impl Frame {
     }
 
     /// A field whose value is a raw JSON value of the line.
-    pub fn raw(&mut self, name: &str, value: &str) -> &mut Frame {
-        Frame::key(&mut self.buf, name);
+    pub fn raw(&mut self, name: &str, value: &str) -> &mut FrameBuf {
+        FrameBuf::key(&mut self.buf, name);
         json::canonical_into(&mut self.buf, value);
         self.has_message |= name == "message";
         self
@@ -54,8 +54,8 @@ impl Frame {
 
     /// `message`: a Claude message's `content`, as the provider counts it. A thinking block's
     /// `signature` is an integrity check, not context: it is left out (contract §3, pricing).
-    pub fn content(&mut self, content: &str) -> &mut Frame {
-        Frame::key(&mut self.buf, "message");
+    pub fn content(&mut self, content: &str) -> &mut FrameBuf {
+        FrameBuf::key(&mut self.buf, "message");
         self.has_message = true;
         if !content.starts_with('[') {
             json::canonical_into(&mut self.buf, content);
@@ -79,18 +79,18 @@ impl Frame {
     }
 
     /// A field whose value is JSON text the adapter wrote.
-    pub fn json(&mut self, name: &str, value: &str) -> &mut Frame {
-        Frame::key(&mut self.buf, name);
+    pub fn json(&mut self, name: &str, value: &str) -> &mut FrameBuf {
+        FrameBuf::key(&mut self.buf, name);
         self.buf.extend_from_slice(value.as_bytes());
         self
     }
 
-    pub fn uint(&mut self, name: &str, n: u64) -> &mut Frame {
+    pub fn uint(&mut self, name: &str, n: u64) -> &mut FrameBuf {
         self.json(name, &n.to_string())
     }
 
     /// An `extras` member whose value is a raw JSON value of the line.
-    pub fn extra_raw(&mut self, name: &str, value: &str) -> &mut Frame {
+    pub fn extra_raw(&mut self, name: &str, value: &str) -> &mut FrameBuf {
         self.extras
             .push(if self.extras.is_empty() { b'{' } else { b',' });
         json::write_string(&mut self.extras, name.as_bytes());
@@ -100,7 +100,7 @@ impl Frame {
     }
 
     /// An `extras` member holding a string.
-    pub fn extra_str(&mut self, name: &str, value: &str) -> &mut Frame {
+    pub fn extra_str(&mut self, name: &str, value: &str) -> &mut FrameBuf {
         let mut s = Vec::with_capacity(value.len() + 2);
         json::write_string(&mut s, value.as_bytes());
         // SAFETY-free: `s` is JSON text we just wrote from a `&str`.
@@ -109,7 +109,7 @@ impl Frame {
 
     /// Carries the source line, last, without the members named in `skip` and with `payload`
     /// (Codex) rewritten without `skip_payload`.
-    pub fn source(&mut self, line: &Line, skip: &[&str], skip_payload: &[&str]) -> &mut Frame {
+    pub fn source(&mut self, line: &Line, skip: &[&str], skip_payload: &[&str]) -> &mut FrameBuf {
         let mut out = vec![b'{'];
         for m in line.members() {
             if skip.iter().any(|s| m.is(s)) {
@@ -154,17 +154,17 @@ fn write_without(out: &mut Vec<u8>, raw: &str, skip: &[&str]) {
 }
 
 /// One line's adaptation: the session's state and where its frames go.
-pub(crate) struct Cx<'s> {
+pub(crate) struct Adapting<'s> {
     pub input: super::Input,
     /// Param `capacity` names the window: the adapter announces none it infers.
     pub window_known: bool,
-    pub st: &'s mut State,
+    pub st: &'s mut AdaptState,
     /// The frames' `session_id`.
     pub session: Option<String>,
     pub out: &'s mut Vec<Vec<u8>>,
 }
 
-impl Cx<'_> {
+impl Adapting<'_> {
     /// A frame of `kind` with the next `seq`. A line of no session (none named, no record key,
     /// no line before it named one) has no place in a session's log: its frame gets no `seq`
     /// (the pressure view ignores it) and no `session_id`.
@@ -174,7 +174,7 @@ impl Cx<'_> {
         id: Id,
         stamp: Option<&str>,
         parent: Option<&str>,
-    ) -> Frame {
+    ) -> FrameBuf {
         let seq = self.st.take_seq();
         let print = match id {
             Id::Raw(raw) => json::string(raw).map(|u| fingerprint(&u)),
@@ -182,9 +182,9 @@ impl Cx<'_> {
         };
         let mut buf = Vec::with_capacity(256);
         buf.push(b'{');
-        Frame::key(&mut buf, "type");
+        FrameBuf::key(&mut buf, "type");
         json::write_string(&mut buf, kind.as_bytes());
-        Frame::key(&mut buf, "id");
+        FrameBuf::key(&mut buf, "id");
         match id {
             Id::Raw(raw) => json::canonical_into(&mut buf, raw),
             Id::Text(t) => json::write_string(&mut buf, t.as_bytes()),
@@ -195,18 +195,18 @@ impl Cx<'_> {
         }
         let seq = self.session.is_some().then_some(seq);
         if let Some(seq) = seq {
-            Frame::key(&mut buf, "seq");
+            FrameBuf::key(&mut buf, "seq");
             buf.extend_from_slice(seq.to_string().as_bytes());
         }
         if let Some(ts) = stamp.filter(|t| json::is_string(t)) {
-            Frame::key(&mut buf, "timestamp");
+            FrameBuf::key(&mut buf, "timestamp");
             json::canonical_into(&mut buf, ts);
         }
         if let Some(s) = &self.session {
-            Frame::key(&mut buf, "session_id");
+            FrameBuf::key(&mut buf, "session_id");
             json::write_string(&mut buf, s.as_bytes());
         }
-        let mut f = Frame {
+        let mut f = FrameBuf {
             seq,
             buf,
             extras: Vec::new(),
@@ -222,7 +222,7 @@ impl Cx<'_> {
     }
 
     /// Writes a frame. A main frame with a `message` joins the surface.
-    pub fn emit(&mut self, f: Frame) {
+    pub fn emit(&mut self, f: FrameBuf) {
         if let (false, true, Some(seq)) = (f.sub, f.has_message, f.seq) {
             self.st.surface = Some(match self.st.surface {
                 Some((first, _)) => (first, seq),
@@ -232,7 +232,7 @@ impl Cx<'_> {
                 self.st.remember(p, seq);
             }
         }
-        let Frame {
+        let FrameBuf {
             mut buf,
             mut extras,
             source,
@@ -240,11 +240,11 @@ impl Cx<'_> {
         } = f;
         if !extras.is_empty() {
             extras.push(b'}');
-            Frame::key(&mut buf, "extras");
+            FrameBuf::key(&mut buf, "extras");
             buf.extend_from_slice(&extras);
         }
         if let Some(s) = source {
-            Frame::key(&mut buf, "source");
+            FrameBuf::key(&mut buf, "source");
             buf.extend_from_slice(&s);
         }
         buf.push(b'}');
@@ -253,8 +253,8 @@ impl Cx<'_> {
 
     /// Writes a compaction's replacement: a main `user/message` whose `replaces` spans the
     /// surface (none when it is empty) up to what the compaction keeps verbatim, if the
-    /// boundary named it ([`State::keep_from`]); after it, the surface is it and what was kept.
-    pub fn emit_replacement(&mut self, mut f: Frame, message: &str) {
+    /// boundary named it ([`AdaptState::keep_from`]); after it, the surface is it and what was kept.
+    pub fn emit_replacement(&mut self, mut f: FrameBuf, message: &str) {
         f.raw("message", message);
         let kept = self.st.keep.take();
         let span = self.st.surface.map(|(first, last)| match kept {

@@ -1,7 +1,7 @@
 //! What Claude Code transcripts and `claude -p` streams share: a message object
 //! (`{"role", "content", "id", "usage", "model", …}`) becomes one frame.
 
-use super::build::{Cx, Frame, Id};
+use super::build::{Adapting, FrameBuf, Id};
 use super::line::{at, is_object, str_at, uint_at};
 use crate::frame::kind::{ASSISTANT_MESSAGE, REQUEST_HEADER, TOOL_RESULT, USER_MESSAGE};
 use crate::frame::usage_tokens;
@@ -44,13 +44,13 @@ fn new_reading(last: &mut Option<String>, message_id: Option<&str>, usage: &str)
 /// Maps one Claude message object into a frame: `message` = its `content`, `usage` once per
 /// `message.id`, repeats kept in `extras.usage`.
 pub(crate) fn message(
-    cx: &mut Cx,
+    cx: &mut Adapting,
     role: &str,
     msg: &str,
     id: Id,
     stamp: Option<&str>,
     parent: Option<&str>,
-) -> Frame {
+) -> FrameBuf {
     let content = at(Some(msg), "content").unwrap_or("null");
     let mut f = cx.frame(kind(role, content), id, stamp, parent);
     f.content(content);
@@ -81,7 +81,7 @@ pub(crate) fn message(
 /// A compaction boundary's `trigger` and its pre-compaction size (`preTokens` in a transcript's
 /// `compactMetadata`, `pre_tokens` in a stream's `compact_metadata`) on its `compact/start`
 /// frame, where the pressure view reads the level an automatic compaction fired at (contract §3).
-pub(crate) fn compaction(f: &mut Frame, meta: Option<&str>, pre_tokens: &str) {
+pub(crate) fn compaction(f: &mut FrameBuf, meta: Option<&str>, pre_tokens: &str) {
     if let Some(t) = at(meta, "trigger").filter(|t| crate::json::is_string(t)) {
         f.raw("trigger", t);
     }
@@ -129,7 +129,7 @@ fn compact_reserve(version: &str) -> Option<u64> {
 /// Before a main assistant message: a `request/header` saying what changed of the window (what
 /// the model name says, or 1M once a reading is above 200k — unless param `capacity` names it)
 /// and of the compaction reserve (by the agent's `version`), when anything did (contract §3).
-pub(crate) fn announce(cx: &mut Cx, msg: &str, version: Option<&str>, stamp: Option<&str>) {
+pub(crate) fn announce(cx: &mut Adapting, msg: &str, version: Option<&str>, stamp: Option<&str>) {
     let reading = at(Some(msg), "usage")
         .filter(|u| is_object(u))
         .map(usage_tokens)
@@ -160,7 +160,7 @@ pub(crate) fn announce(cx: &mut Cx, msg: &str, version: Option<&str>, stamp: Opt
 /// Before a session's first frame: a `request/header` saying that the log carries neither the
 /// system prompt nor the tool list (`null`): the breakdown shows them unknown, not 0 (contract
 /// §3). A stream's `system/init` names its tools later.
-pub(crate) fn not_in_log(cx: &mut Cx, stamp: Option<&str>) {
+pub(crate) fn not_in_log(cx: &mut Adapting, stamp: Option<&str>) {
     if cx.st.next_seq == 0 && cx.session.is_some() {
         let mut h = cx.frame(REQUEST_HEADER, Id::Numbered, stamp, None);
         h.json("system", "null").json("tools", "null");

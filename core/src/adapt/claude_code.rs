@@ -22,7 +22,7 @@
 //! - Everything else (hook and bash progress, file-history snapshots, other system lines,
 //!   types to come) passes through as `claude-code/<type>[/<subtype>]`.
 
-use super::build::{Cx, Id, fingerprint, kind_of};
+use super::build::{Adapting, Id, fingerprint, kind_of};
 use super::claude;
 use super::line::{Line, at, str_at};
 use crate::frame::kind::{COMPACT_END, COMPACT_START, USER_MESSAGE};
@@ -30,7 +30,7 @@ use crate::frame::kind::{COMPACT_END, COMPACT_START, USER_MESSAGE};
 /// The frame type of an `attachment` line.
 const ATTACHMENT: &str = "claude-code/attachment";
 
-pub(crate) fn adapt(cx: &mut Cx, line: &Line) {
+pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
     let stamp = line.get("timestamp");
     let uuid = line.str_raw("uuid");
     let id = || uuid.map_or(Id::Numbered, Id::Raw);

@@ -13,14 +13,14 @@
 //! - `result` lines, other stream events and anything else pass through as
 //!   `claude-stream/<type>[/<subtype>]`.
 
-use super::build::{Cx, Id, kind_of};
+use super::build::{Adapting, Id, kind_of};
 use super::claude;
 use super::line::{Line, at, str_at};
 use crate::estimate::estimate;
 use crate::frame::kind::{COMPACT_START, REQUEST_HEADER};
 use crate::json;
 
-pub(crate) fn adapt(cx: &mut Cx, line: &Line) {
+pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
     let stamp = line.get("timestamp");
     let uuid = line.str_raw("uuid");
     let id = || uuid.map_or(Id::Numbered, Id::Raw);

@@ -27,15 +27,15 @@
 //! compaction's replacement), so that the pressure view anchors it to the surface its request
 //! carried (contract §3, sample).
 
-use super::build::{Cx, Id, kind_of};
+use super::build::{Adapting, Id, kind_of};
 use super::line::{Line, at, is_object, str_at, uint_at};
-use super::state::State;
+use super::state::AdaptState;
 use crate::frame::kind::{
     ASSISTANT_MESSAGE, COMPACT_END, COMPACT_START, REQUEST_HEADER, TOOL_CALL, TOOL_RESULT,
     USER_MESSAGE,
 };
 
-pub(crate) fn adapt(cx: &mut Cx, line: &Line) {
+pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
     let stamp = line.get("timestamp");
     let kind = line.str("type").unwrap_or_default();
     let payload = line.object("payload");
@@ -136,7 +136,7 @@ pub(crate) fn adapt(cx: &mut Cx, line: &Line) {
 }
 
 /// A `request/header` announcing one figure the line names, the line as its `source`.
-fn header(cx: &mut Cx, line: &Line, (name, n): (&str, u64), source_type: &str) {
+fn header(cx: &mut Adapting, line: &Line, (name, n): (&str, u64), source_type: &str) {
     let mut f = cx.frame(REQUEST_HEADER, Id::Numbered, line.get("timestamp"), None);
     f.uint(name, n);
     f.extra_str("source_type", source_type);
@@ -158,14 +158,14 @@ pub(crate) fn session_of(line: &Line) -> Option<String> {
     str_at(line.object("payload"), "id").map(|s| s.into_owned())
 }
 
-fn session_meta(cx: &mut Cx, line: &Line, stamp: Option<&str>) {
+fn session_meta(cx: &mut Adapting, line: &Line, stamp: Option<&str>) {
     let payload = line.object("payload");
     if let Some(id) = str_at(payload, "id") {
         if cx.st.session_id.as_deref().is_some_and(|s| s != id) {
             // Another rollout under the same record key: a new session.
-            *cx.st = State {
+            *cx.st = AdaptState {
                 next_seq: 0,
-                ..State::default()
+                ..AdaptState::default()
             };
         }
         cx.st.session_id = Some(id.clone().into_owned());
@@ -186,7 +186,7 @@ fn session_meta(cx: &mut Cx, line: &Line, stamp: Option<&str>) {
     cx.emit(f);
 }
 
-fn token_count(cx: &mut Cx, line: &Line, stamp: Option<&str>) {
+fn token_count(cx: &mut Adapting, line: &Line, stamp: Option<&str>) {
     let info = at(line.object("payload"), "info").filter(|i| is_object(i));
     let last = at(info, "last_token_usage");
     let input = uint_at(last, "input_tokens").unwrap_or(0);

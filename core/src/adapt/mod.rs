@@ -16,7 +16,7 @@ pub(crate) mod state;
 
 use std::borrow::Cow;
 
-use build::Cx;
+use build::Adapting;
 pub(crate) use line::Line;
 use state::{Placed, Track};
 
@@ -180,7 +180,7 @@ impl Lines {
                 }
                 st
             }
-            Placed::Again(st) => st,
+            Placed::Redelivered(st) => st,
             Placed::Skip => return 0,
         };
         if let Some(s) = &names
@@ -192,7 +192,7 @@ impl Lines {
             .or_else(|| st.session_id.clone())
             .or_else(|| record_key.map(|k| String::from_utf8_lossy(k).into_owned()));
         let before = out.len();
-        let mut cx = Cx {
+        let mut cx = Adapting {
             input: self.input,
             window_known: self.window_known,
             st,

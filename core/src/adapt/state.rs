@@ -7,7 +7,7 @@ use crate::state::checkpoint::{CheckpointError, Checkpointed, Members, field};
 
 /// The per-session numbering and dedupe state.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct State {
+pub(crate) struct AdaptState {
     /// The next frame's `seq`.
     pub next_seq: u64,
     /// The session id the lines name (Codex: its `session_meta`), for the lines that do not.
@@ -84,7 +84,7 @@ pub(crate) struct Kept {
 /// many messages is read as replacing them all (a figure a little low, never a corrupt span).
 pub(crate) const RECENT: usize = 16;
 
-impl State {
+impl AdaptState {
     pub fn take_seq(&mut self) -> u64 {
         let s = self.next_seq;
         self.next_seq = self.next_seq.saturating_add(1);
@@ -131,19 +131,19 @@ impl State {
 /// the module a second time) is adapted again into the very same frames, and changes nothing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Track {
-    pub state: State,
+    pub state: AdaptState,
     pub last_offset: Option<i64>,
-    snapshot: Option<Box<(i64, State)>>,
+    snapshot: Option<Box<(i64, AdaptState)>>,
     snap_epoch: u64,
-    replay: Option<Box<State>>,
+    replay: Option<Box<AdaptState>>,
 }
 
 /// How [`Track::for_line`] placed a line.
 pub(crate) enum Placed<'t> {
     /// A new line: adapt it with this state.
-    New(&'t mut State),
+    New(&'t mut AdaptState),
     /// A line delivered again: adapt it with this copy, to give its frames again.
-    Again(&'t mut State),
+    Redelivered(&'t mut AdaptState),
     /// A line delivered again that cannot be given again: nothing.
     Skip,
 }
@@ -179,7 +179,7 @@ impl Track {
                     self.replay = Some(Box::new(snap.clone()));
                 }
                 match self.replay.as_deref_mut() {
-                    Some(r) => Placed::Again(r),
+                    Some(r) => Placed::Redelivered(r),
                     None => Placed::Skip,
                 }
             }
@@ -191,7 +191,7 @@ impl Track {
 #[derive(Default)]
 pub(crate) struct TrackFields {
     next_seq: Option<u64>,
-    state: State,
+    state: AdaptState,
     last_offset: Option<i64>,
 }
 
@@ -286,7 +286,7 @@ impl Checkpointed for Track {
             ));
         };
         Ok(Track {
-            state: State {
+            state: AdaptState {
                 next_seq,
                 ..b.state
             },
@@ -303,7 +303,7 @@ mod tests {
     fn adapt(p: Placed) -> Option<(bool, u64)> {
         match p {
             Placed::New(s) => Some((true, s.take_seq())),
-            Placed::Again(s) => Some((false, s.take_seq())),
+            Placed::Redelivered(s) => Some((false, s.take_seq())),
             Placed::Skip => None,
         }
     }

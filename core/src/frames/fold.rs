@@ -33,7 +33,7 @@ pub(crate) struct Part {
 pub(crate) enum Fed {
     /// It joined (or opened) a foldable part: it stands for nothing on its own until the
     /// part closes as a part of one.
-    Joined,
+    InRun,
     /// It is served as itself.
     Alone,
 }
@@ -76,7 +76,7 @@ impl RunState {
                 p.members += 1;
                 p.delta = delta;
                 p.frames = frames;
-                (Fed::Joined, None)
+                (Fed::InRun, None)
             }
             None if self.after_non_counter => {
                 self.part = Some(Box::new(Part {
@@ -86,7 +86,7 @@ impl RunState {
                     delta: t.delta,
                     frames: t.frames,
                 }));
-                (Fed::Joined, None)
+                (Fed::InRun, None)
             }
             None => (Fed::Alone, None),
         }
@@ -165,8 +165,8 @@ mod tests {
         let mut s = RunState::default();
         assert_eq!(s.counter(0, t(1)), (Fed::Alone, None));
         assert_eq!(s.other(), None);
-        assert_eq!(s.counter(2, t(2)).0, Fed::Joined);
-        assert_eq!(s.counter(3, t(3)).0, Fed::Joined);
+        assert_eq!(s.counter(2, t(2)).0, Fed::InRun);
+        assert_eq!(s.counter(3, t(3)).0, Fed::InRun);
         let p = s.other().unwrap();
         assert_eq!(
             (p.oldest, p.newest, p.members, p.delta, p.frames),

@@ -19,7 +19,7 @@ pub(crate) enum Role {
     /// A main counter; `None` when it cannot be folded.
     Counter(Option<Tally>),
     /// A sub-agent frame under `subagents=keep`: in place, invisible to main runs.
-    Aside,
+    SubagentKept,
     /// Removed before the fold: sub-agent frames under `drop`, malformed under `drop`/`fail`.
     Removed,
 }
@@ -77,7 +77,7 @@ impl Folder {
             },
             Some(v) if v.is_subagent() => match self.subagents {
                 Subagents::Drop => Role::Removed,
-                Subagents::Keep => Role::Aside,
+                Subagents::Keep => Role::SubagentKept,
             },
             Some(v) if v.is_counter(&self.counter_type) => Role::Counter(tally(v)),
             Some(_) => Role::Other,
@@ -127,7 +127,7 @@ impl<Id: Copy> Page<Id> {
         let closed = match role {
             Role::Counter(t) => {
                 let (fed, closed) = st.counter(i, t);
-                if fed == Fed::Joined {
+                if fed == Fed::InRun {
                     self.acts[i] = Act::Skip;
                     if st.part.as_ref().is_some_and(|p| p.members == 1) {
                         self.open.push(id);

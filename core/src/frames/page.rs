@@ -43,7 +43,7 @@ pub fn compact_counters_with(frames: &mut Vec<Value>, config: &Config) {
             continue;
         }
         let (fed, closed) = state.counter(i, tally(obj));
-        if fed == Fed::Joined {
+        if fed == Fed::InRun {
             keep[i] = false;
         }
         close(&mut keep, closed);

@@ -26,7 +26,7 @@ pub(crate) struct Projector {
 }
 
 /// What one frame did to its session.
-pub(crate) enum Step {
+pub(crate) enum Outcome {
     /// Nothing: a re-delivery, or a frame that changes no figure and has no place in the log.
     Ignored,
     /// Refused whole (validate, then commit): the session is as it was.
@@ -65,30 +65,30 @@ impl Projector {
 
     /// Applies a main frame to its session (`None`: the session has no state yet;
     /// `returning`: it had, and lost it to eviction).
-    pub fn step(&self, session: Option<&mut Session>, returning: bool, v: &Frame) -> Step {
+    pub fn step(&self, session: Option<&mut Session>, returning: bool, v: &Frame) -> Outcome {
         if let (Some(s), Some(seq)) = (session.as_deref(), v.seq())
             && s.is_redelivery(seq)
         {
-            return Step::Ignored;
+            return Outcome::Ignored;
         }
         let change = match Change::read(v) {
             Ok(change) => change,
-            Err(why) => return Step::Refused { seq: v.seq(), why },
+            Err(why) => return Outcome::Refused { seq: v.seq(), why },
         };
         let Some(seq) = v.seq() else {
-            return Step::Ignored;
+            return Outcome::Ignored;
         };
         match session {
             Some(s) => {
                 let before = self.figures(s);
                 match s.apply(change.as_ref(), seq, self.params.max_nodes) {
-                    Err(why) => Step::Refused {
+                    Err(why) => Outcome::Refused {
                         seq: Some(seq),
                         why,
                     },
                     Ok(()) => {
                         let now = self.figures(s);
-                        Step::Applied {
+                        Outcome::Applied {
                             now: (now != before).then_some(now),
                         }
                     }
@@ -97,11 +97,11 @@ impl Projector {
             None => {
                 let mut s = Session::starting_at(seq, returning);
                 match s.apply(change.as_ref(), seq, self.params.max_nodes) {
-                    Err(why) => Step::Refused {
+                    Err(why) => Outcome::Refused {
                         seq: Some(seq),
                         why,
                     },
-                    Ok(()) => Step::Created {
+                    Ok(()) => Outcome::Created {
                         now: self.figures(&s),
                         session: Box::new(s),
                     },

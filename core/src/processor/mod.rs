@@ -13,7 +13,7 @@ use crate::frame::Frame;
 use crate::frames::fold::RunState;
 use crate::frames::{self, Folder, Out, Role};
 use crate::json;
-use crate::pressure::{self, Projector, Refusal, Step};
+use crate::pressure::{self, Outcome, Projector, Refusal};
 use crate::record::{BatchError, Emit, MAX_KEY_LEN, RecordIn, session_key};
 use crate::state::checkpoint::{self, CheckpointError, Document, Members, STATE_VERSION};
 use crate::state::lru::{EntryId, Lru};
@@ -152,21 +152,21 @@ impl Processor {
             None => (None, self.sessions.has_tombstone(key)),
         };
         let now = match self.projector.step(session, returning, v) {
-            Step::Ignored => None,
-            Step::Refused { seq, why } => {
+            Outcome::Ignored => None,
+            Outcome::Refused { seq, why } => {
                 if let Some(out) = out {
                     out.push(pressure::error_record(at, key, seq, &why));
                 }
                 return;
             }
-            Step::Applied { now } => {
+            Outcome::Applied { now } => {
                 if line.is_none() {
                     self.sessions
                         .touch(id.expect("an applied frame's session has an entry"));
                 }
                 now
             }
-            Step::Created { session, now } => {
+            Outcome::Created { session, now } => {
                 match id {
                     Some(id) => {
                         let e = self.sessions.get_mut(id);
@@ -235,7 +235,7 @@ impl Processor {
     ) {
         match self.folder.role(v, replay) {
             Role::Removed => page.skip(),
-            Role::Aside => page.pass(),
+            Role::SubagentKept => page.pass(),
             role => {
                 let (id, long) = match line {
                     Some((id, k)) => (Some(id), k.len() > MAX_KEY_LEN),

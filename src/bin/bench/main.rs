@@ -66,6 +66,10 @@ pub struct Args {
     /// view (and with --before, the earlier module's): does it run?
     #[arg(long, value_name = "MB")]
     lookback_mb: Option<usize>,
+    /// Only this: one session of N messages through the engine (pressure view, default params,
+    /// so `max_nodes` bounds it), and the least store it runs in (contract §3.7)
+    #[arg(long, value_name = "N", value_parser = number)]
+    long_session: Option<usize>,
 }
 
 /// An integer, `_` separators allowed.
@@ -105,6 +109,20 @@ fn main() -> Result<()> {
         read_wasm(named.as_deref().unwrap_or(&args.wasm.with_file_name(built)))
     };
     let wasm = read_wasm(&args.wasm)?;
+    if let Some(n) = args.long_session {
+        eprintln!("bench: one session of {n} messages, the least store it runs in");
+        let t = Instant::now();
+        match store::long_session(&wasm, n) {
+            Some(bytes) => println!(
+                "one session of {n} messages (pressure view, default params): runs in a store of \
+                 {} MiB (found in {:.0} s)",
+                bytes >> 20,
+                t.elapsed().as_secs_f64()
+            ),
+            None => println!("one session of {n} messages: does not run in the default store"),
+        }
+        return Ok(());
+    }
     let identity = reference(&args.identity, "agent_fold_identity.wasm")?;
     let floor = reference(&args.floor, "agent_fold_floor.wasm")?;
     let records = args

@@ -39,6 +39,26 @@ pub fn least_store(
     Some(hi * STEP)
 }
 
+/// The least store in which one session of `n` user messages (pages of 10,000, the pressure
+/// view at its default params) runs through a fresh instance.
+pub fn long_session(wasm: &[u8], n: usize) -> Option<usize> {
+    let params = vec![("emit".to_owned(), "pressure".to_owned())];
+    least_store(wasm, &params, |i| {
+        for start in (0..n).step_by(10_000) {
+            let page: Vec<Rec> = (start..n.min(start + 10_000))
+                .map(|seq| {
+                    let line = format!(
+                        r#"{{"type":"user/message","session_id":"s","seq":{seq},"message":{{"role":"user","content":"message {seq}"}}}}"#
+                    );
+                    Rec::new(Some(b"s"), line.as_bytes())
+                })
+                .collect();
+            i.process(&page, start as i64)?;
+        }
+        Ok(())
+    })
+}
+
 /// What one measurement ran, and the store it needed.
 pub struct StoreRow {
     pub what: String,

@@ -9,7 +9,7 @@ fn rec(session: &str, seq: u64) -> Vec<u8> {
 
 /// Parses, then applies, as the sources do.
 fn apply(b: &mut Changes, bytes: &[u8]) -> Result<bool, String> {
-    Ok(b.pressure(Reading::parse(bytes)?))
+    Ok(b.pressure(PressureRecord::parse(bytes)?))
 }
 
 /// A frame parsed, then applied when it is one the page shows.
@@ -200,8 +200,8 @@ fn the_module_s_error_about_a_record_without_a_session_is_the_skip_reason() {
 #[test]
 fn a_status_change_is_an_event() {
     let hub = Hub::new(100, "test", None);
-    hub.batch(|b| b.status(State::Live, "following"));
-    hub.batch(|b| b.status(State::Live, "following"));
+    hub.batch(|b| b.status(SourceState::Live, "following"));
+    hub.batch(|b| b.status(SourceState::Live, "following"));
     let events = drain(&hub, Some(0));
     assert_eq!(events.len(), 1, "an unchanged status is no news");
     let Next::Event(e) = &events[0] else { panic!() };
@@ -224,7 +224,7 @@ fn the_state_document_is_written_once_per_change_however_many_ask() {
     assert_ne!(second, first);
     assert_eq!(built(), 2);
     // A status change is a change too.
-    hub.batch(|b| b.status(State::Ended, "done"));
+    hub.batch(|b| b.status(SourceState::Ended, "done"));
     assert_ne!(hub.state(), second);
     assert_eq!(built(), 3);
 }
