@@ -234,7 +234,7 @@ pub const PARAMS: [Param; 11] = [
         name: "max_sessions",
         values: "an integer in 1..=10000000",
         default: "10000",
-        doc: "Sessions keeping state; beyond it the least recently used is evicted (adapter and view state together) and comes back partial. A key over 1,024 bytes keeps none, so memory is bounded by max_sessions x (1,024-byte key + state), in the engine's 1 GB too.",
+        doc: "Sessions keeping state; beyond it the least recently used is evicted (adapter and view state together) and comes back partial. A key over 1,024 bytes keeps none, so memory is bounded by max_sessions x (1,024-byte key + state, its surface at most max_nodes x 16 bytes), in the engine's 1 GB too.",
     },
     Param {
         name: "max_nodes",
