@@ -41,6 +41,22 @@ pub enum Piece<'a> {
     Open,
 }
 
+impl<'a> Piece<'a> {
+    /// The line, or why a line `place` ("in FILE", "on stdin") was skipped; `max` is the
+    /// limit it went over.
+    pub fn line(self, place: &str, max: usize) -> Result<&'a [u8], String> {
+        match self {
+            Piece::Line(l) => Ok(l),
+            Piece::Long(n) => Err(format!(
+                "a line of {n} bytes {place}, over the limit of {max}"
+            )),
+            Piece::Open => Err(format!(
+                "a line of over {max} bytes {place}: skipped up to its end"
+            )),
+        }
+    }
+}
+
 /// Complete lines out of bytes that come in pieces (a file's appends, a pipe's reads), none
 /// held over `max` bytes: a longer line is skipped, so memory stays bounded whatever is
 /// written. A line counts once its newline has come; [`Splitter::finish`] gives the last.

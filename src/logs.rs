@@ -160,16 +160,16 @@ pub fn merge(files: Vec<Vec<Rec>>) -> Vec<Rec> {
 }
 
 /// What a log path is, for a reader that reads it through: a regular file or a directory, or
-/// a FIFO (read as a stream until its writer closes it); anything else is refused, so that a
-/// device such as /dev/zero is never read into memory.
-pub fn readable(path: &Path) -> Result<()> {
+/// a FIFO (read as a stream until its writer closes it: `Ok(true)`); anything else is refused,
+/// so that a device such as /dev/zero is never read into memory.
+pub fn readable(path: &Path) -> Result<bool> {
     let Ok(meta) = std::fs::metadata(path) else {
         // Missing or unreadable: the read that follows names the error.
-        return Ok(());
+        return Ok(false);
     };
     let kind = meta.file_type();
     if kind.is_file() || kind.is_dir() {
-        return Ok(());
+        return Ok(false);
     }
     #[cfg(unix)]
     {
@@ -179,7 +179,7 @@ pub fn readable(path: &Path) -> Result<()> {
                 "{} is a FIFO: read as a stream, until its writer closes it",
                 path.display()
             );
-            return Ok(());
+            return Ok(true);
         }
     }
     bail!(
@@ -189,14 +189,15 @@ pub fn readable(path: &Path) -> Result<()> {
     )
 }
 
-/// Reads a log path (`None`: stdin) as records, one a line; a directory as [`log_files`] merged.
-pub fn read_records(path: Option<&Path>) -> Result<Vec<Rec>> {
-    let Some(path) = path else {
-        let mut buf = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)?;
-        return Ok(jsonl::records(&buf));
-    };
+/// Reads a log path as records, one a line (a FIFO to its end); a directory as [`log_files`]
+/// merged.
+pub fn read_records(path: &Path) -> Result<Vec<Rec>> {
     readable(path)?;
+    read_files(path)
+}
+
+/// [`read_records`] of a path [`readable`] took.
+fn read_files(path: &Path) -> Result<Vec<Rec>> {
     let mut files = Vec::new();
     for f in log_files(path)? {
         let text = std::fs::read(&f).with_context(|| format!("reading {}", f.display()))?;
@@ -224,34 +225,23 @@ pub struct Stream {
 impl LogReader {
     /// Opens a log path (`None`: stdin): a FIFO or stdin as a stream, anything else read whole.
     pub fn open(path: Option<&Path>) -> Result<LogReader> {
-        let stream = |r: Box<dyn std::io::BufRead>| {
+        let stream = |r: Box<dyn std::io::Read>| {
             LogReader::Stream(Stream {
-                reader: r,
+                reader: Box::new(std::io::BufReader::with_capacity(1 << 20, r)),
                 lines: jsonl::Splitter::new(usize::MAX),
                 ready: Default::default(),
                 ended: false,
             })
         };
         let Some(path) = path else {
-            return Ok(stream(Box::new(std::io::BufReader::with_capacity(
-                1 << 20,
-                std::io::stdin(),
-            ))));
+            return Ok(stream(Box::new(std::io::stdin())));
         };
-        readable(path)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::FileTypeExt;
-            if std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo()) {
-                let f = std::fs::File::open(path)
-                    .with_context(|| format!("opening {}", path.display()))?;
-                return Ok(stream(Box::new(std::io::BufReader::with_capacity(
-                    1 << 20,
-                    f,
-                ))));
-            }
+        if readable(path)? {
+            let f =
+                std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+            return Ok(stream(Box::new(f)));
         }
-        Ok(LogReader::Whole(read_records(Some(path))?.into_iter()))
+        Ok(LogReader::Whole(read_files(path)?.into_iter()))
     }
 
     /// Lines in all, when known before they are read.
@@ -474,7 +464,7 @@ mod tests {
 
     #[test]
     fn a_device_is_refused_a_fifo_and_files_are_read() {
-        let err = read_records(Some(Path::new("/dev/zero")))
+        let err = read_records(Path::new("/dev/zero"))
             .unwrap_err()
             .to_string();
         assert!(err.contains("is not a regular file"), "{err}");

@@ -189,7 +189,7 @@ pub fn run(args: &Args) -> Result<Summary> {
     // whether or not the main module is given it adapted.
     let history = match &args.lookback {
         Some(p) => {
-            let lines = logs::read_records(Some(p))?;
+            let lines = logs::read_records(p)?;
             let base = -(lines.len() as i64);
             let adapted = adapter.as_mut().map(|a| logs::adapt_chunk(a, &lines, base));
             Some((lines, adapted.filter(|_| adapt_here), base))

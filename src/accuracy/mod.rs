@@ -265,7 +265,7 @@ pub struct Log {
 impl Log {
     /// Reads a log path; its format from `input`, else detected.
     pub fn read(path: &Path, input: Option<Input>) -> Result<Log> {
-        let lines = logs::read_records(Some(path))?;
+        let lines = logs::read_records(path)?;
         let input = match input.or_else(|| logs::detect(&lines)) {
             Some(i) => i,
             None => bail!(

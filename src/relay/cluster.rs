@@ -20,8 +20,8 @@ use fluvio::metadata::partition::PartitionSpec;
 use fluvio::metadata::smartmodule::SmartModuleSpec;
 use fluvio::metadata::topic::{TopicResolution, TopicSpec};
 use fluvio::{
-    Fluvio, FluvioClusterConfig, Offset, ProduceOutput, RecordKey, TopicProducerConfigBuilder,
-    TopicProducerPool,
+    Fluvio, FluvioAdmin, FluvioClusterConfig, Offset, ProduceOutput, RecordKey,
+    TopicProducerConfigBuilder, TopicProducerPool,
 };
 use fluvio_sc_schema::ApiError;
 use futures_util::{FutureExt, StreamExt};
@@ -79,15 +79,14 @@ impl std::fmt::Display for Layout {
 
 /// How `topic` is laid out (a replica map that names no factor counts as 1).
 pub async fn layout(fluvio: &Fluvio, topic: &str) -> Result<Layout> {
-    match listed(fluvio, topic).await? {
+    match listed(&fluvio.admin().await, topic).await? {
         Some((layout, _)) => Ok(layout),
         None => bail!("topic {topic:?} does not exist (`fluvio topic list`)"),
     }
 }
 
 /// `topic`'s layout and resolution, if the cluster has it.
-async fn listed(fluvio: &Fluvio, topic: &str) -> Result<Option<(Layout, TopicResolution)>> {
-    let admin = fluvio.admin().await;
+async fn listed(admin: &FluvioAdmin, topic: &str) -> Result<Option<(Layout, TopicResolution)>> {
     let topics = admin
         .list::<TopicSpec, String>(vec![topic.to_owned()])
         .await?;
@@ -113,19 +112,15 @@ pub fn already_exists(e: &anyhow::Error) -> bool {
 /// Creates `to` laid out as `want` when missing (saying so), and waits until it is
 /// provisioned. A `to` that exists laid out otherwise is said, and relayed into as it is.
 pub async fn ensure_topic(fluvio: &Fluvio, to: &str, want: Layout) -> Result<()> {
-    match listed(fluvio, to).await? {
+    let admin = fluvio.admin().await;
+    match listed(&admin, to).await? {
         Some((have, _)) if have != want => tracing::warn!(
             "topic {to} exists with {have}, not {want} as asked: relaying into it as it is"
         ),
         Some(_) => {}
         None => {
             let spec = TopicSpec::new_computed(want.partitions, want.replication, None);
-            match fluvio
-                .admin()
-                .await
-                .create(to.to_owned(), false, spec)
-                .await
-            {
+            match admin.create(to.to_owned(), false, spec).await {
                 Ok(()) => tracing::info!("created topic {to} ({want})"),
                 // Another relay sharing the topic's partitions may have created it meanwhile.
                 Err(e) if already_exists(&e) => {}
@@ -134,7 +129,7 @@ pub async fn ensure_topic(fluvio: &Fluvio, to: &str, want: Layout) -> Result<()>
         }
     }
     for _ in 0..100 {
-        if let Some((_, TopicResolution::Provisioned)) = listed(fluvio, to).await? {
+        if let Some((_, TopicResolution::Provisioned)) = listed(&admin, to).await? {
             return Ok(());
         }
         tokio::time::sleep(Duration::from_millis(100)).await;

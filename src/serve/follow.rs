@@ -19,7 +19,7 @@ use std::time::SystemTime;
 
 use anyhow::{Result, bail};
 
-use crate::jsonl::{self, Piece, Splitter};
+use crate::jsonl::{self, Splitter};
 use crate::logs;
 use crate::module::INVOCATION_BYTES;
 use crate::record::Rec;
@@ -188,15 +188,12 @@ impl Tail {
         self.check.drain(..extra);
         let mut skipped = Vec::new();
         let mut lines = Vec::new();
-        self.lines.push(&new, |piece| match piece {
-            Piece::Line(l) => lines.push(jsonl::line_record(l)),
-            Piece::Long(n) => skipped.push(format!(
-                "a line of {n} bytes in {name}, over the limit of {LINE_BYTES}"
-            )),
-            Piece::Open => skipped.push(format!(
-                "a line of over {LINE_BYTES} bytes in {name}: skipped up to its end"
-            )),
-        });
+        let place = format!("in {name}");
+        self.lines
+            .push(&new, |piece| match piece.line(&place, LINE_BYTES) {
+                Ok(l) => lines.push(jsonl::line_record(l)),
+                Err(why) => skipped.push(why),
+            });
         Ok(TailStep::Lines(lines, skipped, more))
     }
 }

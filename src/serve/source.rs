@@ -73,11 +73,10 @@ impl Feed {
     }
 }
 
-/// Parses what a source read, before the hub's lock is taken.
-fn pressure_records<'a>(
-    values: impl Iterator<Item = &'a [u8]>,
-) -> Vec<Result<PressureRecord, String>> {
-    values.map(PressureRecord::parse).collect()
+/// Counts pressure records a source read (parsed before the lock), then [`apply`]s them.
+fn take(b: &mut Changes, records: Vec<Result<PressureRecord, String>>) {
+    b.read(records.len() as u64);
+    apply(b, records);
 }
 
 /// Applies parsed pressure records, counting the ones that are not.
@@ -107,7 +106,11 @@ fn follow(path: PathBuf, mut fold: ViewPair, hub: &Hub) {
         // The module's work and the parsing happen outside the hub's lock: pages keep being
         // served.
         let out = fold.push(polled.lines).map(|out| {
-            let records = pressure_records(out.pressure.iter().map(|r| &r.value[..]));
+            let records: Vec<_> = out
+                .pressure
+                .iter()
+                .map(|r| PressureRecord::parse(&r.value))
+                .collect();
             let folded: Vec<Folded> = out
                 .frames
                 .iter()
@@ -162,15 +165,11 @@ fn read_stdin(hub: &Hub) {
     let mut stdin = std::io::stdin().lock();
     let mut lines = Splitter::new(LINE_BYTES);
     let read = |piece: Piece<'_>, got: &mut Vec<Result<PressureRecord, String>>| {
-        got.push(match piece {
-            Piece::Line(l) => PressureRecord::parse(l),
-            Piece::Long(n) => Err(format!(
-                "a line of {n} bytes on stdin, over the limit of {LINE_BYTES}"
-            )),
-            Piece::Open => Err(format!(
-                "a line of over {LINE_BYTES} bytes on stdin: skipped up to its end"
-            )),
-        })
+        got.push(
+            piece
+                .line("on stdin", LINE_BYTES)
+                .and_then(PressureRecord::parse),
+        )
     };
     let end = loop {
         let buf = match stdin.fill_buf() {
@@ -186,18 +185,14 @@ fn read_stdin(hub: &Hub) {
         let n = buf.len();
         stdin.consume(n);
         if !got.is_empty() {
-            hub.batch(|b| {
-                b.read(got.len() as u64);
-                apply(b, got);
-            });
+            hub.batch(|b| take(b, got));
         }
     };
     // The last line may lack its newline.
     let mut got = Vec::new();
     lines.finish(|p| read(p, &mut got));
     hub.batch(|b| {
-        b.read(got.len() as u64);
-        apply(b, got);
+        take(b, got);
         b.status(SourceState::Ended, end);
     });
 }
@@ -283,10 +278,7 @@ async fn consume_once(
                 Err(code) => failed = Some(code),
             }
         }
-        hub.batch(|b| {
-            b.read(got.len() as u64);
-            apply(b, got);
-        });
+        hub.batch(|b| take(b, got));
         match failed {
             Some(ErrorCode::TopicDeleted) => {
                 next.clear();

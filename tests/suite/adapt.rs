@@ -46,7 +46,7 @@ fn snap(name: &str, text: &str) {
 }
 
 fn read(path: &Path) -> Vec<Rec> {
-    logs::read_records(Some(path)).expect("the log reads")
+    logs::read_records(path).expect("the log reads")
 }
 
 /// The config of an instance adapting `input` with the default params.

@@ -4,29 +4,34 @@
 //! store a session of any length fits in, its checkpoints holding the bound.
 
 use crate::common::*;
+use crate::harness::frame;
 use agent_fold::module::Instance;
 use agent_fold_core::Processor;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// One session `s`: a user message at every seq, a reading every 10th (growing with the
 /// surface), and at `compact_at` a replacement of seqs 1 through `compact_at - 5`.
 fn session(n: u64, compact_at: Option<u64>) -> Vec<Rec> {
     (0..n)
         .map(|seq| {
-            let line = match seq {
-                _ if Some(seq) == compact_at => format!(
-                    r#"{{"type":"user/message","session_id":"s","seq":{seq},"replaces":{{"from_seq":1,"to_seq":{}}},"message":{{"role":"user","content":"summary"}}}}"#,
-                    seq - 5
+            let (kind, extra) = match seq {
+                _ if Some(seq) == compact_at => (
+                    "user/message",
+                    json!({"replaces": {"from_seq": 1, "to_seq": seq - 5},
+                           "message": {"role": "user", "content": "summary"}}),
                 ),
-                _ if seq % 10 == 9 => format!(
-                    r#"{{"type":"assistant/message","session_id":"s","seq":{seq},"message":{{"role":"assistant","content":"ok {seq}"}},"usage":{{"input_tokens":{}}}}}"#,
-                    3000 + 11 * seq
+                _ if seq % 10 == 9 => (
+                    "assistant/message",
+                    json!({"message": {"role": "assistant", "content": format!("ok {seq}")},
+                           "usage": {"input_tokens": 3000 + 11 * seq}}),
                 ),
-                _ => format!(
-                    r#"{{"type":"user/message","session_id":"s","seq":{seq},"message":{{"role":"user","content":"message number {seq} of a session that never compacts"}}}}"#
+                _ => (
+                    "user/message",
+                    json!({"message": {"role": "user", "content":
+                        format!("message number {seq} of a session that never compacts")}}),
                 ),
             };
-            rec(Some("s"), &line)
+            rec(Some("s"), frame("s", seq, kind, extra).trim_end())
         })
         .collect()
 }

@@ -101,7 +101,7 @@ fn the_wasm_relay_gives_what_run_gives_through_gaps_and_kills_losing_nothing() {
 #[test]
 fn a_partition_past_offset_2_pow_31_restarts_as_one_at_0_does() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/adapt/codex.jsonl");
-    let lines = logs::read_records(Some(&path)).unwrap();
+    let lines = logs::read_records(&path).unwrap();
     let big_kills: &[(Option<usize>, Option<usize>)] =
         &[(Some(5), None), (None, Some(2)), (Some(40), None)];
     let small_kills: &[(Option<usize>, Option<usize>)] = &[(Some(2), None), (None, Some(2))];
@@ -182,7 +182,7 @@ fn an_adapter_relayed_through_kills_applies_no_line_twice() {
     // The adapter numbers a session's frames by the lines' offsets: a line at or below the
     // last one applied is a re-delivery. Kills make the relay read lines again.
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/adapt/codex.jsonl");
-    let records = logs::read_records(Some(&path)).unwrap();
+    let records = logs::read_records(&path).unwrap();
     assert!(records.len() > 20, "{}", records.len());
     let params = owned(&[("emit", "pressure"), ("input", "codex")]);
     let want = reference(&params, &records);

@@ -241,9 +241,13 @@ fn spawn_run(args: &[&str], stdin: Stdio) -> std::process::Child {
 
 /// A user message of session `s` as a frame line.
 fn message(seq: u64) -> String {
-    format!(
-        r#"{{"type":"user/message","session_id":"s","seq":{seq},"message":{{"role":"user","content":"line {seq}"}}}}"#
-    ) + "\n"
+    let message = serde_json::json!({"role": "user", "content": format!("line {seq}")});
+    crate::harness::frame(
+        "s",
+        seq,
+        "user/message",
+        serde_json::json!({ "message": message }),
+    )
 }
 
 /// `tail -f log | agent-fold run -`: each line's answer comes while the writer keeps the pipe

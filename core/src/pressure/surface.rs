@@ -324,6 +324,12 @@ impl Surface {
             // Sessions never do this (a node's seq is above the cursor); the API allows it.
             let _ = self.reindex(false);
         }
+        self.sweep_if_due();
+    }
+
+    /// Sweeps once removed nodes outnumber the live ones (amortised), or when the deque has no
+    /// room left in front.
+    fn sweep_if_due(&mut self) {
         if self.seq.len() > 2 * self.live + 64 || self.origin == 0 {
             self.sweep();
         }
@@ -349,9 +355,7 @@ impl Surface {
         }
         // `FrontCut` reads the front entry as a live id.
         self.skip_dead_front();
-        if self.seq.len() > 2 * self.live + 64 {
-            self.sweep();
-        }
+        self.sweep_if_due();
         dropped
     }
 

@@ -523,7 +523,7 @@ fn wasm_and_native_modules_fold_alike() {
 fn a_claude_code_session_directory_is_adapted_by_the_module() {
     let Some(dir) = real_session() else { return };
     let dir = dir.as_path();
-    let lines = agent_fold::logs::read_records(Some(dir)).unwrap();
+    let lines = agent_fold::logs::read_records(dir).unwrap();
     let mut m = Module::new(
         &Source::Native,
         &[
