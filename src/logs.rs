@@ -49,6 +49,57 @@ pub fn log_files(path: &Path) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// Whether a path is a directory of logs (`~/.claude/projects`, `~/.codex/sessions`), each file
+/// a log of its own, rather than one Claude Code session's directory (a transcript beside it,
+/// or a `subagents/` in it).
+pub fn is_tree(path: &Path) -> bool {
+    if !path.is_dir() {
+        return false;
+    }
+    let beside = match path.file_name() {
+        Some(name) => path.with_file_name(format!("{}.jsonl", name.to_string_lossy())),
+        None => return true,
+    };
+    !beside.is_file() && !path.join("subagents").is_dir()
+}
+
+/// The most files a directory of logs is followed in.
+pub const TREE_FILES: usize = 100_000;
+/// How deep below a directory of logs files are looked for.
+pub const TREE_DEPTH: usize = 8;
+
+/// Every `*.jsonl` below `root` (symbolic links not followed, [`TREE_DEPTH`] levels at most,
+/// [`TREE_FILES`] files at most: past it the rest are left out, with a warning), sorted.
+pub fn tree_files(root: &Path) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    let mut dirs = vec![(root.to_owned(), 0)];
+    std::fs::read_dir(root).with_context(|| format!("reading {}", root.display()))?;
+    while let Some((dir, depth)) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let Ok(kind) = e.file_type() else { continue };
+            let path = e.path();
+            if kind.is_dir() && depth < TREE_DEPTH {
+                dirs.push((path, depth + 1));
+            } else if kind.is_file() && path.extension().is_some_and(|x| x == "jsonl") {
+                if files.len() == TREE_FILES {
+                    tracing::warn!(
+                        "{} holds more than {TREE_FILES} logs: the rest are not followed",
+                        root.display()
+                    );
+                    files.sort();
+                    return Ok(files);
+                }
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
 /// The line's `timestamp` in seconds since 1970, when it has an RFC 3339 one.
 pub fn line_stamp(line: &[u8]) -> Option<f64> {
     let v = agent_fold_core::Frame::parse(line)?;

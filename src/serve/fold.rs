@@ -146,6 +146,16 @@ impl ViewPair {
     pub fn waiting(&self) -> bool {
         self.views.is_none()
     }
+
+    /// Whether it tells the format from the log's own lines (`--input auto`).
+    pub fn is_auto(&self) -> bool {
+        self.format == Some(Format::Auto)
+    }
+
+    /// A pair like this one, for lines of `format` (a directory of logs tells each file's own).
+    pub fn for_format(&self, format: Input) -> Result<ViewPair> {
+        ViewPair::new(self.source.clone(), self.params.clone(), Some(Format::Is(format)))
+    }
 }
 
 /// One invocation; when it fails as a whole (`malformed=fail`), line by line again, so that a

@@ -1,5 +1,8 @@
-//! `tail -f` for an agent log, by polling: a JSONL file, or a Claude Code session directory's
-//! files (the transcript beside it and its `subagents/*.jsonl`, found again at every poll).
+//! `tail -f` for an agent log, by polling: a JSONL file, a Claude Code session directory's
+//! files (the transcript beside it and its `subagents/*.jsonl`, found again at every poll), or
+//! a directory of logs (`~/.claude/projects`, `~/.codex/sessions`: every `*.jsonl` below it,
+//! each a log of its own, its format told by its own first lines and its lines keyed by the
+//! session it names).
 //!
 //! A line counts once its newline has arrived: the bytes after a file's last newline wait for
 //! the next poll. A file that shrinks, is replaced (another inode at its path), has its bytes
@@ -17,6 +20,7 @@ use std::io::{ErrorKind, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use agent_fold_core::Input;
 use anyhow::{Result, bail};
 
 use crate::jsonl::{self, Splitter};
@@ -59,12 +63,28 @@ pub struct Polled {
     pub skipped: Vec<String>,
     /// A file had more bytes than one poll reads: poll again at once.
     pub more: bool,
+    /// A directory of logs: the new lines of each format, each file's lines keyed by the
+    /// session it names, the files of a format merged by time (`lines` is then empty).
+    pub by_format: Vec<(Input, Vec<Rec>)>,
+    /// A directory of logs: the files followed.
+    pub files: usize,
 }
 
-/// A followed log: a file or a session directory.
+/// In a directory of logs, how often the files are listed again (in polls).
+const RELIST: u64 = 16;
+/// In a directory of logs, a file quiet for this many looks is looked at every
+/// `2^n` polls, up to this: thousands of idle files cost a `stat` each now and then.
+const BACKOFF: u32 = 5;
+
+/// A followed log: a file, a session directory, or a directory of logs.
 pub struct Follow {
     root: PathBuf,
+    /// A directory of logs (not one session's): each file a log of its own.
+    tree: bool,
     tails: BTreeMap<PathBuf, Tail>,
+    /// A directory of logs: the files as last listed, and the polls made.
+    listed: Vec<PathBuf>,
+    polls: u64,
 }
 
 /// How far one file has been read.
@@ -84,6 +104,12 @@ struct Tail {
     seen: Option<(u64, Option<SystemTime>)>,
     /// Times the file was opened to be read.
     opens: u64,
+    /// In a directory of logs: the file's format once its lines tell it, the session its lines
+    /// name, the lines read before the format was told, and how long it has been quiet.
+    format: Option<Input>,
+    key: Option<Vec<u8>>,
+    held: Vec<Rec>,
+    quiet: u32,
 }
 
 /// What reading one file found.
@@ -119,6 +145,10 @@ impl Default for Tail {
             gone: false,
             seen: None,
             opens: 0,
+            format: None,
+            key: None,
+            held: Vec::new(),
+            quiet: 0,
         }
     }
 }
@@ -202,8 +232,16 @@ impl Follow {
     pub fn new(root: &Path) -> Follow {
         Follow {
             root: root.to_owned(),
+            tree: logs::is_tree(root),
             tails: BTreeMap::new(),
+            listed: Vec::new(),
+            polls: 0,
         }
+    }
+
+    /// Whether it follows a directory of logs.
+    pub fn is_tree(&self) -> bool {
+        self.tree
     }
 
     /// Times a file was opened to be read, over the files followed now.
@@ -213,6 +251,9 @@ impl Follow {
 
     /// Reads what was added since the last poll.
     pub fn poll(&mut self) -> Polled {
+        if self.tree {
+            return self.poll_tree();
+        }
         let files = match logs::log_files(&self.root) {
             Ok(files) => files,
             Err(e) => {
@@ -250,15 +291,7 @@ impl Follow {
                         ));
                     }
                 }
-                Ok(TailStep::Restart(why)) => {
-                    // Everything read so far is void: the next poll starts from scratch.
-                    self.tails.clear();
-                    let again = self.poll();
-                    return Polled {
-                        reset: Some(format!("{why}: read again from its start")),
-                        ..again
-                    };
-                }
+                Ok(TailStep::Restart(why)) => return self.restart(why),
                 Err(e) => problems.push(format!("reading {}: {e}", path.display())),
             }
         }
@@ -271,13 +304,121 @@ impl Follow {
             }
         }
         Polled {
-            reset: None,
             lines: logs::merge(read),
             problem: (!problems.is_empty()).then(|| problems.join("; ")),
             waiting: (!waiting.is_empty()).then(|| waiting.join("; ")),
             skipped,
             more,
+            files: files.len(),
+            ..Polled::default()
         }
+    }
+
+    /// Everything read so far is void: the next poll starts from scratch.
+    fn restart(&mut self, why: String) -> Polled {
+        self.tails.clear();
+        self.listed.clear();
+        self.polls = 0;
+        let again = self.poll();
+        Polled {
+            reset: Some(format!("{why}: read again from its start")),
+            ..again
+        }
+    }
+
+    /// A directory of logs: each file polled on its own (a quiet one less often), its lines
+    /// held until they tell its format, then keyed by the session it names.
+    fn poll_tree(&mut self) -> Polled {
+        if self.polls % RELIST == 0 {
+            match logs::tree_files(&self.root) {
+                Ok(files) => self.listed = files,
+                Err(e) => {
+                    return Polled {
+                        waiting: Some(format!("{e:#}: waiting for it")),
+                        ..Polled::default()
+                    };
+                }
+            }
+            // A file no longer listed is a session gone: it goes quietly.
+            let listed: BTreeSet<&PathBuf> = self.listed.iter().collect();
+            self.tails.retain(|p, _| listed.contains(p));
+        }
+        self.polls += 1;
+        let (mut problems, mut skipped) = (Vec::new(), Vec::new());
+        let mut more = false;
+        let mut read: Vec<(Input, Vec<Vec<Rec>>)> = Vec::new();
+        for path in &self.listed {
+            let tail = self.tails.entry(path.clone()).or_default();
+            let every = 1u64 << tail.quiet.min(BACKOFF);
+            if tail.pos > 0 && self.polls % every != 0 {
+                continue;
+            }
+            match tail.read(path) {
+                Ok(TailStep::Lines(lines, skips, again)) => {
+                    tail.quiet = if lines.is_empty() { tail.quiet + 1 } else { 0 };
+                    skipped.extend(skips);
+                    more |= again;
+                    if let Some(lines) = tail.told(lines) {
+                        let format = tail.format.expect("told");
+                        match read.iter_mut().find(|(f, _)| *f == format) {
+                            Some((_, files)) => files.push(lines),
+                            None => read.push((format, vec![lines])),
+                        }
+                    }
+                }
+                Ok(TailStep::Missing) => tail.gone = true,
+                Ok(TailStep::Restart(why)) => return self.restart(why),
+                Err(e) => problems.push(format!("reading {}: {e}", path.display())),
+            }
+        }
+        self.tails.retain(|_, t| !t.gone);
+        Polled {
+            problem: (!problems.is_empty()).then(|| problems.join("; ")),
+            skipped,
+            more,
+            by_format: read
+                .into_iter()
+                .map(|(f, files)| (f, logs::merge(files)))
+                .collect(),
+            files: self.listed.len(),
+            ..Polled::default()
+        }
+    }
+}
+
+impl Tail {
+    /// A directory's file: its new lines once its format is told (keyed by the session its
+    /// lines name), else `None` while they wait; after [`logs::DETECT_LINES`] lines that do not
+    /// tell, the file is read as agent-fold frames.
+    fn told(&mut self, lines: Vec<Rec>) -> Option<Vec<Rec>> {
+        if self.format.is_none() {
+            self.format = lines.iter().find_map(|r| Input::detect(&r.value));
+            self.held.extend(lines);
+            if self.format.is_none() && self.held.len() < logs::DETECT_LINES {
+                return None;
+            }
+            let format = *self.format.get_or_insert(Input::AgentFold);
+            let held = std::mem::take(&mut self.held);
+            return Some(self.keyed(format, held));
+        }
+        let format = self.format.expect("told above");
+        Some(self.keyed(format, lines))
+    }
+
+    /// The lines keyed by the session the file names (agent-fold frames name their own).
+    fn keyed(&mut self, format: Input, mut lines: Vec<Rec>) -> Vec<Rec> {
+        if format == Input::AgentFold {
+            return lines;
+        }
+        for r in &mut lines {
+            if self.key.is_none() {
+                self.key = format.session_named(&r.value).map(String::into_bytes);
+            }
+            if self.key.is_some() {
+                r.key.clone_from(&self.key);
+            }
+        }
+        lines
     }
 }
 
@@ -296,9 +437,11 @@ mod tests {
         dir
     }
 
+    /// The lines a poll read: of the log, or of each format of a directory of logs.
     fn values(p: &Polled) -> Vec<String> {
         p.lines
             .iter()
+            .chain(p.by_format.iter().flat_map(|(_, l)| l))
             .map(|r| String::from_utf8_lossy(&r.value).into_owned())
             .collect()
     }
@@ -378,8 +521,11 @@ mod tests {
     fn idle_files_are_not_opened_again_and_a_written_one_is() {
         let dir = scratch("idle");
         std::fs::create_dir_all(dir.join("many")).unwrap();
+        let frame = |i: usize, seq: u64| {
+            format!("{{\"type\":\"user/message\",\"session_id\":\"s{i}\",\"seq\":{seq}}}\n")
+        };
         for i in 0..50 {
-            append(&dir.join(format!("many/{i:02}.jsonl")), b"{\"n\":1}\n");
+            append(&dir.join(format!("many/{i:02}.jsonl")), frame(i, 1).as_bytes());
         }
         let mut f = Follow::new(&dir.join("many"));
         assert_eq!(values(&f.poll()).len(), 50);
@@ -389,8 +535,10 @@ mod tests {
             assert!(values(&f.poll()).is_empty());
         }
         assert_eq!(f.opens(), opened, "five idle polls opened nothing");
-        append(&dir.join("many/07.jsonl"), b"{\"n\":2}\n");
-        assert_eq!(values(&f.poll()), [r#"{"n":2}"#]);
+        append(&dir.join("many/07.jsonl"), frame(7, 2).as_bytes());
+        // Quiet files are looked at less often: within 32 polls the new line is read.
+        let got: Vec<String> = (0..32).flat_map(|_| values(&f.poll())).collect();
+        assert_eq!(got, [frame(7, 2).trim_end()]);
         assert_eq!(f.opens(), opened + 1, "only the file written to");
         std::fs::remove_dir_all(&dir).unwrap();
     }

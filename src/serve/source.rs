@@ -1,6 +1,6 @@
 //! Where the records come from: a followed agent log run through the module, pressure records
 //! on stdin, or pressure records on a Fluvio topic. Each runs on its own and reports into the
-//! hub; none ever stops the server: trouble goes to the status line, and the source retries.
+//! board; none ever stops the server: trouble goes to the status line, and the source retries.
 
 use std::collections::BTreeMap;
 use std::io::BufRead;
@@ -15,8 +15,10 @@ use fluvio::metadata::topic::TopicSpec;
 use fluvio::{Fluvio, Offset};
 use futures_util::StreamExt;
 
-use super::events::{Changes, Folded, Hub, PressureRecord, SourceState};
-use super::fold::ViewPair;
+use agent_fold_core::Input;
+
+use super::board::{Board, Changes, Folded, PressureRecord, SourceState};
+use super::fold::{self, ViewPair};
 use super::follow::{Follow, LINE_BYTES};
 use crate::jsonl::{Piece, Splitter};
 
@@ -58,16 +60,16 @@ impl Feed {
 
     /// Starts reading: a thread for a log or stdin (blocking reads, the module's CPU work), a
     /// task on the runtime for a topic.
-    pub fn start(self, hub: Arc<Hub>) {
+    pub fn start(self, board: Arc<Board>) {
         match self {
             Feed::Topic(topic) => {
-                tokio::spawn(consume(topic, hub));
+                tokio::spawn(consume(topic, board));
             }
             Feed::Stdin => {
-                std::thread::spawn(move || read_stdin(&hub));
+                std::thread::spawn(move || read_stdin(&board));
             }
             Feed::Log { path, views } => {
-                std::thread::spawn(move || follow(path, *views, &hub));
+                std::thread::spawn(move || follow(path, *views, &board));
             }
         }
     }
@@ -91,61 +93,147 @@ fn apply(b: &mut Changes, records: Vec<Result<PressureRecord, String>>) {
     }
 }
 
-/// Follows the log for ever, running what it gains through the module.
-fn follow(path: PathBuf, mut fold: ViewPair, hub: &Hub) {
-    let mut log = Follow::new(&path);
-    let mut wait = POLL;
-    loop {
-        let polled = log.poll();
-        let quiet = polled.lines.is_empty() && polled.reset.is_none() && !polled.more;
-        if let Some(why) = &polled.reset {
-            fold.reset();
-            hub.batch(|b| b.reset(why));
-        }
-        let read = polled.lines.len() as u64;
-        // The module's work and the parsing happen outside the hub's lock: pages keep being
-        // served.
-        let out = fold.push(polled.lines).map(|out| {
-            let records: Vec<_> = out
+/// What a batch of lines gave, parsed outside the board's lock.
+struct Gave {
+    records: Vec<Result<PressureRecord, String>>,
+    folded: Vec<Folded>,
+    skipped: Vec<String>,
+}
+
+impl Gave {
+    fn parse(out: fold::Out) -> Gave {
+        Gave {
+            records: out
                 .pressure
                 .iter()
                 .map(|r| PressureRecord::parse(&r.value))
-                .collect();
-            let folded: Vec<Folded> = out
+                .collect(),
+            folded: out
                 .frames
                 .iter()
                 .filter_map(|f| Folded::parse(f.key.as_deref(), &f.value))
-                .collect();
-            (records, folded, out.skipped)
-        });
-        hub.batch(|b| {
+                .collect(),
+            skipped: out.skipped,
+        }
+    }
+
+    fn apply(self, b: &mut Changes) {
+        apply(b, self.records);
+        for f in self.folded {
+            b.frame(f);
+        }
+        for why in self.skipped {
+            b.skip(why);
+        }
+    }
+}
+
+/// The module instances over a followed log: the configured pair, and, for a directory of logs
+/// whose format is told file by file, one pair per format.
+struct Views {
+    base: ViewPair,
+    by_format: Vec<(Input, ViewPair)>,
+}
+
+impl Views {
+    fn reset(&mut self) {
+        self.base.reset();
+        self.by_format.clear();
+    }
+
+    /// The pair for lines of `format`: the configured one when it names a format, else one of
+    /// that format's own.
+    fn of(&mut self, format: Input) -> anyhow::Result<&mut ViewPair> {
+        if !self.base.is_auto() {
+            return Ok(&mut self.base);
+        }
+        let at = match self.by_format.iter().position(|(f, _)| *f == format) {
+            Some(i) => i,
+            None => {
+                let pair = self.base.for_format(format)?;
+                self.by_format.push((format, pair));
+                self.by_format.len() - 1
+            }
+        };
+        Ok(&mut self.by_format[at].1)
+    }
+
+    /// The formats read, for the status line.
+    fn formats(&self) -> String {
+        let mut names: Vec<&str> = self.by_format.iter().map(|(f, _)| f.name()).collect();
+        if let Some(f) = self.base.input().filter(|_| names.is_empty() || !self.base.is_auto()) {
+            names = vec![f.name()];
+        }
+        if names.is_empty() {
+            "format not yet known".to_owned()
+        } else {
+            names.join(", ")
+        }
+    }
+}
+
+/// Follows the log for ever, running what it gains through the module.
+fn follow(path: PathBuf, base: ViewPair, board: &Board) {
+    let mut log = Follow::new(&path);
+    let mut views = Views {
+        base,
+        by_format: Vec::new(),
+    };
+    let mut wait = POLL;
+    loop {
+        let polled = log.poll();
+        let quiet = polled.lines.is_empty()
+            && polled.by_format.iter().all(|(_, l)| l.is_empty())
+            && polled.reset.is_none()
+            && !polled.more;
+        if let Some(why) = &polled.reset {
+            views.reset();
+            board.batch(|b| b.reset(why));
+        }
+        let read = (polled.lines.len()
+            + polled.by_format.iter().map(|(_, l)| l.len()).sum::<usize>()) as u64;
+        // The module's work and the parsing happen outside the board's lock: pages keep being
+        // served.
+        let mut gave = Vec::new();
+        let mut failed = None;
+        let batches = std::iter::once((None, polled.lines))
+            .chain(polled.by_format.into_iter().map(|(f, l)| (Some(f), l)));
+        for (format, lines) in batches {
+            if lines.is_empty() {
+                continue;
+            }
+            let pair = match format {
+                None => Ok(&mut views.base),
+                Some(f) => views.of(f),
+            };
+            match pair.and_then(|p| p.push(lines)) {
+                Ok(out) => gave.push(Gave::parse(out)),
+                Err(e) => failed = Some(format!("the module failed: {e:#}")),
+            }
+        }
+        board.batch(|b| {
             b.read(read);
             for why in polled.skipped {
                 b.read(1);
                 b.skip(why);
             }
-            let failed = match out {
-                Ok((records, folded, skipped)) => {
-                    apply(b, records);
-                    for f in folded {
-                        b.frame(f);
-                    }
-                    for why in skipped {
-                        b.skip(why);
-                    }
-                    None
-                }
-                Err(e) => Some(format!("the module failed: {e:#}")),
-            };
-            let format = fold.input().map_or("format not yet known", |f| f.name());
+            for g in gave {
+                g.apply(b);
+            }
             match (polled.problem.or(failed), polled.waiting) {
                 (Some(p), _) => b.status(SourceState::Error, p),
                 (None, Some(w)) => b.status(SourceState::Starting, w),
-                (None, None) if fold.waiting() => b.status(
+                (None, None) if log.is_tree() => b.status(
+                    SourceState::Live,
+                    format!("following {} logs ({})", polled.files, views.formats()),
+                ),
+                (None, None) if views.base.waiting() => b.status(
                     SourceState::Starting,
                     "waiting for the log's first lines, to tell its format",
                 ),
-                (None, None) => b.status(SourceState::Live, format!("following ({format})")),
+                (None, None) => {
+                    b.status(SourceState::Live, format!("following ({})", views.formats()))
+                }
             }
         });
         if quiet {
@@ -160,8 +248,8 @@ fn follow(path: PathBuf, mut fold: ViewPair, hub: &Hub) {
 /// Reads pressure records from stdin until it closes; what a read brings is one batch, parsed
 /// before it is applied. A line over [`LINE_BYTES`] is skipped, as the follower skips one, so
 /// that a writer that never ends its line holds no more than that.
-fn read_stdin(hub: &Hub) {
-    hub.batch(|b| b.status(SourceState::Live, "reading pressure records"));
+fn read_stdin(board: &Board) {
+    board.batch(|b| b.status(SourceState::Live, "reading pressure records"));
     let mut stdin = std::io::stdin().lock();
     let mut lines = Splitter::new(LINE_BYTES);
     let read = |piece: Piece<'_>, got: &mut Vec<Result<PressureRecord, String>>| {
@@ -185,13 +273,13 @@ fn read_stdin(hub: &Hub) {
         let n = buf.len();
         stdin.consume(n);
         if !got.is_empty() {
-            hub.batch(|b| take(b, got));
+            board.batch(|b| take(b, got));
         }
     };
     // The last line may lack its newline.
     let mut got = Vec::new();
     lines.finish(|p| read(p, &mut got));
-    hub.batch(|b| {
+    board.batch(|b| {
         take(b, got);
         b.status(SourceState::Ended, end);
     });
@@ -199,15 +287,15 @@ fn read_stdin(hub: &Hub) {
 
 /// Consumes the topic for ever: on a failure, the status says so, and the consumer connects
 /// again (backing off up to [`MAX_BACKOFF`]) from the next offset of each partition.
-async fn consume(topic: String, hub: Arc<Hub>) {
+async fn consume(topic: String, board: Arc<Board>) {
     let mut next: BTreeMap<u32, i64> = BTreeMap::new();
     let mut wait = Duration::from_millis(250);
     loop {
-        let why = match consume_once(&topic, &hub, &mut next, &mut wait).await {
+        let why = match consume_once(&topic, &board, &mut next, &mut wait).await {
             Ok(()) => "the stream from the cluster ended".to_owned(),
             Err(e) => format!("{e:#}"),
         };
-        hub.batch(|b| {
+        board.batch(|b| {
             b.status(
                 SourceState::Error,
                 format!("{why}: retrying every {}s at most", MAX_BACKOFF.as_secs()),
@@ -220,7 +308,7 @@ async fn consume(topic: String, hub: Arc<Hub>) {
 
 async fn consume_once(
     topic: &str,
-    hub: &Hub,
+    board: &Board,
     next: &mut BTreeMap<u32, i64>,
     wait: &mut Duration,
 ) -> Result<()> {
@@ -259,7 +347,7 @@ async fn consume_once(
         streams.push(Box::pin(stream));
     }
     *wait = Duration::from_millis(250);
-    hub.batch(|b| {
+    board.batch(|b| {
         b.status(
             SourceState::Live,
             format!("consuming {partitions} partition(s)"),
@@ -278,7 +366,7 @@ async fn consume_once(
                 Err(code) => failed = Some(code),
             }
         }
-        hub.batch(|b| take(b, got));
+        board.batch(|b| take(b, got));
         match failed {
             Some(ErrorCode::TopicDeleted) => {
                 next.clear();

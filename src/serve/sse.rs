@@ -1,5 +1,7 @@
-//! `/events` as a body of Server-Sent Events: each frame the hub's own shared bytes, taken one
-//! at a time, so a client that does not read holds what hyper queued for its socket and no more.
+//! `/events` as a body of Server-Sent Events: the whole board first, then coalesced deltas, at
+//! most one message per [`MIN_INTERVAL`]. Each message is the board's own shared bytes, taken
+//! one at a time, so a page that does not read holds what hyper queued for its socket and no
+//! more, and when it reads again it gets the latest rows, not the ones it missed.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -10,32 +12,37 @@ use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use tokio::sync::watch;
+use tokio::time::Instant;
 
-use super::events::{Client, Hub, Next};
+use super::board::{Board, Client, Next};
 
+/// The least time between two messages to one page: ten a second at most, a human's rate.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
 /// EventSource waits about 3 s before reconnecting, unless told: the first frame tells it 1 s.
 const RETRY: &str = "retry: 1000\n";
 /// A comment on an idle stream keeps proxies from closing it.
 const KEEP_ALIVE: &str = ": keep-alive\n\n";
 
 struct Reader {
-    hub: Arc<Hub>,
+    board: Arc<Board>,
     rx: watch::Receiver<u64>,
     after: Option<u64>,
     first: bool,
+    last_sent: Option<Instant>,
     keep_alive: Duration,
     _client: Client,
 }
 
-/// The response to `GET /events`: resumes after `last` (an SSE id), else a snapshot first;
-/// a comment every `keep_alive` while nothing happens.
-pub fn response(hub: Arc<Hub>, last: Option<&str>, keep_alive: Duration) -> Response {
+/// The response to `GET /events`: resumes after `last` (an SSE id), else the whole board
+/// first; a comment every `keep_alive` while nothing happens.
+pub fn response(board: Arc<Board>, last: Option<&str>, keep_alive: Duration) -> Response {
     let reader = Reader {
-        after: last.and_then(|id| hub.parse_id(id)),
-        rx: hub.subscribe(),
-        _client: hub.client(),
-        hub,
+        after: last.and_then(|id| board.parse_id(id)),
+        rx: board.subscribe(),
+        _client: board.client(),
+        board,
         first: true,
+        last_sent: None,
         keep_alive,
     };
     let stream = futures_util::stream::unfold(reader, |mut r| async move {
@@ -45,15 +52,17 @@ pub fn response(hub: Arc<Hub>, last: Option<&str>, keep_alive: Duration) -> Resp
             return Some((Ok::<_, Infallible>(Bytes::from_static(RETRY.as_bytes())), r));
         }
         loop {
-            // Seen before looking, so a publish after the look still wakes us.
+            // The page's rate: what changes meanwhile is coalesced into the next message.
+            if let Some(t) = r.last_sent {
+                tokio::time::sleep_until(t + MIN_INTERVAL).await;
+            }
+            // Seen before looking, so a change after the look still wakes us.
             r.rx.borrow_and_update();
-            match r.hub.next_after(r.after) {
-                Next::Event(e) => {
-                    r.after = Some(e.id);
-                    return Some((Ok(e.wire), r));
-                }
-                Next::Snapshot { id, wire } => {
-                    r.after = Some(id);
+            match r.board.next_after(r.after) {
+                Next::Delta { version, wire } | Next::Board { version, wire } => {
+                    r.after = Some(version);
+                    r.last_sent = Some(Instant::now());
+                    r.board.counters.messages.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     return Some((Ok(wire), r));
                 }
                 Next::Wait => {}

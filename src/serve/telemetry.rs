@@ -7,14 +7,15 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::App;
-use super::events::SourceState;
+use super::board::{Bands, SourceState};
 use crate::service::metrics::{CONTENT_TYPE, Kind, Text};
 
-/// What a scrape reads: the source's counts and state, the hub's holdings, the clients and
-/// connections, the refusals.
+/// What a scrape reads: the source's counts and state, the board's holdings, sessions by band
+/// (live ones; no per-session labels), alerts by rule, the clients and connections, the
+/// refusals.
 pub fn render(app: &App) -> String {
-    let held = app.hub.held();
-    let f = &app.hub.figures;
+    let held = app.board.held();
+    let f = &app.board.counters;
     let c = &app.connections;
     let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed) as f64;
     let mut t = Text::default();
@@ -23,7 +24,7 @@ pub fn render(app: &App) -> String {
         (
             "records_read_total",
             counter,
-            "Records read from the source (log lines, or pressure records), since the last reset.",
+            "Records read from the source (log lines, OTLP events, or pressure records), since the last reset.",
             held.status.records as f64,
         ),
         (
@@ -33,34 +34,46 @@ pub fn render(app: &App) -> String {
             held.status.skipped as f64,
         ),
         (
-            "events_total",
+            "messages_total",
             counter,
-            "Events published to the pages.",
-            load(&f.events),
+            "Messages sent to pages on /events (the whole board or a coalesced delta).",
+            load(&f.messages),
         ),
         (
-            "snapshots_total",
+            "boards_total",
             counter,
-            "Snapshots written for /events and /state: once per change at most, however many clients ask.",
-            load(&f.snapshots),
+            "Whole boards encoded for /events: once per change at most, however many pages ask.",
+            load(&f.boards),
         ),
         (
             "sessions_evicted_total",
             counter,
-            "Sessions forgotten to keep the newest 1000.",
+            "Sessions dropped to keep within --max-sessions and --history-points, the idlest first.",
             load(&f.evicted),
         ),
         (
             "sessions",
             gauge,
-            "Sessions the page shows.",
+            "Sessions the board keeps, live and idle.",
             held.sessions as f64,
         ),
         (
-            "buffered_events",
+            "live_sessions",
             gauge,
-            "Events buffered for pages that reconnect.",
-            held.events as f64,
+            "Sessions active within --idle.",
+            held.live as f64,
+        ),
+        (
+            "history_points",
+            gauge,
+            "History points the board keeps over all sessions.",
+            held.points as f64,
+        ),
+        (
+            "board_bytes",
+            gauge,
+            "Bytes the board holds: each session's latest records, history, folded frames and encoded row.",
+            held.bytes as f64,
         ),
         (
             "sse_clients",
@@ -80,6 +93,12 @@ pub fn render(app: &App) -> String {
             "HTTP connections accepted.",
             load(&c.accepted),
         ),
+        (
+            "alerts_dropped_total",
+            counter,
+            "Alerts the webhook's queue had no room for.",
+            load(&f.alerts_dropped),
+        ),
     ];
     for (name, kind, help, value) in singles {
         t.one(&format!("agent_fold_serve_{name}"), kind, help, value);
@@ -94,17 +113,71 @@ pub fn render(app: &App) -> String {
         let v = f64::from(u8::from(s == held.status.state));
         t.sample(state, &[("state", s.name())], v);
     }
-    let bytes = [
-        ("events", held.event_bytes as f64),
-        ("sessions", held.session_bytes as f64),
-    ];
+    let occupancy: Vec<(&str, f64)> = Bands::OCCUPANCY
+        .iter()
+        .zip(held.bands.occupancy)
+        .map(|(n, v)| (*n, v as f64))
+        .collect();
     labelled(
         &mut t,
-        ("agent_fold_serve_buffered_bytes", gauge),
-        "Bytes the hub holds: the event buffer, and the sessions' latest records and frames.",
-        "what",
-        &bytes,
+        ("agent_fold_serve_live_sessions_by_occupancy", gauge),
+        "Live sessions by contextOccupancy: under 0.5, 0.5 to 0.75, 0.75 to 0.9, 0.9 and over, unknown.",
+        "band",
+        &occupancy,
     );
+    let until: Vec<(&str, f64)> = Bands::UNTIL
+        .iter()
+        .zip(held.bands.until)
+        .map(|(n, v)| (*n, v as f64))
+        .collect();
+    labelled(
+        &mut t,
+        ("agent_fold_serve_live_sessions_by_until_compact", gauge),
+        "Live sessions by untilCompactTokens: under 10,000, 10,000 to 50,000, 50,000 and over, unknown.",
+        "band",
+        &until,
+    );
+    let rules = &app.board.config().rules;
+    if !rules.is_empty() {
+        let fired: Vec<(&str, f64)> = rules
+            .iter()
+            .zip(&f.alerts)
+            .map(|(r, n)| (r.text.as_str(), load(n)))
+            .collect();
+        labelled(
+            &mut t,
+            ("agent_fold_serve_alerts_total", counter),
+            "Alerts fired (a session crossing into the rule), by rule.",
+            "rule",
+            &fired,
+        );
+        let firing: Vec<(&str, f64)> = rules
+            .iter()
+            .zip(&held.firing)
+            .map(|(r, n)| (r.text.as_str(), *n as f64))
+            .collect();
+        labelled(
+            &mut t,
+            ("agent_fold_serve_sessions_alerting", gauge),
+            "Sessions in an alert's state now (crossed and not yet back past the hysteresis), by rule.",
+            "rule",
+            &firing,
+        );
+    }
+    if let Some(w) = &app.webhook {
+        let outcomes = [
+            ("delivered", load(&w.delivered)),
+            ("failed", load(&w.failed)),
+            ("retried", load(&w.retried)),
+        ];
+        labelled(
+            &mut t,
+            ("agent_fold_serve_webhook_posts_total", counter),
+            "Alert webhook outcomes: alerts delivered (a 2xx), failed (after the attempts, or a final refusal), attempts retried.",
+            "outcome",
+            &outcomes,
+        );
+    }
     let refused = [
         ("connection_cap", load(&c.refused)),
         ("host", load(&app.hosts.refused_host)),
@@ -142,7 +215,7 @@ pub async fn metrics(State(app): State<App>) -> Response {
 /// 200 while the source is starting, live or ended; 503 while it is in error (the page says
 /// why); the body names the state and the message.
 pub async fn healthz(State(app): State<App>) -> Response {
-    let status = app.hub.status();
+    let status = app.board.status();
     let code = match status.state {
         SourceState::Error => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::OK,

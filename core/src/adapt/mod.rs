@@ -53,6 +53,13 @@ impl Input {
         None
     }
 
+    /// The session a line of this format names, when it names one: Claude Code's `sessionId`,
+    /// a stream's `session_id`, a Codex rollout's `session_meta` id (the other lines of a
+    /// rollout name none: they belong to the session of the file they are in).
+    pub fn session_named(self, line: &[u8]) -> Option<String> {
+        self.session_of(&Line::read(line)?)
+    }
+
     /// The session a line names, in this format.
     fn session_of(self, line: &Line) -> Option<String> {
         match self {

@@ -1,0 +1,271 @@
+//! `--alert RULE`: a session alerts once each time it crosses into a rule, never once per record.
+//!
+//! A rule is `FIELD OP NUMBER`: `until<20000` (untilCompactTokens), `occupancy>0.9` (or `90%`),
+//! `used>150k` (projectedTokens, else pressureTokens), `pressure>=180000`. A session *fires*
+//! when its value moves onto the rule's side while the rule is armed; it is armed again only
+//! once the value is back past the threshold by [`HYSTERESIS`] of it, so a value that wavers
+//! around the threshold alerts once. An unknown value (null) changes nothing.
+
+use std::fmt;
+
+use super::row::Latest;
+
+/// How far past its threshold a value must come back before the rule is armed again: 5% of the
+/// threshold (`until<20000` re-arms at 21,000 or more; `occupancy>0.9` at 0.855 or less).
+pub const HYSTERESIS: f64 = 0.05;
+
+/// What a rule reads of a session's latest record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    /// `untilCompactTokens`.
+    Until,
+    /// `contextOccupancy`.
+    Occupancy,
+    /// `projectedTokens`, else `pressureTokens`: what the meter shows.
+    Used,
+    /// `pressureTokens`: the provider's last reading.
+    Pressure,
+}
+
+impl Field {
+    const NAMES: [(&'static str, Field); 4] = [
+        ("until", Field::Until),
+        ("occupancy", Field::Occupancy),
+        ("used", Field::Used),
+        ("pressure", Field::Pressure),
+    ];
+
+    fn value(self, r: &Latest) -> Option<f64> {
+        match self {
+            Field::Until => r.until.map(|n| n as f64),
+            Field::Occupancy => r.occupancy,
+            Field::Used => r.projected.or(r.pressure).map(|n| n as f64),
+            Field::Pressure => r.pressure.map(|n| n as f64),
+        }
+    }
+}
+
+/// Below or above the threshold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl Op {
+    fn text(self) -> &'static str {
+        match self {
+            Op::Lt => "<",
+            Op::Le => "<=",
+            Op::Gt => ">",
+            Op::Ge => ">=",
+        }
+    }
+}
+
+/// One `--alert` rule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    pub field: Field,
+    pub op: Op,
+    pub threshold: f64,
+    /// The rule as given, trimmed: how alerts, rows and metrics name it.
+    pub text: String,
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// Why a rule does not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuleError {
+    #[error("{0:?}: a rule is FIELD OP NUMBER, e.g. until<20000 or occupancy>0.9 (FIELD: until, occupancy, used, pressure; OP: <, <=, >, >=)")]
+    Shape(String),
+    #[error("{rule:?}: {field} is not one of until, occupancy, used, pressure")]
+    Field { rule: String, field: String },
+    #[error("{rule:?}: {number:?} is not a number ≥ 0 (20000, 20k, 1.5M; for occupancy 0.9 or 90%)")]
+    Number { rule: String, number: String },
+}
+
+impl Rule {
+    /// Reads `until<20000`, `occupancy >= 90%`, `used>150k`.
+    pub fn parse(text: &str) -> Result<Rule, RuleError> {
+        let text = text.trim();
+        let at = text
+            .find(['<', '>'])
+            .ok_or_else(|| RuleError::Shape(text.to_owned()))?;
+        let (name, rest) = text.split_at(at);
+        let (op, number) = match rest.as_bytes() {
+            [b'<', b'=', ..] => (Op::Le, &rest[2..]),
+            [b'>', b'=', ..] => (Op::Ge, &rest[2..]),
+            [b'<', ..] => (Op::Lt, &rest[1..]),
+            _ => (Op::Gt, &rest[1..]),
+        };
+        let name = name.trim();
+        let field = Field::NAMES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, f)| *f)
+            .ok_or_else(|| RuleError::Field {
+                rule: text.to_owned(),
+                field: name.to_owned(),
+            })?;
+        let bad = || RuleError::Number {
+            rule: text.to_owned(),
+            number: number.trim().to_owned(),
+        };
+        let number = number.trim();
+        let (digits, scale) = match number.as_bytes().last() {
+            Some(b'%') if field == Field::Occupancy => (&number[..number.len() - 1], 0.01),
+            Some(b'k' | b'K') if field != Field::Occupancy => (&number[..number.len() - 1], 1e3),
+            Some(b'M') if field != Field::Occupancy => (&number[..number.len() - 1], 1e6),
+            _ => (number, 1.0),
+        };
+        let threshold = digits
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v >= 0.0)
+            .ok_or_else(bad)?
+            * scale;
+        if name.is_empty() || (field == Field::Occupancy && threshold > 10.0) {
+            return Err(bad());
+        }
+        let op_text = op.text();
+        let shown = if field == Field::Occupancy {
+            format!("{name}{op_text}{threshold}")
+        } else {
+            format!("{name}{op_text}{}", threshold.round() as u64)
+        };
+        Ok(Rule {
+            field,
+            op,
+            threshold,
+            text: shown,
+        })
+    }
+
+    /// Whether `v` is on the rule's side.
+    fn holds(&self, v: f64) -> bool {
+        match self.op {
+            Op::Lt => v < self.threshold,
+            Op::Le => v <= self.threshold,
+            Op::Gt => v > self.threshold,
+            Op::Ge => v >= self.threshold,
+        }
+    }
+
+    /// Whether `v` is back past the threshold by the hysteresis: the rule is armed again.
+    fn cleared(&self, v: f64) -> bool {
+        let margin = self.threshold * HYSTERESIS;
+        match self.op {
+            Op::Lt | Op::Le => v >= self.threshold + margin,
+            Op::Gt | Op::Ge => v <= self.threshold - margin,
+        }
+    }
+
+    /// The rule's value for a record, when known.
+    pub fn value(&self, r: &Latest) -> Option<f64> {
+        self.field.value(r)
+    }
+}
+
+/// Which rules fire for one session: bit `i` for rule `i` (at most 64 rules).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Firing(pub u64);
+
+/// The most `--alert` rules.
+pub const MAX_RULES: usize = 64;
+
+impl Firing {
+    pub fn has(self, i: usize) -> bool {
+        self.0 & (1 << i) != 0
+    }
+
+    /// The rules `r` crosses into: each returned once, until it clears again. `self` becomes
+    /// the new state.
+    pub fn step(&mut self, rules: &[Rule], r: &Latest) -> Vec<usize> {
+        let mut crossed = Vec::new();
+        for (i, rule) in rules.iter().enumerate().take(MAX_RULES) {
+            let Some(v) = rule.value(r) else { continue };
+            let bit = 1u64 << i;
+            if self.0 & bit == 0 && rule.holds(v) {
+                self.0 |= bit;
+                crossed.push(i);
+            } else if self.0 & bit != 0 && rule.cleared(v) {
+                self.0 &= !bit;
+            }
+        }
+        crossed
+    }
+
+    /// The rules firing, by index.
+    pub fn iter(self) -> impl Iterator<Item = usize> {
+        (0..MAX_RULES).filter(move |i| self.has(*i))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn until(n: u64) -> Latest {
+        Latest {
+            until: Some(n),
+            ..Latest::default()
+        }
+    }
+
+    #[test]
+    fn rules_read_and_refuse_in_words() {
+        let r = Rule::parse(" until < 20k ").unwrap();
+        assert_eq!((r.field, r.op, r.threshold), (Field::Until, Op::Lt, 20_000.0));
+        assert_eq!(r.text, "until<20000");
+        let o = Rule::parse("occupancy>=90%").unwrap();
+        assert_eq!((o.op, o.threshold), (Op::Ge, 0.9));
+        assert_eq!(o.text, "occupancy>=0.9");
+        assert_eq!(Rule::parse("used>1.5M").unwrap().threshold, 1_500_000.0);
+        for bad in ["until", "speed>3", "until<x", "until<-5", "occupancy>20k", "<5", "occupancy>50"] {
+            let e = Rule::parse(bad).unwrap_err().to_string();
+            assert!(e.contains(bad.trim()) || e.contains("rule"), "{bad}: {e}");
+        }
+    }
+
+    /// Wavering around the threshold alerts once; coming back past the hysteresis arms it
+    /// again; a null changes nothing.
+    #[test]
+    fn a_crossing_alerts_once_until_it_clears() {
+        let rules = [Rule::parse("until<20000").unwrap()];
+        let mut f = Firing::default();
+        let mut fired = 0;
+        for v in [50_000, 19_999, 20_500, 19_000, 20_900, 15_000] {
+            fired += f.step(&rules, &until(v)).len();
+        }
+        assert_eq!(fired, 1, "20,500 and 20,900 are within the hysteresis");
+        assert_eq!(f.step(&rules, &Latest::default()).len(), 0);
+        assert!(f.has(0), "a null leaves it firing");
+        assert!(f.step(&rules, &until(21_000)).is_empty());
+        assert!(!f.has(0), "21,000 clears it");
+        assert_eq!(f.step(&rules, &until(100)), [0], "and it fires again");
+    }
+
+    #[test]
+    fn occupancy_above_clears_below_the_margin() {
+        let rules = [Rule::parse("occupancy>0.9").unwrap()];
+        let mut f = Firing::default();
+        let occ = |o: f64| Latest {
+            occupancy: Some(o),
+            ..Latest::default()
+        };
+        assert_eq!(f.step(&rules, &occ(0.95)), [0]);
+        assert!(f.step(&rules, &occ(0.86)).is_empty());
+        assert!(f.has(0));
+        f.step(&rules, &occ(0.85));
+        assert!(!f.has(0));
+    }
+}

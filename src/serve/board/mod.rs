@@ -1,0 +1,887 @@
+//! The fleet board: every session a source brings, its latest figures, a bounded history, the
+//! alerts it fires, and the coalesced deltas each page gets.
+//!
+//! What holds, and why:
+//! - **Coalesced.** Each change moves the board's version and names its session in a ring of
+//!   changes. A page that has seen version `v` gets, at most every [`super::sse::MIN_INTERVAL`],
+//!   the latest row of each session changed since `v` — never one message per record, and a
+//!   slow page loses intermediate values, never the latest one. A page too far behind (past the
+//!   ring, or more rows than a delta carries) gets the whole board instead.
+//! - **Encoded once.** A session's row is encoded once per change, the whole board once per
+//!   version, the delta from the version most pages are at once per version: pages share them.
+//! - **Bounded.** At most `max_sessions` sessions and `history_points` history points in all
+//!   (each session at most [`history::POINTS`]); past either, the session idle longest goes
+//!   (a `gone` in the deltas). A session idle past `idle` leaves the live board but keeps its
+//!   history until that room is needed.
+
+pub mod alerts;
+pub mod history;
+pub mod query;
+pub mod row;
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use tokio::sync::{mpsc, watch};
+
+use alerts::{Firing, Rule};
+use history::History;
+pub use row::{Folded, Latest, PressureRecord, RECORD_BYTES};
+
+/// Changes remembered for pages that resume: a page further behind gets the whole board.
+const CHANGES: usize = 65_536;
+/// The most rows one delta carries: a page further behind gets the whole board.
+pub const DELTA_ROWS: usize = 4_096;
+/// Folded frames kept per session for its list.
+const FOLDS: usize = 8;
+/// Values in a row's sparkline.
+pub const SPARK: usize = 32;
+
+/// What the status line says of the source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SourceState {
+    /// Getting ready (connecting, waiting for the log's format).
+    Starting,
+    /// Records flow (or would, when there are any).
+    Live,
+    /// Something is wrong (a vanished file, a lost cluster); the server retries.
+    Error,
+    /// The source has ended (stdin closed); the last figures stay.
+    Ended,
+}
+
+impl SourceState {
+    pub const ALL: [SourceState; 4] = [
+        SourceState::Starting,
+        SourceState::Live,
+        SourceState::Error,
+        SourceState::Ended,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SourceState::Starting => "starting",
+            SourceState::Live => "live",
+            SourceState::Error => "error",
+            SourceState::Ended => "ended",
+        }
+    }
+}
+
+/// The status line: the source, its state, and what was read of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Status {
+    pub source: String,
+    pub module: Option<String>,
+    pub state: SourceState,
+    pub message: String,
+    /// Records (log lines, OTLP events, or pressure records on stdin or a topic) read.
+    pub records: u64,
+    /// Of those, records skipped: not what the source should carry.
+    pub skipped: u64,
+    #[serde(rename = "lastSkipped")]
+    pub last_skipped: Option<String>,
+}
+
+/// How the board is bounded and what it alerts on.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// A session whose last activity is older than this leaves the live board.
+    pub idle: Duration,
+    /// Sessions kept at most, live or idle.
+    pub max_sessions: usize,
+    /// History points kept at most, over all sessions.
+    pub history_points: usize,
+    /// `--alert` rules.
+    pub rules: Vec<Rule>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            idle: Duration::from_secs(30 * 60),
+            max_sessions: 20_000,
+            history_points: 4 << 20,
+            rules: Vec::new(),
+        }
+    }
+}
+
+/// One alert: a session crossed into a rule (see [`alerts`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct Alert {
+    pub rule: String,
+    pub session: Arc<str>,
+    pub agent: Option<Arc<str>>,
+    pub model: Option<Arc<str>>,
+    pub value: f64,
+    pub threshold: f64,
+    pub seq: Option<u64>,
+    /// The record that crossed.
+    pub record: Arc<RawValue>,
+    /// When the board saw it, milliseconds since 1970.
+    pub at: i64,
+}
+
+/// A session as the board keeps it.
+#[derive(Debug)]
+struct Session {
+    id: Arc<str>,
+    agent: Option<Arc<str>>,
+    model: Option<Arc<str>>,
+    record: Option<Arc<RawValue>>,
+    error: Option<Arc<RawValue>>,
+    latest: Latest,
+    seq: Option<u64>,
+    /// Last activity: the latest record's stamp (never ahead of the clock), else when read.
+    active: i64,
+    /// When the latest record was read (ms since 1970).
+    read_at: i64,
+    live: bool,
+    history: History,
+    folds: VecDeque<Arc<RawValue>>,
+    firing: Firing,
+    /// Where it stands in [`Inner::by_activity`].
+    order: (i64, u64),
+    /// The row encoded as of a version.
+    row: Option<(u64, Arc<RawValue>)>,
+    version: u64,
+}
+
+/// A row as the page gets it.
+#[derive(Serialize)]
+struct RowOut<'a> {
+    session: &'a str,
+    agent: Option<&'a str>,
+    model: Option<&'a str>,
+    live: bool,
+    active: i64,
+    #[serde(rename = "readAt")]
+    read_at: i64,
+    seq: Option<u64>,
+    record: Option<&'a RawValue>,
+    error: Option<&'a RawValue>,
+    spark: Vec<Option<u64>>,
+    alerts: Vec<&'a str>,
+    folds: Vec<&'a RawValue>,
+}
+
+impl Session {
+    fn row(&mut self, rules: &[Rule]) -> Arc<RawValue> {
+        if let Some((v, row)) = &self.row
+            && *v == self.version
+        {
+            return Arc::clone(row);
+        }
+        let out = RowOut {
+            session: &self.id,
+            agent: self.agent.as_deref(),
+            model: self.model.as_deref(),
+            live: self.live,
+            active: self.active,
+            read_at: self.read_at,
+            seq: self.seq,
+            record: self.record.as_deref(),
+            error: self.error.as_deref(),
+            spark: self.history.spark(SPARK),
+            alerts: self.firing.iter().map(|i| rules[i].text.as_str()).collect(),
+            folds: self.folds.iter().map(|f| &**f).collect(),
+        };
+        let text = serde_json::to_string(&out).expect("a row serialises");
+        let row: Arc<RawValue> = Arc::from(RawValue::from_string(text).expect("JSON written above"));
+        self.row = Some((self.version, Arc::clone(&row)));
+        row
+    }
+
+    fn bytes(&self) -> usize {
+        let raw = |r: &Option<Arc<RawValue>>| r.as_ref().map_or(0, |r| r.get().len());
+        self.id.len()
+            + raw(&self.record)
+            + raw(&self.error)
+            + self.folds.iter().map(|f| f.get().len()).sum::<usize>()
+            + self.history.bytes()
+            + self.row.as_ref().map_or(0, |(_, r)| r.get().len())
+            + std::mem::size_of::<Session>()
+    }
+}
+
+struct Inner {
+    version: u64,
+    sessions: HashMap<Arc<str>, Session>,
+    /// Sessions by last activity, the idlest first: who goes when room is needed.
+    by_activity: BTreeMap<(i64, u64), Arc<str>>,
+    tiebreak: u64,
+    /// `(version, session)` of each change, oldest first; a session no longer kept is `gone`.
+    changes: VecDeque<(u64, Arc<str>)>,
+    /// Versions up to this are not in `changes` any more (or were before a reset).
+    floor: u64,
+    status: Status,
+    /// The version the status last changed at.
+    status_version: u64,
+    /// History points held, over all sessions.
+    points: usize,
+    /// The whole board as of a version.
+    board: Option<(u64, Bytes)>,
+    /// The delta from one version to another, shared by the pages that were at the first.
+    delta: Option<(u64, u64, Bytes)>,
+}
+
+/// Figures of the board, for `/metrics`: read without its lock.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// `/events` clients connected now.
+    pub clients: AtomicU64,
+    /// Messages sent to pages.
+    pub messages: AtomicU64,
+    /// Whole boards encoded (once per version at most, however many pages ask).
+    pub boards: AtomicU64,
+    /// Sessions dropped to keep within the bounds.
+    pub evicted: AtomicU64,
+    /// Alerts fired, per rule.
+    pub alerts: Vec<AtomicU64>,
+    /// Alerts the webhook queue had no room for.
+    pub alerts_dropped: AtomicU64,
+}
+
+/// A gauge of clients: one more while it lives.
+pub struct Client(Arc<Board>);
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        self.0.counters.clients.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Shared by the sources (which write) and every page and API call (which read).
+pub struct Board {
+    inner: Mutex<Inner>,
+    head: watch::Sender<u64>,
+    run: String,
+    config: Config,
+    webhook: Option<mpsc::Sender<Alert>>,
+    pub counters: Counters,
+}
+
+/// What a page that has seen up to some version gets next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Next {
+    /// The rows changed since, as an SSE frame, and the version it brings the page to.
+    Delta { version: u64, wire: Bytes },
+    /// The whole board.
+    Board { version: u64, wire: Bytes },
+    /// Nothing yet: the page is up to date.
+    Wait,
+}
+
+/// What the board holds, for `/metrics` and `/healthz`.
+#[derive(Debug, Clone)]
+pub struct Held {
+    pub status: Status,
+    pub sessions: usize,
+    pub live: usize,
+    pub points: usize,
+    pub bytes: usize,
+    /// Live sessions by band (see [`Bands`]).
+    pub bands: Bands,
+    /// Sessions firing, per rule.
+    pub firing: Vec<u64>,
+}
+
+/// Live sessions counted by how full and how close to compacting they are.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Bands {
+    /// `contextOccupancy` below 0.5, 0.5 to 0.75, 0.75 to 0.9, 0.9 and above, unknown.
+    pub occupancy: [u64; 5],
+    /// `untilCompactTokens` below 10,000, below 50,000, 50,000 and above, unknown.
+    pub until: [u64; 4],
+}
+
+impl Bands {
+    pub const OCCUPANCY: [&'static str; 5] = ["lt_50", "50_to_75", "75_to_90", "ge_90", "unknown"];
+    pub const UNTIL: [&'static str; 4] = ["lt_10k", "10k_to_50k", "ge_50k", "unknown"];
+
+    fn count(&mut self, l: &Latest) {
+        let o = match l.occupancy {
+            Some(o) if o < 0.5 => 0,
+            Some(o) if o < 0.75 => 1,
+            Some(o) if o < 0.9 => 2,
+            Some(_) => 3,
+            None => 4,
+        };
+        let u = match l.until {
+            Some(u) if u < 10_000 => 0,
+            Some(u) if u < 50_000 => 1,
+            Some(_) => 2,
+            None => 3,
+        };
+        self.occupancy[o] += 1;
+        self.until[u] += 1;
+    }
+}
+
+/// Milliseconds since 1970 now.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+#[derive(Serialize)]
+struct BoardOut<'a> {
+    v: u64,
+    now: i64,
+    status: &'a Status,
+    rows: Vec<Arc<RawValue>>,
+}
+
+#[derive(Serialize)]
+struct DeltaOut<'a> {
+    v: u64,
+    now: i64,
+    rows: Vec<Arc<RawValue>>,
+    gone: Vec<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<&'a Status>,
+}
+
+impl Board {
+    /// A board for a source described as `source`; `webhook` takes the alerts (bounded: an
+    /// alert it has no room for is counted and dropped, never waited for).
+    pub fn new(
+        config: Config,
+        source: &str,
+        module: Option<String>,
+        webhook: Option<mpsc::Sender<Alert>>,
+    ) -> Arc<Board> {
+        let status = Status {
+            source: source.to_owned(),
+            module,
+            state: SourceState::Starting,
+            message: "starting".to_owned(),
+            records: 0,
+            skipped: 0,
+            last_skipped: None,
+        };
+        // Nanoseconds since 1970 in base 36: a new run, a new id space.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let counters = Counters {
+            alerts: config.rules.iter().map(|_| AtomicU64::new(0)).collect(),
+            ..Counters::default()
+        };
+        Arc::new(Board {
+            inner: Mutex::new(Inner {
+                version: 0,
+                sessions: HashMap::new(),
+                by_activity: BTreeMap::new(),
+                tiebreak: 0,
+                changes: VecDeque::new(),
+                floor: 0,
+                status,
+                status_version: 0,
+                points: 0,
+                board: None,
+                delta: None,
+            }),
+            head: watch::Sender::new(0),
+            run: base36(nanos ^ u128::from(std::process::id())),
+            config,
+            webhook,
+            counters,
+        })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding the lock leaves plain data behind: keep serving it.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Applies a batch of changes under one lock; then every waiting page wakes.
+    pub fn batch<R>(&self, f: impl FnOnce(&mut Changes) -> R) -> R {
+        let (r, head) = {
+            let mut inner = self.lock();
+            let before = inner.status.clone();
+            let mut changes = Changes {
+                inner: &mut inner,
+                board: self,
+                now: now_ms(),
+            };
+            let r = f(&mut changes);
+            if inner.status != before {
+                inner.version += 1;
+                inner.status_version = inner.version;
+            }
+            (r, inner.version)
+        };
+        self.head.send_if_modified(|h| {
+            let moved = *h != head;
+            *h = head;
+            moved
+        });
+        r
+    }
+
+    /// Sessions idle past `idle` leave the live board (a change each); run every second or so.
+    pub fn sweep(&self) {
+        self.batch(|c| c.sweep());
+    }
+
+    /// The status as it stands.
+    pub fn status(&self) -> Status {
+        self.lock().status.clone()
+    }
+
+    /// What the board holds now (one pass over the sessions).
+    pub fn held(&self) -> Held {
+        let inner = self.lock();
+        let mut bands = Bands::default();
+        let mut firing = vec![0; self.config.rules.len()];
+        let mut live = 0;
+        let mut bytes = 0;
+        for s in inner.sessions.values() {
+            bytes += s.bytes();
+            if s.live {
+                live += 1;
+                bands.count(&s.latest);
+            }
+            for i in s.firing.iter() {
+                firing[i] += 1;
+            }
+        }
+        Held {
+            status: inner.status.clone(),
+            sessions: inner.sessions.len(),
+            live,
+            points: inner.points,
+            bytes,
+            bands,
+            firing,
+        }
+    }
+
+    /// The SSE id of version `v` in this run.
+    pub fn event_id(&self, v: u64) -> String {
+        format!("{v}-{}", self.run)
+    }
+
+    /// A version of this run, from an SSE id; `None` for anything else.
+    pub fn parse_id(&self, id: &str) -> Option<u64> {
+        let (n, run) = id.trim().split_once('-')?;
+        (run == self.run).then(|| n.parse().ok()).flatten()
+    }
+
+    /// What a page that has seen up to version `after` gets next (`None`: nothing yet).
+    pub fn next_after(&self, after: Option<u64>) -> Next {
+        let mut inner = self.lock();
+        let head = inner.version;
+        let from = match after {
+            Some(v) if v == head => return Next::Wait,
+            Some(v) if v < head && v >= inner.floor => v,
+            _ => return self.whole(&mut inner),
+        };
+        if let Some((a, b, wire)) = &inner.delta
+            && (*a, *b) == (from, head)
+        {
+            return Next::Delta {
+                version: head,
+                wire: wire.clone(),
+            };
+        }
+        let start = inner.changes.partition_point(|(v, _)| *v <= from);
+        let mut seen = HashSet::new();
+        let mut ids = Vec::new();
+        for (_, id) in inner.changes.range(start..) {
+            if seen.insert(Arc::clone(id)) {
+                ids.push(Arc::clone(id));
+                if ids.len() > DELTA_ROWS {
+                    return self.whole(&mut inner);
+                }
+            }
+        }
+        let mut rows = Vec::with_capacity(ids.len());
+        let mut gone = Vec::new();
+        let rules = &self.config.rules;
+        for id in &ids {
+            match inner.sessions.get_mut(id) {
+                Some(s) => rows.push(s.row(rules)),
+                None => gone.push(&**id),
+            }
+        }
+        let out = DeltaOut {
+            v: head,
+            now: now_ms(),
+            rows,
+            gone,
+            status: (inner.status_version > from).then_some(&inner.status),
+        };
+        let data = serde_json::to_string(&out).expect("a delta serialises");
+        let wire = self.frame(head, "delta", &data);
+        inner.delta = Some((from, head, wire.clone()));
+        Next::Delta {
+            version: head,
+            wire,
+        }
+    }
+
+    /// The whole board as an SSE frame, encoded once per version.
+    fn whole(&self, inner: &mut Inner) -> Next {
+        let head = inner.version;
+        if let Some((v, wire)) = &inner.board
+            && *v == head
+        {
+            return Next::Board {
+                version: head,
+                wire: wire.clone(),
+            };
+        }
+        self.counters.boards.fetch_add(1, Ordering::Relaxed);
+        let rules = &self.config.rules;
+        let rows = inner.sessions.values_mut().map(|s| s.row(rules)).collect();
+        let out = BoardOut {
+            v: head,
+            now: now_ms(),
+            status: &inner.status,
+            rows,
+        };
+        let data = serde_json::to_string(&out).expect("a board serialises");
+        let wire = self.frame(head, "board", &data);
+        inner.board = Some((head, wire.clone()));
+        Next::Board {
+            version: head,
+            wire,
+        }
+    }
+
+    fn frame(&self, v: u64, kind: &str, data: &str) -> Bytes {
+        Bytes::from(format!("id: {}\nevent: {kind}\ndata: {data}\n\n", self.event_id(v)))
+    }
+
+    /// Counts a client of `/events` while the returned guard lives.
+    pub fn client(self: &Arc<Board>) -> Client {
+        self.counters.clients.fetch_add(1, Ordering::Relaxed);
+        Client(Arc::clone(self))
+    }
+
+    /// Wakes when the version moves.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.head.subscribe()
+    }
+
+    /// The rows a query asks for (see [`query`]), with the version they are as of and the
+    /// counts of sessions kept, live and matched.
+    pub fn query(&self, q: &query::Query) -> query::Answer {
+        let mut inner = self.lock();
+        let rules = &self.config.rules;
+        let total = inner.sessions.len();
+        let mut picked: Vec<&mut Session> = inner
+            .sessions
+            .values_mut()
+            .filter(|s| q.all || s.live)
+            .collect();
+        let live = picked.iter().filter(|s| s.live).count();
+        picked.retain(|s| q.matches(&s.id, s.agent.as_deref(), s.model.as_deref()));
+        let matched = picked.len();
+        picked.sort_by(|a, b| q.order(&a.key(), &b.key()));
+        let rows = picked
+            .into_iter()
+            .skip(q.offset)
+            .take(q.limit)
+            .map(|s| s.row(rules))
+            .collect();
+        query::Answer {
+            v: inner.version,
+            total,
+            live,
+            matched,
+            sessions: rows,
+        }
+    }
+
+    /// One session's row and its history after `after` (all of it for `None`).
+    pub fn session(&self, id: &str, after: Option<u64>) -> Option<query::Detail> {
+        let mut inner = self.lock();
+        let v = inner.version;
+        let s = inner.sessions.get_mut(id)?;
+        Some(query::Detail {
+            v,
+            row: s.row(&self.config.rules),
+            history: query::HistoryOut {
+                points: s.history.shown(after),
+            },
+        })
+    }
+}
+
+impl Session {
+    fn key(&self) -> query::Key<'_> {
+        query::Key {
+            session: &self.id,
+            agent: self.agent.as_deref(),
+            model: self.model.as_deref(),
+            latest: &self.latest,
+            active: self.active,
+        }
+    }
+}
+
+/// Changes to the board under its lock: see [`Board::batch`].
+pub struct Changes<'a> {
+    inner: &'a mut Inner,
+    board: &'a Board,
+    now: i64,
+}
+
+impl Changes<'_> {
+    /// Records read from the source (log lines, events, records on stdin or a topic).
+    pub fn read(&mut self, n: u64) {
+        self.inner.status.records += n;
+    }
+
+    /// One record skipped, and why.
+    pub fn skip(&mut self, why: String) {
+        self.inner.status.skipped += 1;
+        self.inner.status.last_skipped = Some(why);
+    }
+
+    /// Sets the status line.
+    pub fn status(&mut self, state: SourceState, message: impl Into<String>) {
+        self.inner.status.state = state;
+        self.inner.status.message = message.into();
+    }
+
+    /// Everything starts again (a rewritten or replaced log): sessions go, every page gets the
+    /// whole (empty) board, and the counts restart.
+    pub fn reset(&mut self, why: &str) {
+        let inner = &mut *self.inner;
+        inner.sessions.clear();
+        inner.by_activity.clear();
+        inner.changes.clear();
+        inner.points = 0;
+        inner.status.records = 0;
+        inner.status.skipped = 0;
+        inner.status.last_skipped = Some(format!("reset: {why}"));
+        inner.version += 1;
+        inner.floor = inner.version;
+        tracing::info!(reason = why, "the source started again: the board is cleared");
+    }
+
+    /// Marks `id` changed at a new version.
+    fn touch(&mut self, id: &Arc<str>) {
+        let inner = &mut *self.inner;
+        inner.version += 1;
+        let v = inner.version;
+        if let Some(s) = inner.sessions.get_mut(id) {
+            s.version = v;
+        }
+        inner.changes.push_back((v, Arc::clone(id)));
+        while inner.changes.len() > CHANGES {
+            let (old, _) = inner.changes.pop_front().expect("longer than the bound");
+            inner.floor = inner.floor.max(old);
+        }
+    }
+
+    /// Session `id`, made when new, its activity `at` (room made first: the idlest goes).
+    fn session(&mut self, id: &Arc<str>, at: i64) -> &mut Session {
+        if !self.inner.sessions.contains_key(id) {
+            while self.inner.sessions.len() >= self.board.config.max_sessions.max(1) {
+                if !self.evict_idlest() {
+                    break;
+                }
+            }
+            let inner = &mut *self.inner;
+            inner.tiebreak += 1;
+            let order = (at, inner.tiebreak);
+            inner.by_activity.insert(order, Arc::clone(id));
+            inner.sessions.insert(
+                Arc::clone(id),
+                Session {
+                    id: Arc::clone(id),
+                    agent: None,
+                    model: None,
+                    record: None,
+                    error: None,
+                    latest: Latest::default(),
+                    seq: None,
+                    active: at,
+                    read_at: self.now,
+                    live: true,
+                    history: History::default(),
+                    folds: VecDeque::new(),
+                    firing: Firing::default(),
+                    order,
+                    row: None,
+                    version: 0,
+                },
+            );
+        }
+        self.inner.sessions.get_mut(id).expect("made above")
+    }
+
+    /// Drops the session idle longest; `false` when there is none.
+    fn evict_idlest(&mut self) -> bool {
+        let Some((_, id)) = self.inner.by_activity.pop_first() else {
+            return false;
+        };
+        if let Some(s) = self.inner.sessions.remove(&id) {
+            self.inner.points -= s.history.len();
+        }
+        self.board.counters.evicted.fetch_add(1, Ordering::Relaxed);
+        self.touch(&id);
+        true
+    }
+
+    /// Moves a session's activity to `at`.
+    fn active(&mut self, id: &Arc<str>, at: i64) {
+        let inner = &mut *self.inner;
+        let Some(s) = inner.sessions.get_mut(id) else {
+            return;
+        };
+        if at <= s.active {
+            return;
+        }
+        inner.by_activity.remove(&s.order);
+        inner.tiebreak += 1;
+        s.active = s.active.max(at);
+        s.order = (s.active, inner.tiebreak);
+        inner.by_activity.insert(s.order, Arc::clone(id));
+    }
+
+    /// A pressure record (`context/pressure` or `context/error`, contract §3), parsed before the
+    /// lock by [`PressureRecord::parse`]. One older than its session's latest (a re-delivery)
+    /// changes nothing and is `false`.
+    pub fn pressure(&mut self, r: PressureRecord) -> bool {
+        let (now, board) = (self.now, self.board);
+        // Activity is the record's own stamp, never ahead of the clock; else now.
+        let at = r.stamp_ms.map_or(now, |t| t.min(now));
+        let s = self.session(&r.id, at);
+        // The meter's own rule: a lower seq would turn back time; an equal one may be the
+        // error about the frame the last figures came from.
+        if let (Some(new), Some(old)) = (r.seq, s.seq)
+            && new < old
+        {
+            return false;
+        }
+        if r.seq.is_some() {
+            s.seq = r.seq;
+        }
+        s.read_at = now;
+        s.agent = r.agent.clone().or(s.agent.take());
+        s.model = r.model.clone().or(s.model.take());
+        let mut crossed = Vec::new();
+        let mut points = 0;
+        if r.is_error {
+            s.error = Some(Arc::clone(&r.text));
+        } else {
+            s.error = None;
+            s.record = Some(Arc::clone(&r.text));
+            s.latest = r.latest;
+            if let Some(seq) = r.seq {
+                points = s.history.add(r.latest.figures(seq));
+            }
+            crossed = s.firing.step(&board.config.rules, &r.latest);
+        }
+        self.inner.points = (self.inner.points as isize + points) as usize;
+        self.active(&r.id, at);
+        let live = now - self.inner.sessions[&r.id].active <= self.board.config.idle.as_millis() as i64;
+        self.inner.sessions.get_mut(&r.id).expect("made above").live = live;
+        for i in crossed {
+            self.alert(i, &r);
+        }
+        self.touch(&r.id);
+        while self.inner.points > self.board.config.history_points {
+            if !self.evict_idlest() {
+                break;
+            }
+        }
+        true
+    }
+
+    fn alert(&mut self, i: usize, r: &PressureRecord) {
+        let rule = &self.board.config.rules[i];
+        let value = rule.value(&r.latest).unwrap_or(f64::NAN);
+        self.board.counters.alerts[i].fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(
+            target: "agent_fold::alert",
+            rule = %rule,
+            session = %r.id,
+            value,
+            seq = r.seq,
+            "session {} crossed {rule}",
+            r.id
+        );
+        if let Some(hook) = &self.board.webhook {
+            let alert = Alert {
+                rule: rule.text.clone(),
+                session: Arc::clone(&r.id),
+                agent: r.agent.clone(),
+                model: r.model.clone(),
+                value,
+                threshold: rule.threshold,
+                seq: r.seq,
+                record: Arc::clone(&r.text),
+                at: self.now,
+            };
+            if hook.try_send(alert).is_err() {
+                self.board.counters.alerts_dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// A folded frame ([`Folded::parse`]): joins its session's list.
+    pub fn frame(&mut self, f: Folded) {
+        let now = self.now;
+        let s = self.session(&f.id, now);
+        s.folds.push_back(f.shown);
+        while s.folds.len() > FOLDS {
+            s.folds.pop_front();
+        }
+        s.read_at = now;
+        self.touch(&f.id);
+    }
+
+    /// Sessions idle past the bound leave the live board.
+    fn sweep(&mut self) {
+        let cutoff = self.now - self.board.config.idle.as_millis() as i64;
+        let stale: Vec<Arc<str>> = self
+            .inner
+            .by_activity
+            .range(..(cutoff, 0))
+            .filter(|(_, id)| self.inner.sessions.get(*id).is_some_and(|s| s.live))
+            .map(|(_, id)| Arc::clone(id))
+            .collect();
+        for id in stale {
+            if let Some(s) = self.inner.sessions.get_mut(&id) {
+                s.live = false;
+            }
+            self.touch(&id);
+        }
+    }
+}
+
+fn base36(mut n: u128) -> String {
+    let digits = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut out = Vec::new();
+    loop {
+        out.push(digits[(n % 36) as usize]);
+        n /= 36;
+        if n == 0 {
+            break;
+        }
+    }
+    out.reverse();
+    String::from_utf8(out).expect("ASCII digits")
+}
+
+#[cfg(test)]
+mod tests;

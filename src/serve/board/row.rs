@@ -1,0 +1,276 @@
+//! What the board reads of a record: a pressure record's figures (contract §3.6) and a folded
+//! frame's shown fields (contract §2), parsed in the source's own thread, before the board's
+//! lock, each kept as its JSON text for the page.
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::history::Figures;
+
+/// The most bytes of one pressure record: a real one is under a kilobyte.
+pub const RECORD_BYTES: usize = 16 << 10;
+/// The most bytes of what a folded frame keeps (the fields the page shows).
+const FRAME_BYTES: usize = 2 << 10;
+/// The longest agent or model name kept: a longer one is not a name.
+const NAME_BYTES: usize = 128;
+
+/// The figures of a session's latest `context/pressure` record that the board ranks, filters
+/// and alerts on.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Latest {
+    pub seq: Option<u64>,
+    pub pressure: Option<u64>,
+    pub projected: Option<u64>,
+    pub capacity: Option<u64>,
+    pub occupancy: Option<f64>,
+    pub until: Option<u64>,
+    pub compact_at: Option<u64>,
+    pub message: Option<u64>,
+}
+
+impl Latest {
+    /// What the history keeps of it.
+    pub fn figures(&self, seq: u64) -> Figures {
+        Figures {
+            seq,
+            projected: self.projected,
+            pressure: self.pressure,
+            capacity: self.capacity,
+            compact_at: self.compact_at,
+            message: self.message,
+        }
+    }
+
+    /// What the meter shows: the projection, else the last reading.
+    pub fn used(&self) -> Option<u64> {
+        self.projected.or(self.pressure)
+    }
+}
+
+/// The members of a pressure record the board reads; a member of another type reads as absent
+/// (the record is still shown as it came).
+#[derive(Deserialize)]
+struct Members {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    session: Option<serde_json::Value>,
+    seq: Option<serde_json::Value>,
+    timestamp: Option<serde_json::Value>,
+    #[serde(rename = "pressureTokens")]
+    pressure: Option<serde_json::Value>,
+    #[serde(rename = "projectedTokens")]
+    projected: Option<serde_json::Value>,
+    capacity: Option<serde_json::Value>,
+    #[serde(rename = "contextOccupancy")]
+    occupancy: Option<serde_json::Value>,
+    #[serde(rename = "untilCompactTokens")]
+    until: Option<serde_json::Value>,
+    #[serde(rename = "compactAtTokens")]
+    compact_at: Option<serde_json::Value>,
+    #[serde(rename = "messageTokens")]
+    message: Option<serde_json::Value>,
+    agent: Option<serde_json::Value>,
+    model: Option<serde_json::Value>,
+    error: Option<serde_json::Value>,
+}
+
+fn uint(v: &Option<serde_json::Value>) -> Option<u64> {
+    v.as_ref().and_then(serde_json::Value::as_u64)
+}
+
+fn name(v: &Option<serde_json::Value>) -> Option<Arc<str>> {
+    v.as_ref()
+        .and_then(serde_json::Value::as_str)
+        .filter(|s| !s.is_empty() && s.len() <= NAME_BYTES)
+        .map(Arc::from)
+}
+
+/// A pressure record read off a source.
+#[derive(Debug, Clone)]
+pub struct PressureRecord {
+    pub id: Arc<str>,
+    pub seq: Option<u64>,
+    pub is_error: bool,
+    /// Milliseconds since 1970 of its `timestamp`, when it has one that reads.
+    pub stamp_ms: Option<i64>,
+    pub agent: Option<Arc<str>>,
+    pub model: Option<Arc<str>>,
+    pub latest: Latest,
+    /// The record as the page gets it.
+    pub text: Arc<RawValue>,
+}
+
+impl PressureRecord {
+    /// A `context/pressure` or `context/error` record with a session; anything else is
+    /// `Err(why)`, for the caller to count.
+    pub fn parse(bytes: &[u8]) -> Result<PressureRecord, String> {
+        if bytes.len() > RECORD_BYTES {
+            return Err(format!(
+                "a pressure record of {} bytes, over the limit of {RECORD_BYTES}",
+                bytes.len()
+            ));
+        }
+        let text = std::str::from_utf8(bytes)
+            .map_err(|_| "not a pressure record: not UTF-8".to_owned())?
+            .trim();
+        let raw = RawValue::from_string(text.to_owned())
+            .map_err(|_| "not a pressure record: not JSON".to_owned())?;
+        if !text.starts_with('{') {
+            return Err("not a pressure record: not a JSON object".to_owned());
+        }
+        let m: Members = serde_json::from_str(text)
+            .map_err(|_| "not a pressure record: not a JSON object".to_owned())?;
+        let is_error = match m.kind.as_deref() {
+            Some("context/pressure") => false,
+            Some("context/error") => true,
+            Some(t) => return Err(format!("not a pressure record: type {t:?}")),
+            None => return Err("not a pressure record: no type".to_owned()),
+        };
+        let Some(id) = m.session.as_ref().and_then(serde_json::Value::as_str) else {
+            // The module's own error about a record it keeps no state for (an over-long key).
+            if is_error
+                && let Some(e) = m.error.as_ref().and_then(serde_json::Value::as_str)
+            {
+                return Err(format!("the module said: {e}"));
+            }
+            return Err("a pressure record without a session string".to_owned());
+        };
+        if id.len() > agent_fold_core::MAX_KEY_LEN {
+            return Err(format!(
+                "a session id of {} bytes, over the limit of {}",
+                id.len(),
+                agent_fold_core::MAX_KEY_LEN
+            ));
+        }
+        let stamp_ms = m
+            .timestamp
+            .as_ref()
+            .and_then(serde_json::Value::as_str)
+            .and_then(crate::logs::rfc3339_secs)
+            .filter(|s| s.is_finite())
+            .map(|s| (s * 1000.0) as i64);
+        let seq = uint(&m.seq);
+        Ok(PressureRecord {
+            id: Arc::from(id),
+            seq,
+            is_error,
+            stamp_ms,
+            agent: name(&m.agent),
+            model: name(&m.model),
+            latest: Latest {
+                seq,
+                pressure: uint(&m.pressure),
+                projected: uint(&m.projected),
+                capacity: uint(&m.capacity),
+                occupancy: m.occupancy.as_ref().and_then(serde_json::Value::as_f64),
+                until: uint(&m.until),
+                compact_at: uint(&m.compact_at),
+                message: uint(&m.message),
+            },
+            text: Arc::from(raw),
+        })
+    }
+}
+
+/// A folded frame of the frames view (`folded_frames` ≥ 2), as the page shows it, parsed
+/// before the lock; other frames are no news.
+#[derive(Debug, Clone)]
+pub struct Folded {
+    pub id: Arc<str>,
+    /// The fields the page shows.
+    pub shown: Arc<RawValue>,
+}
+
+/// The fields of a folded frame that the page shows: the rest is not kept.
+#[derive(Deserialize, serde::Serialize)]
+struct Shown {
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    kind: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timestamp: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    folded_from: Option<serde_json::Value>,
+    folded_frames: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    estimated_tokens_delta: Option<serde_json::Value>,
+    #[serde(skip_serializing)]
+    session_id: Option<serde_json::Value>,
+}
+
+impl Folded {
+    pub fn parse(key: Option<&[u8]>, bytes: &[u8]) -> Option<Folded> {
+        // Most frames fold nothing: those are not parsed at all.
+        if !bytes.windows(15).any(|w| w == b"\"folded_frames\"") {
+            return None;
+        }
+        let frame: Shown = serde_json::from_slice(bytes).ok()?;
+        if frame.folded_frames < 2 {
+            return None;
+        }
+        let id = match key {
+            Some(k) => String::from_utf8_lossy(k).into_owned(),
+            None => frame
+                .session_id
+                .as_ref()
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+        };
+        let text = serde_json::to_string(&frame).ok()?;
+        if text.len() > FRAME_BYTES || id.len() > agent_fold_core::MAX_KEY_LEN {
+            return None;
+        }
+        Some(Folded {
+            id: Arc::from(id),
+            shown: Arc::from(RawValue::from_string(text).ok()?),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pressure_record_reads_and_what_is_not_one_says_why() {
+        let r = PressureRecord::parse(
+            br#" {"type":"context/pressure","session":"s","seq":4,"timestamp":"1970-01-01T00:00:01Z","pressureTokens":10,"projectedTokens":12,"capacity":100,"contextOccupancy":0.12,"untilCompactTokens":55,"agent":"codex","model":"gpt-5"} "#,
+        )
+        .unwrap();
+        assert_eq!(&*r.id, "s");
+        assert_eq!((r.seq, r.stamp_ms), (Some(4), Some(1000)));
+        assert_eq!(r.latest.used(), Some(12));
+        assert_eq!((r.agent.as_deref(), r.model.as_deref()), (Some("codex"), Some("gpt-5")));
+        assert!(r.text.get().starts_with('{'), "kept trimmed");
+        for (bad, why) in [
+            (&b"nope"[..], "not JSON"),
+            (b"[1]", "not a JSON object"),
+            (br#"{"type":"user/message","session":"s"}"#, "type"),
+            (br#"{"type":"context/pressure"}"#, "without a session"),
+            (br#"{"type":"context/error","session":null,"error":"key too long"}"#, "the module said: key too long"),
+        ] {
+            let e = PressureRecord::parse(bad).unwrap_err();
+            assert!(e.contains(why), "{e}");
+        }
+        let big = format!(r#"{{"type":"context/pressure","session":"s","x":"{}"}}"#, "a".repeat(RECORD_BYTES));
+        assert!(PressureRecord::parse(big.as_bytes()).unwrap_err().contains("over the limit"));
+    }
+
+    #[test]
+    fn a_folded_frame_keeps_the_shown_fields_only() {
+        let f = Folded::parse(
+            None,
+            br#"{"type":"thinking/tokens","session_id":"s","id":"x","timestamp":"t2","estimated_tokens_delta":12,"folded_from":"t1","folded_frames":3,"big":"zzz"}"#,
+        )
+        .unwrap();
+        assert_eq!(&*f.id, "s");
+        assert_eq!(
+            f.shown.get(),
+            r#"{"type":"thinking/tokens","timestamp":"t2","folded_from":"t1","folded_frames":3,"estimated_tokens_delta":12}"#
+        );
+        assert!(Folded::parse(None, br#"{"folded_frames":1}"#).is_none());
+        assert!(Folded::parse(None, br#"{"type":"x"}"#).is_none());
+    }
+}

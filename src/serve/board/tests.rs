@@ -1,0 +1,236 @@
+use serde_json::Value;
+
+use super::*;
+
+fn rec(session: &str, seq: u64, until: u64) -> Vec<u8> {
+    format!(
+        r#"{{"type":"context/pressure","session":"{session}","seq":{seq},"pressureTokens":{p},"projectedTokens":{p},"capacity":200000,"contextOccupancy":{o},"messageTokens":{seq},"compactAtTokens":167000,"untilCompactTokens":{until}}}"#,
+        p = 167_000 - until,
+        o = (167_000 - until) as f64 / 200_000.0
+    )
+    .into_bytes()
+}
+
+fn board(config: Config) -> Arc<Board> {
+    Board::new(config, "test", None, None)
+}
+
+/// Parses, then applies, as the sources do.
+fn apply(b: &mut Changes, bytes: &[u8]) -> Result<bool, String> {
+    Ok(b.pressure(PressureRecord::parse(bytes)?))
+}
+
+/// The data of an SSE frame, as JSON.
+fn data(wire: &Bytes) -> Value {
+    let text = std::str::from_utf8(wire).unwrap();
+    let data = text.split("\ndata: ").nth(1).unwrap().trim_end();
+    serde_json::from_str(data).unwrap()
+}
+
+fn sessions(rows: &Value) -> Vec<String> {
+    let mut s: Vec<String> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["session"].as_str().unwrap().to_owned())
+        .collect();
+    s.sort();
+    s
+}
+
+/// Many records of a few sessions come as one delta with each session's latest row: the
+/// intermediate values are not sent, and pages at the same version share the frame.
+#[test]
+fn deltas_coalesce_to_the_latest_row_of_each_session() {
+    let b = board(Config::default());
+    let Next::Board { version: v0, wire } = b.next_after(None) else {
+        panic!("a new page gets the whole board")
+    };
+    assert_eq!(data(&wire)["rows"], serde_json::json!([]));
+    b.batch(|c| {
+        for seq in 1..=50 {
+            apply(c, &rec("a", seq, 90_000 - seq * 100)).unwrap();
+            apply(c, &rec("b", seq, 50_000)).unwrap();
+        }
+    });
+    let (Next::Delta { version, wire }, Next::Delta { wire: again, .. }) =
+        (b.next_after(Some(v0)), b.next_after(Some(v0)))
+    else {
+        panic!("a delta")
+    };
+    assert_eq!(wire.as_ptr(), again.as_ptr(), "one delta, shared");
+    let d = data(&wire);
+    assert_eq!(sessions(&d["rows"]), ["a", "b"], "one row a session");
+    let a = d["rows"].as_array().unwrap().iter().find(|r| r["session"] == "a").unwrap();
+    assert_eq!(a["seq"], 50, "the latest");
+    assert_eq!(a["record"]["untilCompactTokens"], 85_000);
+    assert_eq!(a["live"], true);
+    assert_eq!(a["spark"].as_array().unwrap().len(), SPARK);
+    assert_eq!(b.next_after(Some(version)), Next::Wait, "up to date");
+    assert_eq!(b.parse_id(&b.event_id(version)), Some(version));
+    assert_eq!(b.parse_id("4-elsewhere"), None);
+    // A re-delivery changes nothing: no version, no message.
+    assert_eq!(b.batch(|c| apply(c, &rec("a", 3, 1))), Ok(false));
+    assert_eq!(b.next_after(Some(version)), Next::Wait);
+}
+
+/// A page too far behind (older than the ring of changes, or more rows than a delta carries)
+/// gets the whole board; so does one with an id of another run.
+#[test]
+fn a_page_far_behind_gets_the_whole_board() {
+    let b = board(Config::default());
+    b.batch(|c| {
+        for s in 0..(DELTA_ROWS + 10) {
+            apply(c, &rec(&format!("s{s}"), 1, 100_000)).unwrap();
+        }
+    });
+    assert!(matches!(b.next_after(Some(1)), Next::Board { .. }), "too many rows");
+    let Next::Board { version, wire } = b.next_after(Some(u64::MAX)) else {
+        panic!("an id past the head")
+    };
+    assert_eq!(data(&wire)["rows"].as_array().unwrap().len(), DELTA_ROWS + 10);
+    b.batch(|c| {
+        for seq in 2..(CHANGES as u64 + 10) {
+            apply(c, &rec("s1", seq, 100_000)).unwrap();
+        }
+    });
+    assert!(
+        matches!(b.next_after(Some(version)), Next::Board { .. }),
+        "older than the ring of changes"
+    );
+    b.batch(|c| apply(c, &rec("s2", 2, 100_000)).unwrap());
+    let boards = b.counters.boards.load(Ordering::Relaxed);
+    let (Next::Board { wire: x, .. }, Next::Board { wire: y, .. }) =
+        (b.next_after(None), b.next_after(None))
+    else {
+        panic!()
+    };
+    assert_eq!(x.as_ptr(), y.as_ptr(), "one board per version, shared");
+    assert_eq!(b.counters.boards.load(Ordering::Relaxed), boards + 1);
+}
+
+/// Bounded: past `max_sessions` the idlest session goes, and pages are told it is gone.
+#[test]
+fn the_idlest_session_goes_past_the_bound_and_pages_hear_it() {
+    let b = board(Config {
+        max_sessions: 3,
+        ..Config::default()
+    });
+    let stamped = |s: &str, sec: u64| {
+        format!(
+            r#"{{"type":"context/pressure","session":"{s}","seq":1,"timestamp":"2026-01-01T00:00:{sec:02}Z"}}"#
+        )
+    };
+    b.batch(|c| {
+        for (s, sec) in [("old", 1), ("mid", 5), ("new", 9)] {
+            apply(c, stamped(s, sec).as_bytes()).unwrap();
+        }
+    });
+    let v = b.held();
+    assert_eq!(v.sessions, 3);
+    let Next::Board { version, .. } = b.next_after(None) else { panic!() };
+    b.batch(|c| apply(c, stamped("newest", 30).as_bytes()).unwrap());
+    let Next::Delta { wire, .. } = b.next_after(Some(version)) else { panic!() };
+    let d = data(&wire);
+    assert_eq!(d["gone"], serde_json::json!(["old"]));
+    assert_eq!(sessions(&d["rows"]), ["newest"]);
+    assert_eq!(b.counters.evicted.load(Ordering::Relaxed), 1);
+}
+
+/// A session idle past the bound leaves the live board at the next sweep: its row says so,
+/// the API's live rows leave it out, `all=1` keeps it.
+#[test]
+fn idle_sessions_leave_the_live_board_and_keep_their_history() {
+    let b = board(Config {
+        idle: Duration::from_secs(60),
+        ..Config::default()
+    });
+    let old = r#"{"type":"context/pressure","session":"quiet","seq":1,"timestamp":"2020-01-01T00:00:00Z","projectedTokens":5}"#;
+    b.batch(|c| {
+        apply(c, old.as_bytes()).unwrap();
+        apply(c, &rec("busy", 1, 10_000)).unwrap();
+    });
+    assert_eq!(b.held().live, 1, "an old stamp is not live activity");
+    b.sweep();
+    let live = b.query(&query::Query::default());
+    assert_eq!((live.total, live.live, live.matched), (2, 1, 1));
+    let all = b.query(&query::Query {
+        all: true,
+        ..query::Query::default()
+    });
+    assert_eq!(all.matched, 2);
+    let d = b.session("quiet", None).unwrap();
+    assert_eq!(d.history.points.len(), 1, "the history stays");
+    let row: Value = serde_json::from_str(d.row.get()).unwrap();
+    assert_eq!(row["live"], false);
+}
+
+/// Alerts fire once per crossing, name the rule in the row while firing, and reach the
+/// webhook's queue without ever waiting for it (a full queue is counted).
+#[test]
+fn alerts_fire_once_per_crossing_and_never_wait_for_the_webhook() {
+    let (tx, mut rx) = mpsc::channel(2);
+    let b = Board::new(
+        Config {
+            rules: vec![Rule::parse("until<20000").unwrap()],
+            ..Config::default()
+        },
+        "test",
+        None,
+        Some(tx),
+    );
+    b.batch(|c| {
+        for (seq, until) in [(1, 50_000), (2, 19_000), (3, 19_500), (4, 15_000)] {
+            apply(c, &rec("a", seq, until)).unwrap();
+        }
+    });
+    let alert = rx.try_recv().unwrap();
+    assert_eq!((alert.rule.as_str(), &*alert.session, alert.seq), ("until<20000", "a", Some(2)));
+    assert!(rx.try_recv().is_err(), "once for the crossing");
+    assert_eq!(b.held().firing, [1]);
+    let row: Value = serde_json::from_str(b.session("a", None).unwrap().row.get()).unwrap();
+    assert_eq!(row["alerts"], serde_json::json!(["until<20000"]));
+    // Clear it (a compaction), cross again, three sessions at once: the queue of 2 is full.
+    b.batch(|c| {
+        apply(c, &rec("a", 5, 120_000)).unwrap();
+        apply(c, &rec("a", 6, 10_000)).unwrap();
+        apply(c, &rec("b", 1, 1_000)).unwrap();
+        apply(c, &rec("c", 1, 1_000)).unwrap();
+    });
+    assert_eq!(b.counters.alerts[0].load(Ordering::Relaxed), 4);
+    assert_eq!(b.counters.alerts_dropped.load(Ordering::Relaxed), 1);
+}
+
+/// The history the detail draws: every record's figures, the compaction marked, `after` for
+/// what a page lacks.
+#[test]
+fn a_session_s_history_is_served_whole_or_after_a_seq() {
+    let b = board(Config::default());
+    b.batch(|c| {
+        for seq in 1..=10 {
+            apply(c, &rec("a", seq, 100_000 - seq * 1000)).unwrap();
+        }
+        // The surface shrank: a compaction.
+        let compacted = r#"{"type":"context/pressure","session":"a","seq":11,"pressureTokens":57000,"projectedTokens":40000,"messageTokens":2}"#;
+        apply(c, compacted.as_bytes()).unwrap();
+    });
+    let all = b.session("a", None).unwrap().history.points;
+    assert_eq!(all.len(), 11);
+    assert_eq!(all.last().unwrap().5, 1, "marked a compaction");
+    let after = b.session("a", Some(9)).unwrap().history.points;
+    assert_eq!(after.iter().map(|p| p.0).collect::<Vec<_>>(), [10, 11]);
+    assert!(b.session("nobody", None).is_none());
+}
+
+/// A reset empties the board, and every page gets the (empty) whole board.
+#[test]
+fn a_reset_sends_every_page_the_whole_board() {
+    let b = board(Config::default());
+    b.batch(|c| apply(c, &rec("a", 1, 5)).unwrap());
+    let Next::Board { version, .. } = b.next_after(None) else { panic!() };
+    b.batch(|c| c.reset("rewritten"));
+    let Next::Board { wire, .. } = b.next_after(Some(version)) else {
+        panic!("a reset sends the board")
+    };
+    assert_eq!(data(&wire)["rows"], serde_json::json!([]));
+}
