@@ -63,6 +63,7 @@ pub struct Frame<'a> {
     pre_tokens: Option<u64>,
     auto_compact_tokens: Option<u64>,
     compact_reserve: Option<u64>,
+    compact_restore: Option<u64>,
     anchor_seq: Option<u64>,
     restore_shown: bool,
     delta_place: Place,
@@ -130,6 +131,7 @@ impl<'a> Frame<'a> {
             "preTokens" => self.pre_tokens = json::uint(raw).filter(|n| *n >= 1),
             "auto_compact_tokens" => self.auto_compact_tokens = json::uint(raw).filter(|n| *n >= 1),
             "compact_reserve" => self.compact_reserve = json::uint(raw),
+            "compact_restore" => self.compact_restore = json::uint(raw),
             "anchor_seq" => self.anchor_seq = json::uint(raw),
             "restore_shown" => self.restore_shown = raw == "true",
             _ => {}
@@ -218,6 +220,12 @@ impl<'a> Frame<'a> {
     /// integer ≥ 0 (contract §3, How far to the compaction).
     pub fn compact_reserve(&self) -> Option<u64> {
         self.compact_reserve
+    }
+    /// On `request/header`: what the session's agent puts back unseen at a compaction, the
+    /// prior `rebased` adds until the session learns its own, when an integer ≥ 0 (contract
+    /// §3.4; param `compact_restore`, when given, stands over it).
+    pub fn compact_restore(&self) -> Option<u64> {
+        self.compact_restore
     }
     /// On a sampled `assistant/message`: the seq of the last frame the sampled request
     /// carried, when an integer ≥ 0 (contract §3, sample).

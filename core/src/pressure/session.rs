@@ -68,6 +68,9 @@ pub(crate) struct Rebase {
     pub kept: Option<Kept>,
     /// The latest `compact/start` said the log writes what its compaction puts back.
     pub shown_next: bool,
+    /// The prior the latest header to name one named (`compact_restore`: the session's agent's,
+    /// with `input=otel`); `None`: the instance's.
+    pub prior: Option<u64>,
 }
 
 /// What a replacement left on the surface, until the next sample.
@@ -101,6 +104,8 @@ pub(crate) struct Params {
     pub compact_at: CompactAt,
     /// What the agent puts back unseen at a compaction until the session learnt its own.
     pub restore_prior: u64,
+    /// `restore_prior` was named by the param: it stands over a header's.
+    pub restore_named: bool,
     /// Whether a session learns what its agent puts back from its own compactions.
     pub learn_restore: bool,
     /// The agent documents its threshold as the window less this (Claude Code: 33,000), until
@@ -195,6 +200,8 @@ pub(crate) struct Change {
     agent_compact: Option<u64>,
     /// How far below its window the agent compacts (`request/header`).
     reserve: Option<u64>,
+    /// What the agent puts back unseen at a compaction, its prior (`request/header`).
+    restore_prior: Option<u64>,
     /// The seq of the last frame the sampled request carried (`anchor_seq`), when below this
     /// frame's.
     anchor_seq: Option<u64>,
@@ -256,6 +263,7 @@ impl Change {
             restore_shown: (v.kind() == Some(COMPACT_START)).then(|| v.restore_shown()),
             agent_compact: header.then(|| v.auto_compact_tokens()).flatten(),
             reserve: header.then(|| v.compact_reserve()).flatten(),
+            restore_prior: header.then(|| v.compact_restore()).flatten(),
             anchor_seq: sample.and(v.anchor_seq()).filter(|a| *a < seq),
         }))
     }
@@ -335,6 +343,9 @@ impl Session {
         }
         if c.reserve.is_some() {
             self.levels.reserve = c.reserve;
+        }
+        if c.restore_prior.is_some() {
+            self.rebase.prior = c.restore_prior;
         }
         if let Some(shown) = c.restore_shown {
             self.rebase.shown_next = shown;
@@ -459,12 +470,16 @@ impl Session {
     /// the prior, halfway to what the session's last compaction taught it (one compaction's
     /// lesson moves the next figure by half at most: contract §3.4).
     fn unseen_restore(&self, kept: Kept, params: &Params) -> u64 {
+        let prior = match self.rebase.prior {
+            Some(p) if !params.restore_named => p,
+            _ => params.restore_prior,
+        };
         match (kept.shown, self.rebase.restore) {
             (true, _) => 0,
             (false, Some(learnt)) if params.learn_restore => {
-                ((params.restore_prior as u128 + learnt as u128).div_ceil(2)) as u64
+                ((prior as u128 + learnt as u128).div_ceil(2)) as u64
             }
-            (false, _) => params.restore_prior,
+            (false, _) => prior,
         }
     }
 
@@ -597,6 +612,7 @@ mod tests {
             projection,
             compact_at: CompactAt::Learnt,
             restore_prior: 1_000,
+            restore_named: false,
             learn_restore: true,
             window_reserve: None,
             max_nodes: usize::MAX,
