@@ -101,13 +101,11 @@ struct Event<'l, 'a> {
 
 pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
     let kind = line.str("type");
-    let name = line.str("event");
-    let (Some("otel/log"), Some(name)) = (kind.as_deref(), name) else {
-        // Not a log event the collector wrote: said, never read.
-        let kind = kind.as_deref().unwrap_or("untyped");
-        let kind = format!("otel/{}", kind.strip_prefix("otel/").unwrap_or(kind));
-        return pass_through(cx, line, &kind, line.get("time"));
-    };
+    let event = line
+        .str("event")
+        .filter(|_| kind.as_deref() == Some("otel/log"));
+    let logged = event.is_some();
+    let name = event.unwrap_or_default();
     let agent_name = line.str("agent");
     let agent = Agent::of(&name, agent_name.as_deref());
     let short = match name.split_once('.') {
@@ -125,6 +123,14 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
         agent,
         agent_name,
     };
+    if !logged {
+        // Not a log event the collector wrote: said, never read (the session opens all the
+        // same, when this is its first record).
+        announce(cx, &ev, Said::default());
+        let kind = kind.as_deref().unwrap_or("untyped");
+        let kind = format!("otel/{}", kind.strip_prefix("otel/").unwrap_or(kind));
+        return pass_through(cx, line, &kind, ev.stamp);
+    }
     match agent {
         Agent::ClaudeCode => claude_code(cx, &ev),
         Agent::Codex => codex(cx, &ev),

@@ -383,6 +383,26 @@ fn what_has_no_mapping_passes_through_cheaply() {
             "otel/log"
         ]
     );
+    // A session whose first record is no log event opens all the same, and names its agent's
+    // prior.
+    let first = adapt(&[
+        json!({"type":"otel/metric","session":"s","agent":"claude-code"}),
+        cc("user_prompt", json!({"prompt_length":5})),
+    ]);
+    assert_eq!(
+        kinds(&first),
+        [
+            "request/header",
+            "otel/metric",
+            "request/header",
+            "user/message"
+        ]
+    );
+    assert_eq!(first[0]["compact_restore"], 15_200);
+    assert_eq!(first[0]["system"], Value::Null);
+    // The first Claude Code event names the reserve by the resource's version.
+    assert_eq!(first[2]["compact_reserve"], 33_000);
+    assert!(first[2].get("system").is_none());
     assert_eq!(out[0]["agent"], "my-agent");
     let source = &out[1]["source"];
     assert_eq!(source["attributes"]["note"], "hi");
@@ -569,4 +589,37 @@ fn a_record_delivered_again_is_applied_once() {
     q.restore(&cp).unwrap();
     assert_eq!(q.checkpoint(), cp);
     assert!(cp.contains(r#""modelPrint":"#) && !cp.contains(r#""modelPrint":null"#));
+}
+
+/// A session's prior is in its checkpoint (`restorePrior`); a checkpoint without it (written
+/// before the member) restores with the instance's prior, as a session whose header named none.
+#[test]
+fn the_prior_a_header_named_is_checkpointed() {
+    let params = [("input", "otel"), ("emit", "pressure")];
+    let mut lines = up_to_a_compaction(None);
+    let compaction = lines.pop().unwrap();
+    let mut p = Processor::from_params(params).unwrap();
+    for (i, l) in lines.iter().enumerate() {
+        let bytes = serde_json::to_vec(l).unwrap();
+        p.process(&[RecordIn::new(None, &bytes).at(i as i64)])
+            .unwrap();
+    }
+    let cp = p.checkpoint();
+    assert!(cp.contains(r#""restorePrior":15200"#), "{cp}");
+    let older = cp.replace(r#""restorePrior":15200,"#, "");
+    assert_ne!(older, cp);
+    let shown = |doc: &str| {
+        let mut q = Processor::from_params(params).unwrap();
+        q.restore(doc).unwrap();
+        let bytes = serde_json::to_vec(&compaction).unwrap();
+        let out = q
+            .process(&[RecordIn::new(None, &bytes).at(lines.len() as i64)])
+            .unwrap();
+        let Some(Emit::New { value, .. }) = out.last() else {
+            panic!("a record: {out:?}")
+        };
+        serde_json::from_slice::<Value>(value).unwrap()["projectedTokens"].clone()
+    };
+    assert_eq!(shown(&cp), 39_900 + 15_200);
+    assert_eq!(shown(&older), 39_900, "the instance's prior for otel is 0");
 }
