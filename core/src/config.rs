@@ -15,10 +15,19 @@ pub enum Input {
     ClaudeStream,
     /// OpenAI Codex rollouts (`~/.codex/sessions/…/rollout-*.jsonl`).
     Codex,
+    /// OpenTelemetry log events of Claude Code, Codex or Gemini CLI, one record each, as
+    /// `agent-fold collect` writes them (`docs/adapters.md`).
+    Otel,
 }
 
 impl Input {
-    pub const NAMES: [&'static str; 4] = ["agent-fold", "claude-code", "claude-stream", "codex"];
+    pub const NAMES: [&'static str; 5] = [
+        "agent-fold",
+        "claude-code",
+        "claude-stream",
+        "codex",
+        "otel",
+    ];
 
     pub fn parse(name: &str) -> Option<Input> {
         Some(match name {
@@ -26,6 +35,7 @@ impl Input {
             "claude-code" => Input::ClaudeCode,
             "claude-stream" => Input::ClaudeStream,
             "codex" => Input::Codex,
+            "otel" => Input::Otel,
             _ => return None,
         })
     }
@@ -36,6 +46,7 @@ impl Input {
             Input::ClaudeCode => "claude-code",
             Input::ClaudeStream => "claude-stream",
             Input::Codex => "codex",
+            Input::Otel => "otel",
         }
     }
 }
@@ -133,12 +144,24 @@ pub enum CompactAt {
 /// learnt its own (contract §3.4): `agent-fold accuracy --cross-validate`'s fit over the shared
 /// real logs (`docs/accuracy.md`; scored there on logs it was not fitted on). Claude Code
 /// re-reads recently touched files, skills, plans and todos; Codex's summary is not in its
-/// rollout.
+/// rollout. With `input=otel` the agent varies by session: the adapter names its agent's prior
+/// on the session's first header ([`agent_restore_prior`], header field `compact_restore`), and
+/// this is the prior of a session whose header names none.
 pub fn restore_prior(input: Input) -> u64 {
     match input {
         Input::ClaudeCode | Input::ClaudeStream => 15_200,
         Input::Codex => 1_400,
-        Input::AgentFold => 0,
+        Input::AgentFold | Input::Otel => 0,
+    }
+}
+
+/// The prior of an agent an `input=otel` record names (`claude-code`, `codex`): the same fit as
+/// its own log's ([`restore_prior`]); `None` for an agent none was fitted for.
+pub fn agent_restore_prior(agent: &str) -> Option<u64> {
+    match agent {
+        "claude-code" => Some(restore_prior(Input::ClaudeCode)),
+        "codex" => Some(restore_prior(Input::Codex)),
+        _ => None,
     }
 }
 
@@ -158,6 +181,9 @@ pub struct Config {
     pub compact_at: CompactAt,
     /// What the agent puts back unseen at a compaction, until a session has learnt its own.
     pub compact_restore: u64,
+    /// Param `compact_restore` was given: it stands over the prior a session's header names
+    /// (`input=otel` names each session's agent's).
+    pub restore_named: bool,
     /// Whether a session learns what its agent puts back from its own compactions (on for
     /// every param set; `agent-fold accuracy` switches it off to measure what comes back).
     pub learn_restore: bool,
@@ -250,9 +276,9 @@ pub const PARAMS: [Param; 11] = [
     },
     Param {
         name: "input",
-        values: "agent-fold, claude-code, claude-stream or codex",
+        values: "agent-fold, claude-code, claude-stream, codex or otel",
         default: "agent-fold",
-        doc: "The records' format: agent-fold frames, or an agent's own log (Claude Code transcripts, claude -p stream-json, Codex rollouts) adapted to frames first, per session, each line applied once (§1).",
+        doc: "The records' format: agent-fold frames, or an agent's own log (Claude Code transcripts, claude -p stream-json, Codex rollouts, the OpenTelemetry log events agent-fold collect writes) adapted to frames first, per session, each line applied once (§1).",
     },
     Param {
         name: "projection",
@@ -270,7 +296,7 @@ pub const PARAMS: [Param; 11] = [
         name: "compact_restore",
         values: "an integer >= 0",
         default: "",
-        doc: "Pressure view, rebased: what the agent puts back at a compaction that its log does not show, until the session learns its own (§3.4). Unset: 15200 for claude-code and claude-stream, 1400 for codex, 0 for agent-fold, fitted on the shared real logs and scored on logs they were not fitted on (docs/accuracy.md).",
+        doc: "Pressure view, rebased: what the agent puts back at a compaction that its log does not show, until the session learns its own (§3.4). Unset: 15200 for claude-code and claude-stream, 1400 for codex, 0 for agent-fold, fitted on the shared real logs and scored on logs they were not fitted on (docs/accuracy.md); for otel each session's agent's (the same, else 0).",
     },
 ];
 
@@ -348,6 +374,7 @@ impl Config {
             projection: Projection::Rebased,
             compact_at: CompactAt::Learnt,
             compact_restore: 0,
+            restore_named: false,
             learn_restore: true,
         };
         for p in PARAMS {
@@ -366,6 +393,7 @@ impl Config {
         if restore.is_none() {
             c.compact_restore = restore_prior(c.input);
         }
+        c.restore_named = restore.is_some();
         Ok(c)
     }
 
@@ -457,6 +485,17 @@ mod tests {
         assert_eq!(restore(&[("input", "codex")]), 1_400);
         assert_eq!(restore(&[("compact_restore", "9"), ("input", "codex")]), 9);
         assert_eq!(restore(&[("input", "codex"), ("compact_restore", "0")]), 0);
+        assert_eq!(restore(&[("input", "otel")]), 0);
+        let named = |params: &[(&str, &str)]| {
+            Config::from_params(params.iter().copied())
+                .unwrap()
+                .restore_named
+        };
+        assert!(!named(&[("input", "otel")]));
+        assert!(named(&[("input", "otel"), ("compact_restore", "0")]));
+        assert_eq!(agent_restore_prior("claude-code"), Some(15_200));
+        assert_eq!(agent_restore_prior("codex"), Some(1_400));
+        assert_eq!(agent_restore_prior("gemini-cli"), None);
     }
 
     #[test]

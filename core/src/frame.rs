@@ -53,6 +53,7 @@ pub struct Frame<'a> {
     subagent: bool,
     session_id: Option<Cow<'a, str>>,
     message: Option<&'a str>,
+    message_chars: Option<u64>,
     usage: Option<&'a str>,
     system: Option<&'a str>,
     tools: Option<&'a str>,
@@ -62,6 +63,7 @@ pub struct Frame<'a> {
     pre_tokens: Option<u64>,
     auto_compact_tokens: Option<u64>,
     compact_reserve: Option<u64>,
+    compact_restore: Option<u64>,
     anchor_seq: Option<u64>,
     restore_shown: bool,
     delta_place: Place,
@@ -119,6 +121,7 @@ impl<'a> Frame<'a> {
             }
             "session_id" => self.session_id = json::string(raw),
             "message" => self.message = Some(raw),
+            "message_chars" => self.message_chars = json::uint(raw).filter(|n| *n <= MAX_SAFE),
             "usage" => self.usage = raw.starts_with('{').then_some(raw),
             "system" => self.system = Some(raw),
             "tools" => self.tools = Some(raw),
@@ -128,6 +131,7 @@ impl<'a> Frame<'a> {
             "preTokens" => self.pre_tokens = json::uint(raw).filter(|n| *n >= 1),
             "auto_compact_tokens" => self.auto_compact_tokens = json::uint(raw).filter(|n| *n >= 1),
             "compact_reserve" => self.compact_reserve = json::uint(raw),
+            "compact_restore" => self.compact_restore = json::uint(raw),
             "anchor_seq" => self.anchor_seq = json::uint(raw),
             "restore_shown" => self.restore_shown = raw == "true",
             _ => {}
@@ -178,6 +182,11 @@ impl<'a> Frame<'a> {
     pub fn message(&self) -> Option<&'a str> {
         self.message
     }
+    /// `message_chars`, when an integer in 0..=2^53: content of that many characters that the
+    /// log measured but does not carry (telemetry gives sizes, not text: contract §1, §3.1).
+    pub fn message_chars(&self) -> Option<u64> {
+        self.message_chars
+    }
     /// `usage`, raw, when it is an object.
     pub fn usage(&self) -> Option<&'a str> {
         self.usage
@@ -211,6 +220,12 @@ impl<'a> Frame<'a> {
     /// integer ≥ 0 (contract §3, How far to the compaction).
     pub fn compact_reserve(&self) -> Option<u64> {
         self.compact_reserve
+    }
+    /// On `request/header`: what the session's agent puts back unseen at a compaction, the
+    /// prior `rebased` adds until the session learns its own, when an integer ≥ 0 (contract
+    /// §3.4; param `compact_restore`, when given, stands over it).
+    pub fn compact_restore(&self) -> Option<u64> {
+        self.compact_restore
     }
     /// On a sampled `assistant/message`: the seq of the last frame the sampled request
     /// carried, when an integer ≥ 0 (contract §3, sample).
@@ -306,6 +321,25 @@ mod tests {
         assert_eq!(v.folded_from(), Field::Invalid);
         let v = Frame::parse(br#"{"estimated_tokens_delta":9007199254740993}"#).unwrap();
         assert_eq!(v.delta(), None);
+    }
+
+    #[test]
+    fn a_measure_is_an_integer_up_to_2_53() {
+        let chars = |raw: &str| {
+            let text = format!(r#"{{"message_chars":{raw}}}"#);
+            Frame::parse(text.as_bytes()).unwrap().message_chars()
+        };
+        assert_eq!(chars("0"), Some(0));
+        assert_eq!(chars("9007199254740992"), Some(MAX_SAFE));
+        for bad in ["9007199254740993", "-1", "1.0", "\"4\"", "null", "{}"] {
+            assert_eq!(chars(bad), None, "{bad}");
+        }
+        let last = Frame::parse(br#"{"message_chars":4,"message_chars":"x"}"#).unwrap();
+        assert_eq!(
+            last.message_chars(),
+            None,
+            "the last of a repeated key wins"
+        );
     }
 
     #[test]

@@ -38,7 +38,7 @@ mod state;
 pub use adapt::Adapter;
 pub use config::{
     CompactAt, Config, Input, MAX_MAX_SESSIONS, Malformed, PARAMS, Param, ParamError, Projection,
-    Subagents, View, restore_prior,
+    Subagents, View, agent_restore_prior, restore_prior,
 };
 pub use estimate::estimate;
 pub use frame::{Field, Frame, MAX_SAFE, Place, kind, object_uints, usage_tokens};

@@ -299,7 +299,17 @@ impl GenSession {
                 SurfaceOp::Message { len, cjk } => {
                     v["type"] = "user/message".into();
                     let unit = if *cjk { "中" } else { "a\\\"" };
-                    v["message"] = json!({"content": unit.repeat(*len as usize)});
+                    // Some content is measured, not carried (telemetry gives sizes:
+                    // `message_chars`, contract §3.1), beside a message or alone; read from
+                    // the op's own bits, so that the corpus decodes as before.
+                    match len % 7 {
+                        3 => v["message_chars"] = (*len as u64 * 13).into(),
+                        5 => v["message_chars"] = (*len as u64 * 7).into(),
+                        _ => {}
+                    }
+                    if len % 7 != 5 {
+                        v["message"] = json!({"content": unit.repeat(*len as usize)});
+                    }
                     node = true;
                 }
                 SurfaceOp::Sample {

@@ -281,6 +281,8 @@ pub struct RefFrame {
     pub subagent: bool,
     pub session_id: Option<String>,
     pub message: Option<Range<usize>>,
+    /// `message_chars`: an integer in 0..=2^53, else none.
+    pub message_chars: Option<u64>,
     pub usage: Option<Range<usize>>,
     pub system: Option<Range<usize>>,
     pub tools: Option<Range<usize>>,
@@ -361,6 +363,7 @@ pub fn frame(bytes: &[u8]) -> Option<RefFrame> {
                 }
             }
             "message" => f.message = raw(),
+            "message_chars" => f.message_chars = uint(v).filter(|n| *n <= MAX_SAFE),
             "usage" => {
                 let object = matches!(v, RefValue::Object(_));
                 f.usage = if object { raw() } else { None };

@@ -297,7 +297,16 @@ impl Model {
             ),
             _ => None,
         };
-        let message = raw.get("message").map(|m| model_estimate(m.get()));
+        // `message_chars` n, an integer in 0..=2^53 (contract §3.1): ⌈n/4⌉ tokens beside the
+        // message's estimate, a node even without a message.
+        let measured = int(obj.get("message_chars")).filter(|n| *n <= 1 << 53);
+        let message = match (
+            raw.get("message").map(|m| model_estimate(m.get())),
+            measured,
+        ) {
+            (None, None) => None,
+            (m, n) => Some(m.unwrap_or(0) + n.map_or(0, |n| n.div_ceil(4))),
+        };
         let replaces = obj.get("replaces").filter(|r| !r.is_null());
         let Some(seq) = seq else {
             let touches = header || sample.is_some() || message.is_some() || replaces.is_some();

@@ -89,6 +89,20 @@ impl FrameBuf {
         self.json(name, &n.to_string())
     }
 
+    /// A field holding a string.
+    pub fn string(&mut self, name: &str, value: &str) -> &mut FrameBuf {
+        FrameBuf::key(&mut self.buf, name);
+        json::write_string(&mut self.buf, value.as_bytes());
+        self
+    }
+
+    /// `message_chars`: content of `n` characters the log measured but does not carry. It joins
+    /// the surface as a message does (contract §3.1).
+    pub fn chars(&mut self, n: u64) -> &mut FrameBuf {
+        self.has_message = true;
+        self.uint("message_chars", n)
+    }
+
     /// An `extras` member whose value is a raw JSON value of the line.
     pub fn extra_raw(&mut self, name: &str, value: &str) -> &mut FrameBuf {
         self.extras
@@ -129,6 +143,12 @@ impl FrameBuf {
         }
         out.push(b'}');
         self.source = Some(out);
+        self
+    }
+
+    /// Carries a `source` the adapter wrote (a JSON object).
+    pub fn source_text(&mut self, object: Vec<u8>) -> &mut FrameBuf {
+        self.source = Some(object);
         self
     }
 }
@@ -256,6 +276,13 @@ impl Adapting<'_> {
     /// boundary named it ([`AdaptState::keep_from`]); after it, the surface is it and what was kept.
     pub fn emit_replacement(&mut self, mut f: FrameBuf, message: &str) {
         f.raw("message", message);
+        self.replace(f);
+    }
+
+    /// Writes a compaction's replacement whose content the frame already carries (a `message`,
+    /// or the `message_chars` of a compaction whose post-size is known, none when unknown), as
+    /// [`Adapting::emit_replacement`] does.
+    pub fn replace(&mut self, mut f: FrameBuf) {
         let kept = self.st.keep.take();
         let span = self.st.surface.map(|(first, last)| match kept {
             Some(k) => (first, k.before, Some(last)),

@@ -98,7 +98,7 @@ const WINDOW_1M: u64 = 1_000_000;
 /// The window a model name says: 1M for a `[1m]` name and the models whose own window it is
 /// (Opus 4.7 and later, the Claude 5 family, as Claude Code's changelog has them), else 200k;
 /// `None` for no name or Claude Code's `<synthetic>` lines.
-fn model_window(model: &str) -> Option<u64> {
+pub(crate) fn model_window(model: &str) -> Option<u64> {
     const NATIVE_1M: [&str; 4] = ["opus-4-7", "opus-4-8", "-5", "[1m]"];
     if model.is_empty() || model.starts_with('<') {
         return None;
@@ -116,7 +116,7 @@ fn model_window(model: &str) -> Option<u64> {
 /// 13,000 and the output it reserves for the summary — 32,000 before 2.1.21, at most 20,000
 /// from it on (Claude Code's changelog, 2.1.21: "auto-compact triggering too early on models
 /// with large output token limits"). `None` for a version it cannot read.
-fn compact_reserve(version: &str) -> Option<u64> {
+pub(crate) fn compact_reserve(version: &str) -> Option<u64> {
     let mut parts = version.split(['.', '-']).map(|p| p.parse::<u64>().ok());
     let (major, minor, patch) = (parts.next()??, parts.next()??, parts.next()??);
     Some(if (major, minor, patch) < (2, 1, 21) {
@@ -124,6 +124,14 @@ fn compact_reserve(version: &str) -> Option<u64> {
     } else {
         33_000
     })
+}
+
+/// The window a session's model and reading say, beside the one announced `before`: the
+/// largest of them (a reading above a window proves a larger one: 1M once above 200k).
+pub(crate) fn window(before: Option<u64>, model: Option<&str>, reading: u64) -> Option<u64> {
+    let named = model.and_then(model_window);
+    let proven = (reading > WINDOW).then_some(WINDOW_1M);
+    [before, named, proven].into_iter().flatten().max()
 }
 
 /// Before a main assistant message: a `request/header` saying what changed of the window (what
@@ -134,10 +142,9 @@ pub(crate) fn announce(cx: &mut Adapting, msg: &str, version: Option<&str>, stam
         .filter(|u| is_object(u))
         .map(usage_tokens)
         .unwrap_or(0);
-    let named = str_at(Some(msg), "model").and_then(|m| model_window(&m));
-    let proven = (reading > WINDOW).then_some(WINDOW_1M);
-    let window = [cx.st.window, named, proven].into_iter().flatten().max();
-    let window = window.filter(|w| !cx.window_known && cx.st.window != Some(*w));
+    let model = str_at(Some(msg), "model");
+    let window = window(cx.st.window, model.as_deref(), reading)
+        .filter(|w| !cx.window_known && cx.st.window != Some(*w));
     let reserve = version
         .and_then(compact_reserve)
         .filter(|r| cx.st.reserve != Some(*r));

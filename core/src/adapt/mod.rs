@@ -12,6 +12,7 @@ mod claude_code;
 mod claude_stream;
 mod codex;
 mod line;
+mod otel;
 pub(crate) mod state;
 
 use std::borrow::Cow;
@@ -31,6 +32,9 @@ impl Input {
         let l = Line::read(line)?;
         let kind = l.str("type");
         let kind = kind.as_deref().unwrap_or("");
+        if kind == "otel/log" {
+            return Some(Input::Otel);
+        }
         if l.get("payload").is_some() && l.get("timestamp").is_some() {
             return Some(Input::Codex);
         }
@@ -66,6 +70,7 @@ impl Input {
             Input::ClaudeCode => line.str("sessionId").map(Cow::into_owned),
             Input::ClaudeStream => line.str("session_id").map(Cow::into_owned),
             Input::Codex => codex::session_of(line),
+            Input::Otel => line.str("session").map(Cow::into_owned),
             Input::AgentFold => None,
         }
     }
@@ -140,6 +145,8 @@ impl Lines {
         let key = match (key, &names) {
             (Some(k), _) => k.to_vec(),
             (None, Some(s)) => s.as_bytes().to_vec(),
+            // Telemetry interleaves sessions: the record before says nothing of this one's.
+            (None, None) if self.input == Input::Otel => Vec::new(),
             (None, None) => self.last.clone().unwrap_or_default(),
         };
         Read::Object {
@@ -211,6 +218,7 @@ impl Lines {
                 Input::ClaudeCode => claude_code::adapt(&mut cx, line),
                 Input::ClaudeStream => claude_stream::adapt(&mut cx, line),
                 Input::Codex => codex::adapt(&mut cx, line),
+                Input::Otel => otel::adapt(&mut cx, line),
                 Input::AgentFold => {}
             }
         }
@@ -483,7 +491,7 @@ mod tests {
         assert_eq!(
             cp,
             format!(
-                r#"{{"stateVersion":5,"input":"claude-code","lines":2,"last":{{"session":"s"}},"sessions":[{{"session":"s","nextSeq":3,"sessionId":"s","mainMessage":"m1","subMessage":null,"surface":[1,2],"window":null,"total":null,"compactLimit":null,"recent":[[{u1},1],[{u2},2]],"keep":null,"request":[null,null,false],"compactReserve":null,"showsRestore":false}}]}}"#
+                r#"{{"stateVersion":5,"input":"claude-code","lines":2,"last":{{"session":"s"}},"sessions":[{{"session":"s","nextSeq":3,"sessionId":"s","mainMessage":"m1","subMessage":null,"surface":[1,2],"window":null,"total":null,"compactLimit":null,"recent":[[{u1},1],[{u2},2]],"keep":null,"request":[null,null,false],"compactReserve":null,"showsRestore":false,"modelPrint":null}}]}}"#
             )
         );
         let mut c = Adapter::new(Input::Codex, 10);

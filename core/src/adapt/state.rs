@@ -38,6 +38,8 @@ pub(crate) struct AdaptState {
     /// Claude Code: the log writes what the agent puts back (an `attachment` line was seen, or
     /// a compaction boundary carried `postTokens`).
     pub shows_restore: bool,
+    /// OpenTelemetry: the fingerprint of the model the session's last header named.
+    pub model: Option<u64>,
 }
 
 /// Codex writes a response's items, and the tool outputs they asked for, before the reading
@@ -230,6 +232,7 @@ impl Checkpointed for Track {
         );
         w.opt_uint("compactReserve", s.reserve);
         w.bool("showsRestore", s.shows_restore);
+        w.opt_uint("modelPrint", s.model);
         if let Some(o) = self.last_offset {
             w.raw("lastOffset", &o.to_string());
         }
@@ -273,6 +276,7 @@ impl Checkpointed for Track {
             }
             "compactReserve" => b.state.reserve = field::read(map, name)?,
             "showsRestore" => b.state.shows_restore = field::read(map, name)?,
+            "modelPrint" => b.state.model = field::read(map, name)?,
             "lastOffset" => b.last_offset = field::read(map, name)?,
             _ => return Ok(false),
         }

@@ -1,7 +1,8 @@
 //! A pressure session's members in a checkpoint: version 5 writes them all (`rebaseFirst`,
-//! `keptNode`, `keptShown`, `shownNext`, `compactReserve` and `notInLog` are members version 5 gained
-//! later: a checkpoint without them restores with the base at scale 1, the summary priced with
-//! what was kept, nothing shown, no reserve, every envelope part measured — readers that predate them ignore them); versions
+//! `keptNode`, `keptShown`, `shownNext`, `compactReserve`, `notInLog` and `restorePrior` are
+//! members version 5 gained later: a checkpoint without them restores with the base at scale 1,
+//! the summary priced with what was kept, nothing shown, no reserve, every envelope part
+//! measured, the instance's prior — readers that predate them ignore them); versions
 //! 4 to 1 restore what they carried (4: `rebased` starts as if no compaction had been seen, the base
 //! learnt from the next reading; 3: no calibration sums; 2: no anchor, so no projection until
 //! the next sample; 1: the breakdown only, envelope and surface).
@@ -42,6 +43,8 @@ pub(crate) struct Fields {
     levels: (Option<u64>, Option<u64>),
     /// `compactReserve`.
     reserve: Option<u64>,
+    /// `restorePrior`.
+    prior: Option<u64>,
     /// `notInLog`: `[system, tools]`.
     not_in_log: (bool, bool),
     surface: Option<Result<Surface, RestoreError>>,
@@ -103,6 +106,7 @@ impl Session {
         let l = &self.levels;
         w.raw("compactLevels", &field::nullable(&[l.auto, l.agent]));
         w.opt_uint("compactReserve", l.reserve);
+        w.opt_uint("restorePrior", r.prior);
         let mut nodes = String::with_capacity(self.surface.len() * 12 + 2);
         nodes.push('[');
         for (i, n) in self.surface.nodes().enumerate() {
@@ -141,6 +145,7 @@ impl Session {
             "shownNext" => b.shown_next = field::read(map, name)?,
             "compactLevels" => b.levels = field::read(map, name)?,
             "compactReserve" => b.reserve = field::read(map, name)?,
+            "restorePrior" => b.prior = field::read(map, name)?,
             "surface" => {
                 // Borrowed first, to size the surface exactly (a node is a `[`, and at least six
                 // bytes): no doubling growth over a million nodes.
@@ -226,6 +231,7 @@ impl Session {
                     shown: b.kept_shown,
                 }),
                 shown_next: b.shown_next,
+                prior: b.prior,
             };
             let (auto, agent) = b.levels;
             s.levels = Levels {

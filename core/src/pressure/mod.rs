@@ -46,6 +46,7 @@ impl Projector {
                 projection: config.projection,
                 compact_at: config.compact_at,
                 restore_prior: config.compact_restore,
+                restore_named: config.restore_named,
                 learn_restore: config.learn_restore,
                 window_reserve: claude.then_some(CLAUDE_CODE_RESERVE),
                 max_nodes: config.max_nodes,

@@ -68,6 +68,9 @@ pub(crate) struct Rebase {
     pub kept: Option<Kept>,
     /// The latest `compact/start` said the log writes what its compaction puts back.
     pub shown_next: bool,
+    /// The prior the latest header to name one named (`compact_restore`: the session's agent's,
+    /// with `input=otel`); `None`: the instance's.
+    pub prior: Option<u64>,
 }
 
 /// What a replacement left on the surface, until the next sample.
@@ -101,6 +104,8 @@ pub(crate) struct Params {
     pub compact_at: CompactAt,
     /// What the agent puts back unseen at a compaction until the session learnt its own.
     pub restore_prior: u64,
+    /// `restore_prior` was named by the param: it stands over a header's.
+    pub restore_named: bool,
     /// Whether a session learns what its agent puts back from its own compactions.
     pub learn_restore: bool,
     /// The agent documents its threshold as the window less this (Claude Code: 33,000), until
@@ -195,6 +200,8 @@ pub(crate) struct Change {
     agent_compact: Option<u64>,
     /// How far below its window the agent compacts (`request/header`).
     reserve: Option<u64>,
+    /// What the agent puts back unseen at a compaction, its prior (`request/header`).
+    restore_prior: Option<u64>,
     /// The seq of the last frame the sampled request carried (`anchor_seq`), when below this
     /// frame's.
     anchor_seq: Option<u64>,
@@ -215,7 +222,11 @@ impl Change {
             (Some(ASSISTANT_MESSAGE), Some(usage)) => Some(usage_tokens(usage)),
             _ => None,
         };
-        let touches = header || sample.is_some() || v.message().is_some() || v.replaces().is_some();
+        // Content the log measured but does not carry joins the surface like a message
+        // (contract §3.1): ⌈n/4⌉ tokens, the estimate's own rate.
+        let measured = v.message_chars();
+        let content = v.message().is_some() || measured.is_some();
+        let touches = header || sample.is_some() || content || v.replaces().is_some();
         let Some(seq) = v.seq() else {
             return if touches {
                 Err(Refusal::NoSeq)
@@ -227,8 +238,11 @@ impl Change {
             Some(raw) => Some(replaces(raw).ok_or(Refusal::BadSpan)?),
             None => None,
         };
-        let node = (v.message().is_some() || span.is_some()).then(|| {
-            let tokens = v.message().map_or(0, |m| estimate(m.as_bytes()));
+        let node = (content || span.is_some()).then(|| {
+            let tokens = v
+                .message()
+                .map_or(0, |m| estimate(m.as_bytes()))
+                .saturating_add(measured.map_or(0, |n| n.div_ceil(4)));
             (Node { seq, tokens }, span)
         });
         let priced = |raw: Option<&str>| {
@@ -249,6 +263,7 @@ impl Change {
             restore_shown: (v.kind() == Some(COMPACT_START)).then(|| v.restore_shown()),
             agent_compact: header.then(|| v.auto_compact_tokens()).flatten(),
             reserve: header.then(|| v.compact_reserve()).flatten(),
+            restore_prior: header.then(|| v.compact_restore()).flatten(),
             anchor_seq: sample.and(v.anchor_seq()).filter(|a| *a < seq),
         }))
     }
@@ -328,6 +343,9 @@ impl Session {
         }
         if c.reserve.is_some() {
             self.levels.reserve = c.reserve;
+        }
+        if c.restore_prior.is_some() {
+            self.rebase.prior = c.restore_prior;
         }
         if let Some(shown) = c.restore_shown {
             self.rebase.shown_next = shown;
@@ -452,12 +470,16 @@ impl Session {
     /// the prior, halfway to what the session's last compaction taught it (one compaction's
     /// lesson moves the next figure by half at most: contract §3.4).
     fn unseen_restore(&self, kept: Kept, params: &Params) -> u64 {
+        let prior = match self.rebase.prior {
+            Some(p) if !params.restore_named => p,
+            _ => params.restore_prior,
+        };
         match (kept.shown, self.rebase.restore) {
             (true, _) => 0,
             (false, Some(learnt)) if params.learn_restore => {
-                ((params.restore_prior as u128 + learnt as u128).div_ceil(2)) as u64
+                ((prior as u128 + learnt as u128).div_ceil(2)) as u64
             }
-            (false, _) => params.restore_prior,
+            (false, _) => prior,
         }
     }
 
@@ -590,6 +612,7 @@ mod tests {
             projection,
             compact_at: CompactAt::Learnt,
             restore_prior: 1_000,
+            restore_named: false,
             learn_restore: true,
             window_reserve: None,
             max_nodes: usize::MAX,
@@ -824,6 +847,123 @@ mod tests {
             shown.rebase.restore, None,
             "a shown compaction teaches nothing unseen"
         );
+    }
+
+    /// The tokens of the node a frame makes, or `None` when it makes none.
+    fn node_tokens(frame: &str) -> Option<u64> {
+        let v = Frame::parse(frame.as_bytes()).expect("a frame");
+        Change::read(&v)
+            .expect("a valid frame")
+            .and_then(|c| c.node)
+            .map(|(n, _)| n.tokens)
+    }
+
+    /// `message_chars` n: content the log measured but does not carry joins the surface as a
+    /// node of ⌈n/4⌉ tokens, plus the estimate of a `message` beside it (contract §3.1).
+    #[test]
+    fn measured_content_joins_the_surface() {
+        let chars = |n: &str| format!(r#"{{"type":"tool/result","seq":3,"message_chars":{n}}}"#);
+        assert_eq!(node_tokens(&chars("10")), Some(3));
+        assert_eq!(node_tokens(&chars("12")), Some(3));
+        assert_eq!(node_tokens(&chars("0")), Some(0), "a node, of nothing");
+        assert_eq!(node_tokens(&chars("9007199254740992")), Some(1 << 51));
+        // `"xxxxxx"` is eight chars: two tokens, then ⌈10/4⌉.
+        assert_eq!(
+            node_tokens(r#"{"type":"user/message","seq":3,"message":"xxxxxx","message_chars":10}"#),
+            Some(2 + 3)
+        );
+        let mut s = Session::starting_at(0, false);
+        feed(
+            &mut s,
+            &[
+                msg(0, "user/message", 10),
+                r#"{"type":"user/message","seq":1,"message_chars":400}"#.into(),
+            ],
+        );
+        assert_eq!(s.surface.total(), 110);
+        assert_eq!(s.surface.nodes().map(|n| n.seq).collect::<Vec<_>>(), [0, 1]);
+        // The sample is taken before the frame's own node joins (§3.2).
+        feed(
+            &mut s,
+            &[r#"{"type":"assistant/message","seq":2,"message_chars":40,"usage":{"input_tokens":900}}"#.into()],
+        );
+        assert_eq!((s.pressure, s.anchor), (Some(900), Some(110)));
+        assert_eq!(s.surface.total(), 120);
+    }
+
+    /// A `message_chars` that is not an integer in 0..=2^53 is ignored, as if absent: no node
+    /// of its own, nothing added to a message's.
+    #[test]
+    fn a_bad_measure_is_ignored() {
+        for bad in [
+            "\"12\"",
+            "-1",
+            "1.5",
+            "1e3",
+            "9007199254740993",
+            "null",
+            "[4]",
+        ] {
+            let quiet = format!(r#"{{"type":"tool/result","seq":3,"message_chars":{bad}}}"#);
+            assert_eq!(node_tokens(&quiet), None, "{bad}");
+            let beside = format!(
+                r#"{{"type":"user/message","seq":3,"message":"xxxxxx","message_chars":{bad}}}"#
+            );
+            assert_eq!(node_tokens(&beside), Some(2), "{bad}");
+        }
+    }
+
+    /// A replacement whose size is measured (a compaction's known post-size,
+    /// `message_chars` = tokens × 4) gets a node of that size, priced under `rebased` as
+    /// prose, unscaled, like any replacement's own node (§3.4).
+    #[test]
+    fn a_measured_replacement_is_priced_as_prose() {
+        let mut s = Session::starting_at(0, false);
+        feed(
+            &mut s,
+            &[
+                msg(0, "user/message", 1_000),
+                reading(1, 10, 6_000),
+                msg(2, "tool/result", 2_000),
+                // 2,010 estimated tokens of growth read as 4,020: a scale of 2.
+                reading(3, 10, 10_020),
+                r#"{"type":"user/message","seq":4,"message_chars":2000,"replaces":{"from_seq":0,"to_seq":3}}"#.into(),
+            ],
+        );
+        assert_eq!(s.ratio(Projection::Calibrated), (4_020, 2_010));
+        let kept = s.rebase.kept.unwrap();
+        assert_eq!((kept.total, kept.node), (500, 500));
+        assert_eq!(
+            s.surface.nodes().collect::<Vec<_>>(),
+            [Node {
+                seq: 4,
+                tokens: 500
+            }]
+        );
+        // The base (6,000 − 2 × 1,000), the node unscaled, the prior.
+        assert_eq!(
+            projected(&s, Projection::Rebased),
+            Some(4_000 + 500 + 1_000)
+        );
+    }
+
+    /// Validate, then commit, with a measure as with a message: a span not in the surface and a
+    /// frame without a seq are refused, and the session is as it was.
+    #[test]
+    fn a_measured_frame_is_validated_before_it_commits() {
+        let mut s = Session::starting_at(0, false);
+        feed(&mut s, &[msg(0, "user/message", 10), reading(1, 5, 900)]);
+        let before = s.clone();
+        let corrupt = r#"{"type":"user/message","seq":2,"message_chars":80,"replaces":{"from_seq":7,"to_seq":9}}"#;
+        let v = Frame::parse(corrupt.as_bytes()).unwrap();
+        let c = Change::read(&v).unwrap();
+        assert!(matches!(
+            s.apply(c.as_ref(), 2, usize::MAX),
+            Err(Refusal::Corrupt(_))
+        ));
+        assert_eq!(s, before);
+        let unplaced = Frame::parse(br#"{"type":"user/message","message_chars":80}"#).unwrap();
+        assert!(matches!(Change::read(&unplaced), Err(Refusal::NoSeq)));
     }
 
     #[test]

@@ -34,6 +34,8 @@ pub(super) struct CpSession {
     pub auto_compact: Option<u64>,
     pub agent_compact: Option<u64>,
     pub reserve: Option<u64>,
+    /// The prior a header named (`restorePrior`).
+    pub restore_prior: Option<u64>,
 }
 
 pub(super) fn cp_key(obj: &Map<String, Value>) -> Vec<u8> {
@@ -89,6 +91,7 @@ pub(super) fn pressure_sessions(checkpoint: &str) -> HashMap<Vec<u8>, CpSession>
                 auto_compact: obj["compactLevels"][0].as_u64(),
                 agent_compact: obj["compactLevels"][1].as_u64(),
                 reserve: obj["compactReserve"].as_u64(),
+                restore_prior: obj["restorePrior"].as_u64(),
             },
         );
     }
@@ -128,7 +131,11 @@ pub(super) fn check_figures(record: &Value, s: &CpSession, config: &Config) {
             // else the prior, halfway to what the session learnt).
             let base = base.max(s.envelope);
             let node = s.kept_node.min(kept);
-            let prior = config.compact_restore as u128;
+            // A header's prior, unless the param named one (§3.4).
+            let prior = match s.restore_prior {
+                Some(p) if !config.restore_named => p,
+                _ => config.compact_restore,
+            } as u128;
             let restore = match (s.kept_shown, s.restore) {
                 (true, _) => 0,
                 (false, Some(l)) if config.learn_restore => (prior + l as u128).div_ceil(2) as i128,

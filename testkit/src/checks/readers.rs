@@ -35,6 +35,7 @@ fn as_reference(value: &[u8], v: &Frame) -> RefFrame {
         subagent: v.is_subagent(),
         session_id: v.session_id().map(|s| s.to_string()),
         message: r(v.message()),
+        message_chars: v.message_chars(),
         usage: r(v.usage()),
         system: r(v.system()),
         tools: r(v.tools()),
