@@ -23,6 +23,14 @@ pub mod kind {
 /// 2^53: the largest integer every JSON reader holds exactly, and the fold's ceiling.
 pub const MAX_SAFE: u64 = 1 << 53;
 
+/// The longest `agent` or `model` a header may name: a longer one is not a name (contract §1).
+pub const NAME_BYTES: usize = 128;
+
+/// A non-empty string of at most [`NAME_BYTES`] bytes.
+fn short_name(raw: &str) -> Option<Cow<'_, str>> {
+    json::string(raw).filter(|s| !s.is_empty() && s.len() <= NAME_BYTES)
+}
+
 /// One field that may be absent, well-formed, or present with a value the spec refuses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Field<T> {
@@ -66,6 +74,8 @@ pub struct Frame<'a> {
     compact_restore: Option<u64>,
     anchor_seq: Option<u64>,
     restore_shown: bool,
+    agent: Option<Cow<'a, str>>,
+    model: Option<Cow<'a, str>>,
     delta_place: Place,
     from_place: Place,
     frames_place: Place,
@@ -134,6 +144,8 @@ impl<'a> Frame<'a> {
             "compact_restore" => self.compact_restore = json::uint(raw),
             "anchor_seq" => self.anchor_seq = json::uint(raw),
             "restore_shown" => self.restore_shown = raw == "true",
+            "agent" => self.agent = short_name(raw),
+            "model" => self.model = short_name(raw),
             _ => {}
         }
     }
@@ -177,6 +189,14 @@ impl<'a> Frame<'a> {
     /// `session_id`, when it is a string.
     pub fn session_id(&self) -> Option<&Cow<'a, str>> {
         self.session_id.as_ref()
+    }
+    /// `agent`, when a string of at most [`NAME_BYTES`] bytes: the agent a header names.
+    pub fn agent(&self) -> Option<&str> {
+        self.agent.as_deref()
+    }
+    /// `model`, when a string of at most [`NAME_BYTES`] bytes: the model a header names.
+    pub fn model(&self) -> Option<&str> {
+        self.model.as_deref()
     }
     /// `message`, raw, when present.
     pub fn message(&self) -> Option<&'a str> {

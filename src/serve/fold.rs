@@ -154,7 +154,11 @@ impl ViewPair {
 
     /// A pair like this one, for lines of `format` (a directory of logs tells each file's own).
     pub fn for_format(&self, format: Input) -> Result<ViewPair> {
-        ViewPair::new(self.source.clone(), self.params.clone(), Some(Format::Is(format)))
+        ViewPair::new(
+            self.source.clone(),
+            self.params.clone(),
+            Some(Format::Is(format)),
+        )
     }
 }
 

@@ -525,7 +525,10 @@ mod tests {
             format!("{{\"type\":\"user/message\",\"session_id\":\"s{i}\",\"seq\":{seq}}}\n")
         };
         for i in 0..50 {
-            append(&dir.join(format!("many/{i:02}.jsonl")), frame(i, 1).as_bytes());
+            append(
+                &dir.join(format!("many/{i:02}.jsonl")),
+                frame(i, 1).as_bytes(),
+            );
         }
         let mut f = Follow::new(&dir.join("many"));
         assert_eq!(values(&f.poll()).len(), 50);

@@ -241,8 +241,12 @@ fn refused(status: StatusCode, why: &str) -> Response {
 
 /// The URL's query as `(name, value)` pairs, percent-decoded.
 fn pairs(raw: Option<&str>) -> Result<Vec<(String, String)>, Response> {
-    serde_urlencoded::from_str::<Vec<(String, String)>>(raw.unwrap_or(""))
-        .map_err(|e| refused(StatusCode::BAD_REQUEST, &format!("the query does not read: {e}")))
+    serde_urlencoded::from_str::<Vec<(String, String)>>(raw.unwrap_or("")).map_err(|e| {
+        refused(
+            StatusCode::BAD_REQUEST,
+            &format!("the query does not read: {e}"),
+        )
+    })
 }
 
 /// `GET /api/sessions?sort=&order=&q=&limit=&offset=&all=`: 400 with the reason for a
@@ -286,11 +290,19 @@ async fn history_route(
             ("after", Err(_)) => {
                 return refused(StatusCode::BAD_REQUEST, "after: a seq, a whole number ≥ 0");
             }
-            _ => return refused(StatusCode::BAD_REQUEST, &format!("{k:?} is not a parameter (after)")),
+            _ => {
+                return refused(
+                    StatusCode::BAD_REQUEST,
+                    &format!("{k:?} is not a parameter (after)"),
+                );
+            }
         }
     }
     match app.board.session(&id, after) {
-        Some(d) => json(StatusCode::OK, serde_json::to_vec(&d.history).expect("serialises")),
+        Some(d) => json(
+            StatusCode::OK,
+            serde_json::to_vec(&d.history).expect("serialises"),
+        ),
         None => refused(StatusCode::NOT_FOUND, "no such session on the board"),
     }
 }
@@ -309,7 +321,10 @@ async fn state_route(State(app): State<App>) -> Response {
         "status": app.board.status(),
         "sessions": answer.sessions,
     });
-    json(StatusCode::OK, serde_json::to_vec(&body).expect("serialises"))
+    json(
+        StatusCode::OK,
+        serde_json::to_vec(&body).expect("serialises"),
+    )
 }
 
 /// `agent-fold serve`.

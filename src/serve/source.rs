@@ -161,7 +161,11 @@ impl Views {
     /// The formats read, for the status line.
     fn formats(&self) -> String {
         let mut names: Vec<&str> = self.by_format.iter().map(|(f, _)| f.name()).collect();
-        if let Some(f) = self.base.input().filter(|_| names.is_empty() || !self.base.is_auto()) {
+        if let Some(f) = self
+            .base
+            .input()
+            .filter(|_| names.is_empty() || !self.base.is_auto())
+        {
             names = vec![f.name()];
         }
         if names.is_empty() {
@@ -191,7 +195,8 @@ fn follow(path: PathBuf, base: ViewPair, board: &Board) {
             board.batch(|b| b.reset(why));
         }
         let read = (polled.lines.len()
-            + polled.by_format.iter().map(|(_, l)| l.len()).sum::<usize>()) as u64;
+            + polled.by_format.iter().map(|(_, l)| l.len()).sum::<usize>())
+            as u64;
         // The module's work and the parsing happen outside the board's lock: pages keep being
         // served.
         let mut gave = Vec::new();
@@ -231,9 +236,10 @@ fn follow(path: PathBuf, base: ViewPair, board: &Board) {
                     SourceState::Starting,
                     "waiting for the log's first lines, to tell its format",
                 ),
-                (None, None) => {
-                    b.status(SourceState::Live, format!("following ({})", views.formats()))
-                }
+                (None, None) => b.status(
+                    SourceState::Live,
+                    format!("following ({})", views.formats()),
+                ),
             }
         });
         if quiet {

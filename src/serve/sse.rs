@@ -62,7 +62,10 @@ pub fn response(board: Arc<Board>, last: Option<&str>, keep_alive: Duration) -> 
                 Next::Delta { version, wire } | Next::Board { version, wire } => {
                     r.after = Some(version);
                     r.last_sent = Some(Instant::now());
-                    r.board.counters.messages.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    r.board
+                        .counters
+                        .messages
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     return Some((Ok(wire), r));
                 }
                 Next::Wait => {}

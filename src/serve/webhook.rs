@@ -41,9 +41,7 @@ pub struct Outcomes {
 /// `--alert-webhook`: an `http://` URL (TLS is not linked into this binary: send to a local
 /// forwarder for an `https://` receiver).
 pub fn url(s: &str) -> Result<Uri, String> {
-    let uri: Uri = s
-        .parse()
-        .map_err(|e| format!("{s:?} is not a URL: {e}"))?;
+    let uri: Uri = s.parse().map_err(|e| format!("{s:?} is not a URL: {e}"))?;
     match uri.scheme_str() {
         Some("http") if uri.host().is_some() => Ok(uri),
         Some("https") => Err(format!(
@@ -101,7 +99,10 @@ async fn deliver(client: &HttpClient, url: &Uri, body: Vec<u8>, out: &Outcomes) 
             .method(Method::POST)
             .uri(url.clone())
             .header(header::CONTENT_TYPE, "application/json")
-            .header(header::USER_AGENT, concat!("agent-fold/", env!("CARGO_PKG_VERSION")))
+            .header(
+                header::USER_AGENT,
+                concat!("agent-fold/", env!("CARGO_PKG_VERSION")),
+            )
             .body(Full::new(body.clone()))?;
         match tokio::time::timeout(TIMEOUT, client.request(req)).await {
             Err(_) => last = format!("no answer within {}s", TIMEOUT.as_secs()),
@@ -128,7 +129,11 @@ mod tests {
     #[test]
     fn only_http_urls_are_taken_and_https_is_refused_in_words() {
         assert!(url("http://127.0.0.1:9000/hook").is_ok());
-        assert!(url("https://hooks.example/x").unwrap_err().contains("https is not supported"));
+        assert!(
+            url("https://hooks.example/x")
+                .unwrap_err()
+                .contains("https is not supported")
+        );
         assert!(url("ftp://x/y").unwrap_err().contains("http://"));
         assert!(url("not a url").unwrap_err().contains("not a URL"));
     }

@@ -1,10 +1,13 @@
 //! What Claude Code transcripts and `claude -p` streams share: a message object
 //! (`{"role", "content", "id", "usage", "model", …}`) becomes one frame.
 
-use super::build::{Adapting, FrameBuf, Id};
+use super::build::{Adapting, FrameBuf, Id, fingerprint};
 use super::line::{at, is_object, str_at, uint_at};
 use crate::frame::kind::{ASSISTANT_MESSAGE, REQUEST_HEADER, TOOL_RESULT, USER_MESSAGE};
-use crate::frame::usage_tokens;
+use crate::frame::{NAME_BYTES, usage_tokens};
+
+/// The agent Claude Code's logs (transcripts and streams) are, as headers name it (contract §1).
+pub(crate) const CLAUDE_CODE: &str = "claude-code";
 use crate::json;
 
 /// The frame type of a Claude message: content that is all `tool_result` blocks is a
@@ -148,10 +151,19 @@ pub(crate) fn announce(cx: &mut Adapting, msg: &str, version: Option<&str>, stam
     let reserve = version
         .and_then(compact_reserve)
         .filter(|r| cx.st.reserve != Some(*r));
-    if window.is_none() && reserve.is_none() {
+    // The model, for the records to name (contract §3.6); `<synthetic>` lines name none.
+    let named = model
+        .as_deref()
+        .filter(|m| !m.is_empty() && !m.starts_with('<') && m.len() <= NAME_BYTES);
+    let print = named.map(fingerprint).filter(|p| cx.st.model != Some(*p));
+    if window.is_none() && reserve.is_none() && print.is_none() {
         return;
     }
     let mut h = cx.frame(REQUEST_HEADER, Id::Numbered, stamp, None);
+    if let (Some(m), Some(_)) = (named, print) {
+        cx.st.model = print;
+        h.string("model", m);
+    }
     if let Some(w) = window {
         cx.st.window = Some(w);
         h.uint("context_window", w);
@@ -171,6 +183,7 @@ pub(crate) fn not_in_log(cx: &mut Adapting, stamp: Option<&str>) {
     if cx.st.next_seq == 0 && cx.session.is_some() {
         let mut h = cx.frame(REQUEST_HEADER, Id::Numbered, stamp, None);
         h.json("system", "null").json("tools", "null");
+        h.string("agent", CLAUDE_CODE);
         h.extra_str("source_type", "inferred");
         cx.emit(h);
     }

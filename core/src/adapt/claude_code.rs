@@ -367,9 +367,9 @@ mod tests {
 
     /// What the log does not carry, and what its lines say of the window and the reserve, in
     /// headers the adapter infers: the envelope `null` before the session's first frame; before
-    /// a main assistant line, the window its model names (1M once a reading is above 200k)
+    /// a main assistant line, the model, the window it names (1M once a reading is above 200k)
     /// and the reserve by version — each only when it changed, the window only when param
-    /// `capacity` does not name it.
+    /// `capacity` does not name it; the first header names the agent.
     #[test]
     fn the_session_says_what_its_log_does_not() {
         let line = |model: &str, version: &str, input: u64| {
@@ -388,11 +388,20 @@ mod tests {
             .into_iter()
             .filter(|f| f["type"] == "request/header")
             .collect();
-        assert_eq!(headers.len(), 3, "{headers:?}");
+        assert_eq!(headers.len(), 4, "{headers:?}");
         assert_eq!(
             (&headers[0]["system"], &headers[0]["tools"]),
             (&Value::Null, &Value::Null)
         );
+        assert_eq!(headers[0]["agent"], "claude-code");
+        assert_eq!(headers[1]["model"], "claude-sonnet-4-5-20250929");
+        assert!(
+            headers[2].get("model").is_none(),
+            "the same model is not named again"
+        );
+        // The 1M family needs no new window (the reading proved it), but a new model is named.
+        assert_eq!(headers[3]["model"], "claude-opus-5");
+        assert!(headers[3].get("context_window").is_none());
         assert_eq!(headers[0]["seq"], 0);
         assert_eq!(
             (

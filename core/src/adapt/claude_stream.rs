@@ -13,10 +13,11 @@
 //! - `result` lines, other stream events and anything else pass through as
 //!   `claude-stream/<type>[/<subtype>]`.
 
-use super::build::{Adapting, Id, kind_of};
+use super::build::{Adapting, Id, fingerprint, kind_of};
 use super::claude;
 use super::line::{Line, at, str_at};
 use crate::estimate::estimate;
+use crate::frame::NAME_BYTES;
 use crate::frame::kind::{COMPACT_START, REQUEST_HEADER};
 use crate::json;
 
@@ -38,8 +39,12 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
                 f.raw("tools", t);
             }
             f.extra_str("source_type", "system/init");
-            if let Some(m) = line.get("model") {
-                f.extra_raw("model", m);
+            if let Some(m) = line
+                .str("model")
+                .filter(|m| !m.is_empty() && m.len() <= NAME_BYTES)
+            {
+                cx.st.model = Some(fingerprint(&m));
+                f.string("model", &m);
             }
             f.source(line, &["tools"], &[]);
             cx.emit(f);

@@ -27,9 +27,10 @@
 //! compaction's replacement), so that the pressure view anchors it to the surface its request
 //! carried (contract §3, sample).
 
-use super::build::{Adapting, Id, kind_of};
+use super::build::{Adapting, Id, fingerprint, kind_of};
 use super::line::{Line, at, is_object, str_at, uint_at};
 use super::state::AdaptState;
+use crate::frame::NAME_BYTES;
 use crate::frame::kind::{
     ASSISTANT_MESSAGE, COMPACT_END, COMPACT_START, REQUEST_HEADER, TOOL_CALL, TOOL_RESULT,
     USER_MESSAGE,
@@ -116,12 +117,31 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
                 }
             }
         }
-        ("turn_context", _)
-            if compact_limit(payload).is_some_and(|l| cx.st.compact_limit != Some(l)) =>
-        {
-            let limit = compact_limit(payload).unwrap_or_default();
-            cx.st.compact_limit = Some(limit);
-            header(cx, line, ("auto_compact_tokens", limit), "turn_context");
+        ("turn_context", _) => {
+            // A header when the threshold or the model changed (the records name the model,
+            // contract §3.6).
+            let limit = compact_limit(payload).filter(|l| cx.st.compact_limit != Some(*l));
+            let model = str_at(payload, "model").filter(|m| !m.is_empty() && m.len() <= NAME_BYTES);
+            let print = model
+                .as_deref()
+                .map(fingerprint)
+                .filter(|p| cx.st.model != Some(*p));
+            if limit.is_none() && print.is_none() {
+                let kind = kind_of(line, payload_type.as_deref());
+                return cx.pass_through(&kind, Id::Numbered, stamp, None, line);
+            }
+            let mut f = cx.frame(REQUEST_HEADER, Id::Numbered, stamp, None);
+            if let Some(l) = limit {
+                cx.st.compact_limit = Some(l);
+                f.uint("auto_compact_tokens", l);
+            }
+            if let (Some(m), Some(_)) = (&model, print) {
+                cx.st.model = print;
+                f.string("model", m);
+            }
+            f.extra_str("source_type", "turn_context");
+            f.source(line, &[], &[]);
+            cx.emit(f);
         }
         ("event_msg", Some("context_compacted")) => {
             let mut f = cx.frame(COMPACT_END, Id::Numbered, stamp, None);
@@ -158,6 +178,9 @@ pub(crate) fn session_of(line: &Line) -> Option<String> {
     str_at(line.object("payload"), "id").map(|s| s.into_owned())
 }
 
+/// The agent Codex rollouts are, as headers name it (contract §1).
+pub(crate) const CODEX: &str = "codex";
+
 fn session_meta(cx: &mut Adapting, line: &Line, stamp: Option<&str>) {
     let payload = line.object("payload");
     if let Some(id) = str_at(payload, "id") {
@@ -181,6 +204,7 @@ fn session_meta(cx: &mut Adapting, line: &Line, stamp: Option<&str>) {
     }
     // A rollout never carries the tool list: unknown, not 0 (contract §3).
     f.json("tools", "null");
+    f.string("agent", CODEX);
     f.extra_str("source_type", "session_meta");
     f.source(line, &[], &["base_instructions"]);
     cx.emit(f);
@@ -320,9 +344,17 @@ mod tests {
             json!({"timestamp":"t","type":"turn_context","payload":{"model":"m"}}),
         ]);
         assert_eq!(out[0]["auto_compact_tokens"], 200000);
-        assert_eq!(out[1]["type"], "codex/turn_context");
+        assert_eq!(out[0]["agent"], "codex");
+        // The first turn names the model (its threshold is the session's already).
+        assert_eq!(out[1]["type"], "request/header");
+        assert_eq!(out[1]["model"], "m");
+        assert!(out[1].get("auto_compact_tokens").is_none());
         assert_eq!(out[2]["type"], "request/header");
         assert_eq!(out[2]["auto_compact_tokens"], 180000);
+        assert!(
+            out[2].get("model").is_none(),
+            "the same model is not named again"
+        );
         assert_eq!(out[3]["type"], "codex/turn_context");
     }
 

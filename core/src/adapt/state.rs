@@ -38,7 +38,7 @@ pub(crate) struct AdaptState {
     /// Claude Code: the log writes what the agent puts back (an `attachment` line was seen, or
     /// a compaction boundary carried `postTokens`).
     pub shows_restore: bool,
-    /// OpenTelemetry: the fingerprint of the model the session's last header named.
+    /// The fingerprint of the model the session's last header named.
     pub model: Option<u64>,
 }
 

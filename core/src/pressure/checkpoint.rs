@@ -1,8 +1,9 @@
 //! A pressure session's members in a checkpoint: version 5 writes them all (`rebaseFirst`,
-//! `keptNode`, `keptShown`, `shownNext`, `compactReserve`, `notInLog` and `restorePrior` are
-//! members version 5 gained later: a checkpoint without them restores with the base at scale 1,
-//! the summary priced with what was kept, nothing shown, no reserve, every envelope part
-//! measured, the instance's prior — readers that predate them ignore them); versions
+//! `keptNode`, `keptShown`, `shownNext`, `compactReserve`, `notInLog`, `restorePrior`, `agent`
+//! and `model` are members version 5 gained later: a checkpoint without them restores with the
+//! base at scale 1, the summary priced with what was kept, nothing shown, no reserve, every
+//! envelope part measured, the instance's prior, no names — readers that predate them ignore
+//! them); versions
 //! 4 to 1 restore what they carried (4: `rebased` starts as if no compaction had been seen, the base
 //! learnt from the next reading; 3: no calibration sums; 2: no anchor, so no projection until
 //! the next sample; 1: the breakdown only, envelope and surface).
@@ -47,6 +48,9 @@ pub(crate) struct Fields {
     prior: Option<u64>,
     /// `notInLog`: `[system, tools]`.
     not_in_log: (bool, bool),
+    /// `agent`, `model`.
+    agent: Option<String>,
+    model: Option<String>,
     surface: Option<Result<Surface, RestoreError>>,
 }
 
@@ -107,6 +111,8 @@ impl Session {
         w.raw("compactLevels", &field::nullable(&[l.auto, l.agent]));
         w.opt_uint("compactReserve", l.reserve);
         w.opt_uint("restorePrior", r.prior);
+        w.opt_str("agent", self.names.agent.as_deref());
+        w.opt_str("model", self.names.model.as_deref());
         let mut nodes = String::with_capacity(self.surface.len() * 12 + 2);
         nodes.push('[');
         for (i, n) in self.surface.nodes().enumerate() {
@@ -146,6 +152,8 @@ impl Session {
             "compactLevels" => b.levels = field::read(map, name)?,
             "compactReserve" => b.reserve = field::read(map, name)?,
             "restorePrior" => b.prior = field::read(map, name)?,
+            "agent" => b.agent = field::read(map, name)?,
+            "model" => b.model = field::read(map, name)?,
             "surface" => {
                 // Borrowed first, to size the surface exactly (a node is a `[`, and at least six
                 // bytes): no doubling growth over a million nodes.
@@ -232,6 +240,14 @@ impl Session {
                 }),
                 shown_next: b.shown_next,
                 prior: b.prior,
+            };
+            let named = |n: Option<String>| {
+                n.filter(|n| !n.is_empty() && n.len() <= crate::frame::NAME_BYTES)
+                    .map(std::sync::Arc::from)
+            };
+            s.names = super::session::Names {
+                agent: named(b.agent),
+                model: named(b.model),
             };
             let (auto, agent) = b.levels;
             s.levels = Levels {

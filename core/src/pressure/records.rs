@@ -67,6 +67,12 @@ pub(crate) fn pressure_record(
     if f.partial {
         out.extend_from_slice(b",\"partial\":true");
     }
+    for (name, v) in [("agent", &f.names.agent), ("model", &f.names.model)] {
+        if let Some(v) = v {
+            write!(out, ",\"{name}\":").expect("writing to a Vec");
+            crate::json::write_string(&mut out, v.as_bytes());
+        }
+    }
     write!(out, ",\"stateVersion\":{STATE_VERSION}}}").expect("writing to a Vec");
     Emit::New {
         at,
@@ -96,6 +102,61 @@ pub(crate) fn error_record(at: usize, key: &[u8], seq: Option<u64>, refusal: &Re
 #[cfg(test)]
 mod tests {
     use super::milli;
+    use crate::{Emit, Processor, RecordIn};
+
+    fn records(p: &mut Processor, frames: &[&str]) -> Vec<serde_json::Value> {
+        let ins: Vec<RecordIn> = frames
+            .iter()
+            .map(|f| RecordIn::new(Some(b"s"), f.as_bytes()))
+            .collect();
+        p.process(&ins)
+            .unwrap()
+            .into_iter()
+            .map(|e| match e {
+                Emit::New { value, .. } => serde_json::from_slice(&value).unwrap(),
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    }
+
+    /// The agent and model a header names ride on every record after it; a new model is a new
+    /// record even when no figure moved; an over-long name is no name; a checkpoint keeps them.
+    #[test]
+    fn records_name_the_agent_and_model_a_header_named() {
+        let mut p = Processor::from_params([("emit", "pressure")]).unwrap();
+        let long = "m".repeat(crate::frame::NAME_BYTES + 1);
+        let header = |seq: u64, model: &str| {
+            format!(r#"{{"type":"request/header","seq":{seq},"agent":"codex","model":"{model}"}}"#)
+        };
+        let out = records(
+            &mut p,
+            &[
+                r#"{"type":"user/message","seq":0,"message":"hi"}"#,
+                &header(1, "gpt-5"),
+                &header(2, "gpt-5"),
+                &header(3, "gpt-5.5"),
+                &header(4, &long),
+            ],
+        );
+        assert_eq!(out.len(), 3, "{out:?}");
+        assert!(out[0].get("agent").is_none() && out[0].get("model").is_none());
+        assert_eq!(
+            (&out[1]["agent"], &out[1]["model"]),
+            (&"codex".into(), &"gpt-5".into())
+        );
+        assert_eq!(out[2]["model"], "gpt-5.5");
+        let cp = p.checkpoint();
+        let mut q = Processor::from_params([("emit", "pressure")]).unwrap();
+        q.restore(&cp).unwrap();
+        let more = records(
+            &mut q,
+            &[r#"{"type":"user/message","seq":5,"message":"more"}"#],
+        );
+        assert_eq!(
+            (&more[0]["agent"], &more[0]["model"]),
+            (&"codex".into(), &"gpt-5.5".into())
+        );
+    }
 
     #[test]
     fn thousandths_print_as_short_numbers() {

@@ -34,6 +34,16 @@ pub(crate) struct Session {
     pub rebase: Rebase,
     /// Where the agent compacts on its own, as the log said.
     pub levels: Levels,
+    /// The agent and model the latest headers named.
+    pub names: Names,
+}
+
+/// The agent and model the latest header to name each said (contract §1, §3.6): carried by the
+/// records, for a board to show; `None` until a header names one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Names {
+    pub agent: Option<std::sync::Arc<str>>,
+    pub model: Option<std::sync::Arc<str>>,
 }
 
 /// The request's envelope, as the latest `request/header` that named each part said (contract
@@ -116,7 +126,7 @@ pub(crate) struct Params {
 }
 
 /// What a session shows, as a `context/pressure` record carries it.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Figures {
     /// `pressureTokens`, the last reading.
     pub pressure: Option<u64>,
@@ -133,6 +143,8 @@ pub(crate) struct Figures {
     /// `compactAtTokens`.
     pub compact_at: Option<u64>,
     pub partial: bool,
+    /// `agent` and `model`, when a header named them.
+    pub names: Names,
 }
 
 impl Figures {
@@ -198,6 +210,9 @@ pub(crate) struct Change {
     restore_shown: Option<bool>,
     /// The agent's own threshold (`request/header`).
     agent_compact: Option<u64>,
+    /// The agent and model a `request/header` names.
+    agent: Option<std::sync::Arc<str>>,
+    model: Option<std::sync::Arc<str>>,
     /// How far below its window the agent compacts (`request/header`).
     reserve: Option<u64>,
     /// What the agent puts back unseen at a compaction, its prior (`request/header`).
@@ -262,6 +277,12 @@ impl Change {
                 .flatten(),
             restore_shown: (v.kind() == Some(COMPACT_START)).then(|| v.restore_shown()),
             agent_compact: header.then(|| v.auto_compact_tokens()).flatten(),
+            agent: header
+                .then(|| v.agent().map(std::sync::Arc::from))
+                .flatten(),
+            model: header
+                .then(|| v.model().map(std::sync::Arc::from))
+                .flatten(),
             reserve: header.then(|| v.compact_reserve()).flatten(),
             restore_prior: header.then(|| v.compact_restore()).flatten(),
             anchor_seq: sample.and(v.anchor_seq()).filter(|a| *a < seq),
@@ -340,6 +361,12 @@ impl Session {
         }
         if c.agent_compact.is_some() {
             self.levels.agent = c.agent_compact;
+        }
+        if c.agent.is_some() {
+            self.names.agent.clone_from(&c.agent);
+        }
+        if c.model.is_some() {
+            self.names.model.clone_from(&c.model);
         }
         if c.reserve.is_some() {
             self.levels.reserve = c.reserve;
@@ -536,6 +563,7 @@ impl Session {
             scale_milli: scaled(1000, n, d) as u64,
             compact_at,
             partial: self.partial,
+            names: self.names.clone(),
         }
     }
 }

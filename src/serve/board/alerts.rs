@@ -84,11 +84,15 @@ impl fmt::Display for Rule {
 /// Why a rule does not read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RuleError {
-    #[error("{0:?}: a rule is FIELD OP NUMBER, e.g. until<20000 or occupancy>0.9 (FIELD: until, occupancy, used, pressure; OP: <, <=, >, >=)")]
+    #[error(
+        "{0:?}: a rule is FIELD OP NUMBER, e.g. until<20000 or occupancy>0.9 (FIELD: until, occupancy, used, pressure; OP: <, <=, >, >=)"
+    )]
     Shape(String),
     #[error("{rule:?}: {field} is not one of until, occupancy, used, pressure")]
     Field { rule: String, field: String },
-    #[error("{rule:?}: {number:?} is not a number ≥ 0 (20000, 20k, 1.5M; for occupancy 0.9 or 90%)")]
+    #[error(
+        "{rule:?}: {number:?} is not a number ≥ 0 (20000, 20k, 1.5M; for occupancy 0.9 or 90%)"
+    )]
     Number { rule: String, number: String },
 }
 
@@ -224,13 +228,24 @@ mod tests {
     #[test]
     fn rules_read_and_refuse_in_words() {
         let r = Rule::parse(" until < 20k ").unwrap();
-        assert_eq!((r.field, r.op, r.threshold), (Field::Until, Op::Lt, 20_000.0));
+        assert_eq!(
+            (r.field, r.op, r.threshold),
+            (Field::Until, Op::Lt, 20_000.0)
+        );
         assert_eq!(r.text, "until<20000");
         let o = Rule::parse("occupancy>=90%").unwrap();
         assert_eq!((o.op, o.threshold), (Op::Ge, 0.9));
         assert_eq!(o.text, "occupancy>=0.9");
         assert_eq!(Rule::parse("used>1.5M").unwrap().threshold, 1_500_000.0);
-        for bad in ["until", "speed>3", "until<x", "until<-5", "occupancy>20k", "<5", "occupancy>50"] {
+        for bad in [
+            "until",
+            "speed>3",
+            "until<x",
+            "until<-5",
+            "occupancy>20k",
+            "<5",
+            "occupancy>50",
+        ] {
             let e = Rule::parse(bad).unwrap_err().to_string();
             assert!(e.contains(bad.trim()) || e.contains("rule"), "{bad}: {e}");
         }

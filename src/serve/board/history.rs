@@ -200,8 +200,10 @@ impl History {
 fn compacted(prev: &Figures, now: &Figures) -> bool {
     match (prev.message, now.message) {
         (Some(a), Some(b)) => b < a,
-        _ => matches!((prev.projected, now.projected), (Some(a), Some(b)) if b < a)
-            && prev.pressure == now.pressure,
+        _ => {
+            matches!((prev.projected, now.projected), (Some(a), Some(b)) if b < a)
+                && prev.pressure == now.pressure
+        }
     }
 }
 
@@ -249,7 +251,17 @@ mod tests {
         let mut h = History::default();
         h.add(fig(1, 100, 100, 10));
         assert_eq!(h.add(fig(1, 120, 100, 10)), 0);
-        assert_eq!(h.shown(None), [Shown(1, Some(120), Some(100), Some(200_000), Some(167_000), 0)]);
+        assert_eq!(
+            h.shown(None),
+            [Shown(
+                1,
+                Some(120),
+                Some(100),
+                Some(200_000),
+                Some(167_000),
+                0
+            )]
+        );
     }
 
     /// A long session: the bound holds, and every reading and compaction survives while they

@@ -194,7 +194,8 @@ impl Session {
             folds: self.folds.iter().map(|f| &**f).collect(),
         };
         let text = serde_json::to_string(&out).expect("a row serialises");
-        let row: Arc<RawValue> = Arc::from(RawValue::from_string(text).expect("JSON written above"));
+        let row: Arc<RawValue> =
+            Arc::from(RawValue::from_string(text).expect("JSON written above"));
         self.row = Some((self.version, Arc::clone(&row)));
         row
     }
@@ -564,7 +565,10 @@ impl Board {
     }
 
     fn frame(&self, v: u64, kind: &str, data: &str) -> Bytes {
-        Bytes::from(format!("id: {}\nevent: {kind}\ndata: {data}\n\n", self.event_id(v)))
+        Bytes::from(format!(
+            "id: {}\nevent: {kind}\ndata: {data}\n\n",
+            self.event_id(v)
+        ))
     }
 
     /// Counts a client of `/events` while the returned guard lives.
@@ -673,7 +677,10 @@ impl Changes<'_> {
         inner.status.last_skipped = Some(format!("reset: {why}"));
         inner.version += 1;
         inner.floor = inner.version;
-        tracing::info!(reason = why, "the source started again: the board is cleared");
+        tracing::info!(
+            reason = why,
+            "the source started again: the board is cleared"
+        );
     }
 
     /// Marks `id` changed at a new version.
@@ -793,7 +800,8 @@ impl Changes<'_> {
         }
         self.inner.points = (self.inner.points as isize + points) as usize;
         self.active(&r.id, at);
-        let live = now - self.inner.sessions[&r.id].active <= self.board.config.idle.as_millis() as i64;
+        let live =
+            now - self.inner.sessions[&r.id].active <= self.board.config.idle.as_millis() as i64;
         self.inner.sessions.get_mut(&r.id).expect("made above").live = live;
         for i in crossed {
             self.alert(i, &r);
@@ -833,7 +841,10 @@ impl Changes<'_> {
                 at: self.now,
             };
             if hook.try_send(alert).is_err() {
-                self.board.counters.alerts_dropped.fetch_add(1, Ordering::Relaxed);
+                self.board
+                    .counters
+                    .alerts_dropped
+                    .fetch_add(1, Ordering::Relaxed);
             }
         }
     }

@@ -89,7 +89,9 @@ impl Default for Query {
 impl Query {
     /// Reads `sort`, `order`, `q`, `limit`, `offset`, `all`; a value that does not read is
     /// refused in words (the route answers 400 with them).
-    pub fn parse<'a>(params: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Query, String> {
+    pub fn parse<'a>(
+        params: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Query, String> {
         let mut q = Query::default();
         let mut dir = None;
         for (k, v) in params {
@@ -117,7 +119,9 @@ impl Query {
                         .parse::<usize>()
                         .ok()
                         .filter(|n| (1..=MAX_LIMIT).contains(n))
-                        .ok_or_else(|| format!("limit={v:?}: a whole number from 1 to {MAX_LIMIT}"))?
+                        .ok_or_else(|| {
+                            format!("limit={v:?}: a whole number from 1 to {MAX_LIMIT}")
+                        })?
                 }
                 "offset" => {
                     q.offset = v
@@ -131,7 +135,11 @@ impl Query {
                         _ => return Err(format!("all={v:?}: 1 or 0")),
                     }
                 }
-                other => return Err(format!("{other:?} is not a parameter (sort, order, q, limit, offset, all)")),
+                other => {
+                    return Err(format!(
+                        "{other:?} is not a parameter (sort, order, q, limit, offset, all)"
+                    ));
+                }
             }
         }
         q.dir = dir.unwrap_or(q.sort.natural());
@@ -154,7 +162,11 @@ impl Query {
             Dir::Desc => o.reverse(),
         };
         // Unknown after known, whatever the direction.
-        fn known<T: PartialOrd>(a: Option<T>, b: Option<T>, dir: impl Fn(Ordering) -> Ordering) -> Ordering {
+        fn known<T: PartialOrd>(
+            a: Option<T>,
+            b: Option<T>,
+            dir: impl Fn(Ordering) -> Ordering,
+        ) -> Ordering {
             match (a, b) {
                 (Some(x), Some(y)) => dir(x.partial_cmp(&y).unwrap_or(Ordering::Equal)),
                 (Some(_), None) => Ordering::Less,
@@ -257,12 +269,21 @@ mod tests {
             ("nothing", latest(None, None)),
         ];
         let q = Query::default();
-        assert_eq!(ranked(&q, &rows), ["near-full", "near", "far", "unknown", "nothing"]);
+        assert_eq!(
+            ranked(&q, &rows),
+            ["near-full", "near", "far", "unknown", "nothing"]
+        );
         let q = Query::parse([("sort", "occupancy")]).unwrap();
         assert_eq!(q.dir, Dir::Desc);
-        assert_eq!(ranked(&q, &rows), ["unknown", "near-full", "near", "far", "nothing"]);
+        assert_eq!(
+            ranked(&q, &rows),
+            ["unknown", "near-full", "near", "far", "nothing"]
+        );
         let q = Query::parse([("sort", "until"), ("order", "desc")]).unwrap();
-        assert_eq!(ranked(&q, &rows), ["far", "near", "near-full", "nothing", "unknown"]);
+        assert_eq!(
+            ranked(&q, &rows),
+            ["far", "near", "near-full", "nothing", "unknown"]
+        );
     }
 
     #[test]

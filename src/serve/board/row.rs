@@ -130,9 +130,7 @@ impl PressureRecord {
         };
         let Some(id) = m.session.as_ref().and_then(serde_json::Value::as_str) else {
             // The module's own error about a record it keeps no state for (an over-long key).
-            if is_error
-                && let Some(e) = m.error.as_ref().and_then(serde_json::Value::as_str)
-            {
+            if is_error && let Some(e) = m.error.as_ref().and_then(serde_json::Value::as_str) {
                 return Err(format!("the module said: {e}"));
             }
             return Err("a pressure record without a session string".to_owned());
@@ -242,20 +240,33 @@ mod tests {
         assert_eq!(&*r.id, "s");
         assert_eq!((r.seq, r.stamp_ms), (Some(4), Some(1000)));
         assert_eq!(r.latest.used(), Some(12));
-        assert_eq!((r.agent.as_deref(), r.model.as_deref()), (Some("codex"), Some("gpt-5")));
+        assert_eq!(
+            (r.agent.as_deref(), r.model.as_deref()),
+            (Some("codex"), Some("gpt-5"))
+        );
         assert!(r.text.get().starts_with('{'), "kept trimmed");
         for (bad, why) in [
             (&b"nope"[..], "not JSON"),
             (b"[1]", "not a JSON object"),
             (br#"{"type":"user/message","session":"s"}"#, "type"),
             (br#"{"type":"context/pressure"}"#, "without a session"),
-            (br#"{"type":"context/error","session":null,"error":"key too long"}"#, "the module said: key too long"),
+            (
+                br#"{"type":"context/error","session":null,"error":"key too long"}"#,
+                "the module said: key too long",
+            ),
         ] {
             let e = PressureRecord::parse(bad).unwrap_err();
             assert!(e.contains(why), "{e}");
         }
-        let big = format!(r#"{{"type":"context/pressure","session":"s","x":"{}"}}"#, "a".repeat(RECORD_BYTES));
-        assert!(PressureRecord::parse(big.as_bytes()).unwrap_err().contains("over the limit"));
+        let big = format!(
+            r#"{{"type":"context/pressure","session":"s","x":"{}"}}"#,
+            "a".repeat(RECORD_BYTES)
+        );
+        assert!(
+            PressureRecord::parse(big.as_bytes())
+                .unwrap_err()
+                .contains("over the limit")
+        );
     }
 
     #[test]

@@ -61,7 +61,12 @@ fn deltas_coalesce_to_the_latest_row_of_each_session() {
     assert_eq!(wire.as_ptr(), again.as_ptr(), "one delta, shared");
     let d = data(&wire);
     assert_eq!(sessions(&d["rows"]), ["a", "b"], "one row a session");
-    let a = d["rows"].as_array().unwrap().iter().find(|r| r["session"] == "a").unwrap();
+    let a = d["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["session"] == "a")
+        .unwrap();
     assert_eq!(a["seq"], 50, "the latest");
     assert_eq!(a["record"]["untilCompactTokens"], 85_000);
     assert_eq!(a["live"], true);
@@ -84,11 +89,17 @@ fn a_page_far_behind_gets_the_whole_board() {
             apply(c, &rec(&format!("s{s}"), 1, 100_000)).unwrap();
         }
     });
-    assert!(matches!(b.next_after(Some(1)), Next::Board { .. }), "too many rows");
+    assert!(
+        matches!(b.next_after(Some(1)), Next::Board { .. }),
+        "too many rows"
+    );
     let Next::Board { version, wire } = b.next_after(Some(u64::MAX)) else {
         panic!("an id past the head")
     };
-    assert_eq!(data(&wire)["rows"].as_array().unwrap().len(), DELTA_ROWS + 10);
+    assert_eq!(
+        data(&wire)["rows"].as_array().unwrap().len(),
+        DELTA_ROWS + 10
+    );
     b.batch(|c| {
         for seq in 2..(CHANGES as u64 + 10) {
             apply(c, &rec("s1", seq, 100_000)).unwrap();
@@ -128,9 +139,13 @@ fn the_idlest_session_goes_past_the_bound_and_pages_hear_it() {
     });
     let v = b.held();
     assert_eq!(v.sessions, 3);
-    let Next::Board { version, .. } = b.next_after(None) else { panic!() };
+    let Next::Board { version, .. } = b.next_after(None) else {
+        panic!()
+    };
     b.batch(|c| apply(c, stamped("newest", 30).as_bytes()).unwrap());
-    let Next::Delta { wire, .. } = b.next_after(Some(version)) else { panic!() };
+    let Next::Delta { wire, .. } = b.next_after(Some(version)) else {
+        panic!()
+    };
     let d = data(&wire);
     assert_eq!(d["gone"], serde_json::json!(["old"]));
     assert_eq!(sessions(&d["rows"]), ["newest"]);
@@ -185,7 +200,10 @@ fn alerts_fire_once_per_crossing_and_never_wait_for_the_webhook() {
         }
     });
     let alert = rx.try_recv().unwrap();
-    assert_eq!((alert.rule.as_str(), &*alert.session, alert.seq), ("until<20000", "a", Some(2)));
+    assert_eq!(
+        (alert.rule.as_str(), &*alert.session, alert.seq),
+        ("until<20000", "a", Some(2))
+    );
     assert!(rx.try_recv().is_err(), "once for the crossing");
     assert_eq!(b.held().firing, [1]);
     let row: Value = serde_json::from_str(b.session("a", None).unwrap().row.get()).unwrap();
@@ -227,7 +245,9 @@ fn a_session_s_history_is_served_whole_or_after_a_seq() {
 fn a_reset_sends_every_page_the_whole_board() {
     let b = board(Config::default());
     b.batch(|c| apply(c, &rec("a", 1, 5)).unwrap());
-    let Next::Board { version, .. } = b.next_after(None) else { panic!() };
+    let Next::Board { version, .. } = b.next_after(None) else {
+        panic!()
+    };
     b.batch(|c| c.reset("rewritten"));
     let Next::Board { wire, .. } = b.next_after(Some(version)) else {
         panic!("a reset sends the board")
