@@ -6,12 +6,14 @@
 
 pub mod accuracy;
 pub mod checkpoint;
+pub mod collect;
 pub mod corpus;
 pub mod flags;
 pub mod heap;
 pub mod jsonl;
 pub mod logs;
 pub mod module;
+pub mod otlp;
 pub mod plot;
 pub mod record;
 pub mod relay;
@@ -19,3 +21,4 @@ pub mod run;
 pub mod serve;
 pub mod service;
 pub mod statusline;
+pub mod topics;

@@ -145,6 +145,30 @@ pub fn rfc3339_secs(s: &str) -> Option<f64> {
     Some((days * 86_400 + h * 3600 + mi * 60 + sec - offset) as f64 + frac)
 }
 
+/// An RFC 3339 stamp in UTC with nanoseconds (`2026-12-03T08:00:00.123456789Z`) of a time in
+/// nanoseconds since 1970: how OTLP's `timeUnixNano` reads as a log's `timestamp`.
+pub fn rfc3339_nanos(nanos: u64) -> String {
+    let secs = (nanos / 1_000_000_000) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // The civil date of a day count (Howard Hinnant's algorithm, the inverse of the above).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:09}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        nanos % 1_000_000_000
+    )
+}
+
 /// A file's head line in the merge: its time key, then its file's place (the first file first
 /// on ties).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -442,6 +466,21 @@ mod tests {
             Some(951_868_800.0)
         );
         assert_eq!(rfc3339_secs("yesterday"), None);
+        for nanos in [
+            0,
+            1_700_000_000_123_456_789,
+            951_868_800_000_000_001,
+            4_102_444_799_999_999_999,
+        ] {
+            let s = rfc3339_nanos(nanos);
+            let back = rfc3339_secs(&s).unwrap();
+            assert!((back - nanos as f64 / 1e9).abs() < 1e-3, "{s}: {back}");
+        }
+        assert_eq!(rfc3339_nanos(0), "1970-01-01T00:00:00.000000000Z");
+        assert_eq!(
+            rfc3339_nanos(951_868_800_000_000_001),
+            "2000-03-01T00:00:00.000000001Z"
+        );
     }
 
     #[test]

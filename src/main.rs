@@ -3,7 +3,7 @@
 use clap::{Parser, Subcommand};
 
 use agent_fold::service::logging::{self, LogFormat};
-use agent_fold::{accuracy, corpus, relay, run, serve, statusline};
+use agent_fold::{accuracy, collect, corpus, relay, run, serve, statusline};
 
 /// agent-fold: folds an LLM coding agent's event stream into what its users look at, and
 /// projects its context pressure.
@@ -27,6 +27,10 @@ enum Command {
     /// it was: projectedTokens (rebased, calibrated, fixed) and a meter that only shows the last
     /// reading; every compaction listed, and the compaction level shown before each automatic one
     Accuracy(accuracy::Args),
+    /// Receive coding agents' OpenTelemetry log events (OTLP/HTTP, protobuf or JSON, gzip) and
+    /// write each as a JSON record keyed by its session, to a Fluvio topic (acknowledged before
+    /// success is answered) or a JSONL file; input=otel adapts them
+    Collect(collect::Args),
     /// Write a deterministic corpus of realistic agent logs as JSONL on stdout
     Corpus(corpus::Args),
     /// Fill the sibling topic TOPIC-pressure from a live Fluvio cluster: the module with
@@ -49,6 +53,7 @@ fn main() {
     let result = match &cli.command {
         Command::Run(a) => run::main(a),
         Command::Accuracy(a) => accuracy::main(a),
+        Command::Collect(a) => collect::main(a),
         Command::Corpus(a) => corpus::main(a),
         Command::Relay(a) => relay::main(a),
         Command::Serve(a) => serve::main(a),

@@ -15,128 +15,22 @@ use anyhow::{Context, Result, anyhow, bail};
 use fluvio::consumer::{
     BoxConsumerStream, ConsumerConfigExt, ConsumerStream, OffsetManagementStrategy, RetryMode,
 };
-use fluvio::dataplane::link::ErrorCode;
 use fluvio::metadata::partition::PartitionSpec;
 use fluvio::metadata::smartmodule::SmartModuleSpec;
-use fluvio::metadata::topic::{TopicResolution, TopicSpec};
 use fluvio::{
-    Fluvio, FluvioAdmin, FluvioClusterConfig, Offset, ProduceOutput, RecordKey,
-    TopicProducerConfigBuilder, TopicProducerPool,
+    Fluvio, Offset, ProduceOutput, RecordKey, TopicProducerConfigBuilder, TopicProducerPool,
 };
-use fluvio_sc_schema::ApiError;
 use futures_util::{FutureExt, StreamExt};
 
 use super::pump::{AtOffset, Connect, Log, Position, Sink};
 use crate::record::Rec;
+use crate::topics::timed;
+pub use crate::topics::{Layout, already_exists, connect, ensure_topic, layout};
 
 /// Bytes one fetch may bring: large, so that few responses have a boundary to lose records at.
 const MAX_BYTES: i32 = 32 << 20;
 /// Bytes of the one-record fetch a commit makes, at first.
 const COMMIT_BYTES: i32 = 1 << 20;
-/// A request that takes longer than this is a failed cluster.
-const TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Awaits `f`, failing after [`TIMEOUT`] with `what` named.
-async fn timed<T, E: Into<anyhow::Error>>(
-    what: &str,
-    f: impl Future<Output = Result<T, E>>,
-) -> Result<T> {
-    match tokio::time::timeout(TIMEOUT, f).await {
-        Ok(r) => r.map_err(Into::into),
-        Err(_) => Err(anyhow!("{what}: no answer in {TIMEOUT:?}")),
-    }
-}
-
-/// Connects with the current profile, as the `fluvio` CLI does.
-pub async fn connect() -> Result<Fluvio> {
-    let config = FluvioClusterConfig::load().context("reading the current fluvio profile")?;
-    timed("connecting", Fluvio::connect_with_config(&config))
-        .await
-        .with_context(|| {
-            format!(
-                "cannot reach the Fluvio cluster at {} (the current profile)",
-                config.endpoint
-            )
-        })
-}
-
-/// How a topic is laid out: its partitions and its replication factor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Layout {
-    pub partitions: u32,
-    pub replication: u32,
-}
-
-impl std::fmt::Display for Layout {
-    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        write!(
-            f,
-            "{} partition(s), replication {}",
-            self.partitions, self.replication
-        )
-    }
-}
-
-/// How `topic` is laid out (a replica map that names no factor counts as 1).
-pub async fn layout(fluvio: &Fluvio, topic: &str) -> Result<Layout> {
-    match listed(&fluvio.admin().await, topic).await? {
-        Some((layout, _)) => Ok(layout),
-        None => bail!("topic {topic:?} does not exist (`fluvio topic list`)"),
-    }
-}
-
-/// `topic`'s layout and resolution, if the cluster has it.
-async fn listed(admin: &FluvioAdmin, topic: &str) -> Result<Option<(Layout, TopicResolution)>> {
-    let topics = admin
-        .list::<TopicSpec, String>(vec![topic.to_owned()])
-        .await?;
-    Ok(topics.into_iter().find(|t| t.name == topic).map(|t| {
-        let layout = Layout {
-            partitions: t.spec.partitions(),
-            replication: t.spec.replication_factor().unwrap_or(1),
-        };
-        (layout, t.status.resolution)
-    }))
-}
-
-/// The cluster's answer that the topic is there already, by its error code (not its text).
-pub fn already_exists(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        matches!(
-            c.downcast_ref::<ApiError>(),
-            Some(ApiError::Code(ErrorCode::TopicAlreadyExists, _))
-        )
-    })
-}
-
-/// Creates `to` laid out as `want` when missing (saying so), and waits until it is
-/// provisioned. A `to` that exists laid out otherwise is said, and relayed into as it is.
-pub async fn ensure_topic(fluvio: &Fluvio, to: &str, want: Layout) -> Result<()> {
-    let admin = fluvio.admin().await;
-    match listed(&admin, to).await? {
-        Some((have, _)) if have != want => tracing::warn!(
-            "topic {to} exists with {have}, not {want} as asked: relaying into it as it is"
-        ),
-        Some(_) => {}
-        None => {
-            let spec = TopicSpec::new_computed(want.partitions, want.replication, None);
-            match admin.create(to.to_owned(), false, spec).await {
-                Ok(()) => tracing::info!("created topic {to} ({want})"),
-                // Another relay sharing the topic's partitions may have created it meanwhile.
-                Err(e) if already_exists(&e) => {}
-                Err(e) => return Err(e.context(format!("creating topic {to} ({want})"))),
-            }
-        }
-    }
-    for _ in 0..100 {
-        if let Some((_, TopicResolution::Provisioned)) = listed(&admin, to).await? {
-            return Ok(());
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    bail!("topic {to} was not provisioned in 10 s")
-}
-
 /// The `.wasm` of the SmartModule registered as `name`, so the relay runs the very bytes the
 /// chat consumers run.
 pub async fn smartmodule_wasm(fluvio: &Fluvio, name: &str) -> Result<Vec<u8>> {
@@ -395,24 +289,5 @@ impl Sink for FluvioSink {
             timed("waiting for the acknowledgement", out.wait()).await?;
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_existing_topic_is_told_by_its_error_code_not_its_text() {
-        let exists = anyhow::Error::new(ApiError::Code(ErrorCode::TopicAlreadyExists, None))
-            .context("creating topic t-pressure");
-        assert!(already_exists(&exists));
-        // Text that says "exists" under another code is a failure to report.
-        let other = anyhow::Error::new(ApiError::Code(
-            ErrorCode::TopicInvalidName,
-            Some("a topic name that exists only in lowercase".to_owned()),
-        ));
-        assert!(!already_exists(&other));
-        assert!(!already_exists(&anyhow!("the topic exists")));
     }
 }

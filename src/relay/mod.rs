@@ -38,28 +38,14 @@ fn secs(s: &str) -> Result<Duration, String> {
     }
 }
 
-/// A Fluvio topic name: lowercase letters, digits and `-`.
-fn topic_name(s: &str) -> Result<String, String> {
-    let ok = !s.is_empty()
-        && s.len() <= 63
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-    match ok {
-        true => Ok(s.to_owned()),
-        false => Err(format!(
-            "{s:?} is no Fluvio topic name (lowercase letters, digits and -, 63 at most)"
-        )),
-    }
-}
-
 /// What to relay, from where, to where, with which module.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
     /// The event topic
-    #[arg(long, value_name = "TOPIC", value_parser = topic_name)]
+    #[arg(long, value_name = "TOPIC", value_parser = crate::topics::topic_name)]
     pub topic: String,
     /// The sibling topic the pressure records go to, created when missing [default: TOPIC-pressure]
-    #[arg(long, value_name = "TOPIC", value_parser = topic_name)]
+    #[arg(long, value_name = "TOPIC", value_parser = crate::topics::topic_name)]
     pub to: Option<String>,
     /// The consumer id the relay's offsets are committed under
     #[arg(long, value_name = "ID", default_value = "agent-fold-relay")]

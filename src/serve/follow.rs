@@ -329,7 +329,7 @@ impl Follow {
     /// A directory of logs: each file polled on its own (a quiet one less often), its lines
     /// held until they tell its format, then keyed by the session it names.
     fn poll_tree(&mut self) -> Polled {
-        if self.polls % RELIST == 0 {
+        if self.polls.is_multiple_of(RELIST) {
             match logs::tree_files(&self.root) {
                 Ok(files) => self.listed = files,
                 Err(e) => {
@@ -350,7 +350,7 @@ impl Follow {
         for path in &self.listed {
             let tail = self.tails.entry(path.clone()).or_default();
             let every = 1u64 << tail.quiet.min(BACKOFF);
-            if tail.pos > 0 && self.polls % every != 0 {
+            if tail.pos > 0 && !self.polls.is_multiple_of(every) {
                 continue;
             }
             match tail.read(path) {

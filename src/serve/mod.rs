@@ -37,16 +37,6 @@ use board::alerts::{MAX_RULES, Rule};
 use fold::ViewPair;
 use source::Feed;
 
-/// `--header-timeout SECS`: a positive number of seconds.
-pub fn secs(s: &str) -> Result<Duration, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v > 0.0 && v.is_finite() && v <= 86_400.0 => Ok(Duration::from_secs_f64(v)),
-        _ => Err(format!(
-            "takes a positive number of seconds (a day at most), got {s:?}"
-        )),
-    }
-}
-
 /// `--idle SECS`: a positive number of seconds, a year at most.
 fn idle_secs(s: &str) -> Result<Duration, String> {
     match s.parse::<f64>() {
@@ -113,42 +103,47 @@ pub struct Args {
           value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub max_connections: u64,
     /// A request's head must arrive within SECS of the connection (or of the last response)
-    #[arg(long, value_name = "SECS", value_parser = secs, default_value = "10")]
+    #[arg(long, value_name = "SECS", value_parser = flags::secs, default_value = "10")]
     pub header_timeout: Duration,
+    /// Receive agents' OpenTelemetry log events (OTLP/HTTP) on this address too (loopback by
+    /// default: 127.0.0.1:4318), read with input=otel: no cluster, no collector
+    #[arg(long, value_name = "IP:PORT", num_args = 0..=1,
+          default_missing_value = "127.0.0.1:4318")]
+    pub otlp: Option<SocketAddr>,
+    /// With --otlp: a file holding the bearer token every OTLP request must carry (required
+    /// when --otlp listens beyond loopback)
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
     /// The agent log to follow: a JSONL file, a Claude Code session directory, or a directory of
     /// logs (~/.claude/projects, ~/.codex/sessions), or - for pressure records on stdin (e.g.
     /// piped from `fluvio consume agent-events-pressure`)
-    #[arg(value_name = "SOURCE", required_unless_present = "topic")]
+    #[arg(value_name = "SOURCE", required_unless_present_any = ["topic", "otlp"])]
     pub log: Option<PathBuf>,
 }
 
 impl Args {
-    /// The feed, its params, its file and its module checked: a bad one fails here, before
-    /// the server starts.
-    pub fn feed(&self) -> Result<Feed> {
+    /// The feeds, their params, files and modules checked: a bad one fails here, before the
+    /// server starts.
+    pub fn feeds(&self) -> Result<Feeds> {
         let log = match (&self.topic, &self.log) {
-            (Some(t), _) => Err(Feed::Topic(t.clone())),
-            (None, Some(p)) if p.as_os_str() == "-" => Err(Feed::Stdin),
-            (None, Some(p)) => Ok(p.clone()),
-            (None, None) => bail!("give a SOURCE (a log, or - for stdin) or --topic"),
+            (Some(t), _) => Some(Err(Feed::Topic(t.clone()))),
+            (None, Some(p)) if p.as_os_str() == "-" => Some(Err(Feed::Stdin)),
+            (None, Some(p)) => Some(Ok(p.clone())),
+            (None, None) if self.otlp.is_some() => None,
+            (None, None) => bail!("give a SOURCE (a log, or - for stdin), --topic or --otlp"),
         };
-        let path = match log {
-            Ok(path) => path,
-            Err(feed) => {
-                if self.format.is_some()
-                    || !self.params.is_empty()
-                    || self.wasm.is_some()
-                    || self.native
-                {
-                    bail!(
-                        "--input, -e, --wasm and --native shape the module over a followed log; \
-                         {} carries pressure records already",
-                        feed.describe()
-                    );
-                }
-                return Ok(feed);
-            }
-        };
+        let shapes =
+            self.format.is_some() || !self.params.is_empty() || self.wasm.is_some() || self.native;
+        if let Some(Err(feed)) = &log
+            && shapes
+            && self.otlp.is_none()
+        {
+            bail!(
+                "--input, -e, --wasm and --native shape the module over a followed log or --otlp; \
+                 {} carries pressure records already",
+                feed.describe()
+            );
+        }
         if self.params.iter().any(|(k, _)| k == "emit") {
             bail!("-e emit=…: serve runs one instance of each view (pressure and frames)");
         }
@@ -156,18 +151,75 @@ impl Args {
         if has_input && self.format.is_some() {
             bail!("--input and -e input=… both name the log's format: choose one");
         }
-        let format = match (self.format, has_input) {
-            (Some(f), _) => Some(f),
-            (None, true) => None,
-            (None, false) => Some(Format::Auto),
-        };
-        follow::followable(&path)?;
         let source = module::choose(self.wasm.as_deref(), self.native);
-        let views = ViewPair::new(source, self.params.to_vec(), format)?;
-        Ok(Feed::Log {
-            path,
-            views: Box::new(views),
-        })
+        let otlp = match self.otlp {
+            Some(addr) => {
+                if has_input {
+                    bail!("-e input=…: --otlp's events are read with input=otel");
+                }
+                let token = crate::otlp::token_for(addr, self.token_file.as_deref())?;
+                let views = ViewPair::new(
+                    source.clone(),
+                    self.params.to_vec(),
+                    Some(Format::Is(agent_fold_core::Input::Otel)),
+                )?;
+                Some(source::OtlpFeed {
+                    addr,
+                    token,
+                    views: Box::new(views),
+                })
+            }
+            None if self.token_file.is_some() => bail!("--token-file goes with --otlp"),
+            None => None,
+        };
+        let feed = match log {
+            None => None,
+            Some(Err(feed)) => Some(feed),
+            Some(Ok(path)) => {
+                let format = match (self.format, has_input) {
+                    (Some(f), _) => Some(f),
+                    (None, true) => None,
+                    (None, false) => Some(Format::Auto),
+                };
+                follow::followable(&path)?;
+                let views = ViewPair::new(source, self.params.to_vec(), format)?;
+                Some(Feed::Log {
+                    path,
+                    views: Box::new(views),
+                })
+            }
+        };
+        Ok(Feeds { feed, otlp })
+    }
+}
+
+/// What the board is fed from: a source, OTLP events, or both.
+pub struct Feeds {
+    pub feed: Option<Feed>,
+    pub otlp: Option<source::OtlpFeed>,
+}
+
+impl Feeds {
+    /// The sources as the status line names them.
+    pub fn describe(&self) -> String {
+        let otlp = self
+            .otlp
+            .as_ref()
+            .map(|o| format!("OTLP on http://{}/v1/logs", o.addr));
+        match (&self.feed, otlp) {
+            (Some(f), Some(o)) => format!("{} and {o}", f.describe()),
+            (Some(f), None) => f.describe(),
+            (None, Some(o)) => o,
+            (None, None) => String::new(),
+        }
+    }
+
+    /// The module that folds, when there is one.
+    pub fn module(&self) -> Option<String> {
+        self.feed
+            .as_ref()
+            .and_then(Feed::module)
+            .or_else(|| self.otlp.as_ref().map(|o| o.views.module()))
     }
 }
 
@@ -184,6 +236,15 @@ pub struct App {
     pub hosts: Arc<Hosts>,
     /// The alert webhook's outcomes, when there is one.
     pub webhook: Option<Arc<webhook::Outcomes>>,
+    /// The OTLP receiver's counters, with `--otlp`.
+    pub otlp: Arc<std::sync::OnceLock<Arc<crate::otlp::Counters>>>,
+}
+
+/// The OTLP receiver's counters join `/metrics`.
+fn app_otlp(app: &App, otlp: Option<&source::OtlpServer>) {
+    if let Some((_, _, _, counters)) = otlp {
+        let _ = app.otlp.set(Arc::clone(counters));
+    }
 }
 
 /// The routes: `/` the page, `/context-meter.js` the element, `/serve/…` the page's scripts
@@ -239,14 +300,10 @@ fn refused(status: StatusCode, why: &str) -> Response {
     json(status, body)
 }
 
-/// The URL's query as `(name, value)` pairs, percent-decoded.
-fn pairs(raw: Option<&str>) -> Result<Vec<(String, String)>, Response> {
-    serde_urlencoded::from_str::<Vec<(String, String)>>(raw.unwrap_or("")).map_err(|e| {
-        refused(
-            StatusCode::BAD_REQUEST,
-            &format!("the query does not read: {e}"),
-        )
-    })
+/// The URL's query as `(name, value)` pairs, percent-decoded; why not, in words.
+fn pairs(raw: Option<&str>) -> Result<Vec<(String, String)>, String> {
+    serde_urlencoded::from_str::<Vec<(String, String)>>(raw.unwrap_or(""))
+        .map_err(|e| format!("the query does not read: {e}"))
 }
 
 /// `GET /api/sessions?sort=&order=&q=&limit=&offset=&all=`: 400 with the reason for a
@@ -254,7 +311,7 @@ fn pairs(raw: Option<&str>) -> Result<Vec<(String, String)>, Response> {
 async fn sessions_route(State(app): State<App>, RawQuery(raw): RawQuery) -> Response {
     let pairs = match pairs(raw.as_deref()) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(why) => return refused(StatusCode::BAD_REQUEST, &why),
     };
     match board::query::Query::parse(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
         Ok(q) => json(
@@ -281,7 +338,7 @@ async fn history_route(
 ) -> Response {
     let pairs = match pairs(raw.as_deref()) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(why) => return refused(StatusCode::BAD_REQUEST, &why),
     };
     let mut after = None;
     for (k, v) in &pairs {
@@ -329,20 +386,20 @@ async fn state_route(State(app): State<App>) -> Response {
 
 /// `agent-fold serve`.
 pub fn main(args: &Args) -> Result<i32> {
-    let feed = args.feed()?;
+    let feeds = args.feeds()?;
     if args.alerts.len() > MAX_RULES {
         bail!("at most {MAX_RULES} --alert rules");
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(serve(args, feed))
+    runtime.block_on(serve(args, feeds))
 }
 
 /// How often idle sessions are looked for.
 const SWEEP: Duration = Duration::from_secs(1);
 
-async fn serve(args: &Args, feed: Feed) -> Result<i32> {
+async fn serve(args: &Args, feeds: Feeds) -> Result<i32> {
     // SIGINT and SIGTERM end the server from the first instant, before anything can take time.
     let mut signals = svc::Signals::new().context("listening for signals")?;
     let listener = tokio::net::TcpListener::bind(args.addr)
@@ -368,15 +425,24 @@ async fn serve(args: &Args, feed: Feed) -> Result<i32> {
         history_points: args.history_points as usize,
         rules: args.alerts.clone(),
     };
-    let board = Board::new(config, &feed.describe(), feed.module(), hook);
+    let board = Board::new(config, &feeds.describe(), feeds.module(), hook);
     let app = App {
         board: Arc::clone(&board),
         connections: Arc::default(),
         hosts: Arc::new(Hosts::new(addr.port(), &args.allow_hosts)),
         webhook: outcomes,
+        otlp: Arc::default(),
     };
+    svc::raise_open_files();
     let limits = Limits::new(args.max_connections as usize, args.header_timeout);
-    feed.start(Arc::clone(&board));
+    let otlp = match feeds.otlp {
+        Some(o) => Some(o.start(Arc::clone(&board), feeds.feed.is_none()).await?),
+        None => None,
+    };
+    app_otlp(&app, otlp.as_ref());
+    if let Some(feed) = feeds.feed {
+        feed.start(Arc::clone(&board));
+    }
     let sweeper = Arc::clone(&board);
     tokio::spawn(async move {
         let mut every = tokio::time::interval(SWEEP);
@@ -385,16 +451,29 @@ async fn serve(args: &Args, feed: Feed) -> Result<i32> {
             sweeper.sweep();
         }
     });
-    // The one line on stdout: scripts and tests read the URL from it.
+    // On stdout: the page's URL first (scripts and tests read it), then with --otlp the
+    // endpoint exporters are given.
     println!("http://{addr}/");
+    if let Some((listener, ..)) = &otlp {
+        println!("http://{}/v1/logs", listener.local_addr()?);
+    }
     tracing::info!(
         max_connections = limits.connections,
         header_timeout_s = limits.header_timeout.as_secs_f64(),
         "serving on http://{addr}/"
     );
     let connections = Arc::clone(&app.connections);
+    let otlp_server = async move {
+        match otlp {
+            Some((listener, router, connections, _)) => {
+                svc::serve(listener, router, limits, connections).await
+            }
+            None => std::future::pending().await,
+        }
+    };
     tokio::select! {
         () = svc::serve(listener, router(app), limits, connections) => {}
+        () = otlp_server => {}
         () = signals.recv() => {}
     }
     Ok(0)

@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 /// `ui/context-meter.js` as it is in the repository: the package's ES module.
 pub const SCRIPT: &str = include_str!("../../ui/context-meter.js");
 
-/// `ui/serve/index.html`: one card per session, filled by `ui/serve/page.js`.
+/// `ui/serve/index.html`: the board and a session's detail, filled by `ui/serve/page.js`.
 pub const PAGE: &str = include_str!("../../ui/serve/index.html");
 
 const HTML: &str = "text/html; charset=utf-8";
@@ -20,6 +20,9 @@ const CSS: &str = "text/css; charset=utf-8";
 /// The page's other files, served at `/serve/<name>`: name, content type, text.
 pub const FILES: &[(&str, &str, &str)] = &[
     ("page.js", JS, include_str!("../../ui/serve/page.js")),
+    ("board.js", JS, include_str!("../../ui/serve/board.js")),
+    ("detail.js", JS, include_str!("../../ui/serve/detail.js")),
+    ("spark.js", JS, include_str!("../../ui/serve/spark.js")),
     ("chart.js", JS, include_str!("../../ui/serve/chart.js")),
     ("page.css", CSS, include_str!("../../ui/serve/page.css")),
 ];

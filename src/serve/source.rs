@@ -75,6 +75,112 @@ impl Feed {
     }
 }
 
+/// OTLP events in (`serve --otlp`): a receiver of its own, whose events the module reads with
+/// `input=otel` in a thread of its own; an exporter is answered once its events are on the
+/// board.
+pub struct OtlpFeed {
+    pub addr: std::net::SocketAddr,
+    pub token: Option<String>,
+    pub views: Box<ViewPair>,
+}
+
+/// What an OTLP sink hands the module's thread: the records, and where to say it is done.
+type Batch = (
+    Vec<crate::record::Rec>,
+    tokio::sync::oneshot::Sender<Result<(), String>>,
+);
+
+/// The OTLP receiver's sink: the module's thread, through a bounded queue.
+struct BoardSink(tokio::sync::mpsc::Sender<Batch>);
+
+impl crate::otlp::Sink for BoardSink {
+    fn write(
+        &self,
+        records: Vec<crate::record::Rec>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + '_>> {
+        Box::pin(async move {
+            let (done, wait) = tokio::sync::oneshot::channel();
+            self.0
+                .send((records, done))
+                .await
+                .map_err(|_| "the board's module is gone".to_owned())?;
+            wait.await
+                .map_err(|_| "the board's module is gone".to_owned())?
+        })
+    }
+}
+
+/// What `serve` needs to answer OTLP: its listener, its routes, its connections' figures, its
+/// counters.
+pub type OtlpServer = (
+    tokio::net::TcpListener,
+    axum::Router,
+    Arc<crate::service::Connections>,
+    Arc<crate::otlp::Counters>,
+);
+
+impl OtlpFeed {
+    /// Listens, and starts the thread that runs the module over what arrives; `owns_status`:
+    /// there is no other source, so this one says what the status line says.
+    pub async fn start(self, board: Arc<Board>, owns_status: bool) -> Result<OtlpServer> {
+        let listener = tokio::net::TcpListener::bind(self.addr)
+            .await
+            .with_context(|| format!("listening for OTLP on {}", self.addr))?;
+        let addr = listener.local_addr()?;
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<Batch>(16);
+        let mut views = *self.views;
+        let where_ = format!("receiving OTLP events on http://{addr}/v1/logs");
+        if owns_status {
+            board.batch(|b| b.status(SourceState::Live, where_.clone()));
+        }
+        let thread_board = Arc::clone(&board);
+        tracing::info!("{where_}");
+        std::thread::spawn(move || {
+            while let Some((records, done)) = rx.blocking_recv() {
+                let n = records.len() as u64;
+                let answer = match views.push(records) {
+                    Ok(out) => {
+                        let gave = Gave::parse(out);
+                        thread_board.batch(|b| {
+                            b.read(n);
+                            gave.apply(b);
+                            if owns_status {
+                                b.status(SourceState::Live, where_.clone());
+                            }
+                        });
+                        Ok(())
+                    }
+                    Err(e) => {
+                        let why = format!("the module failed: {e:#}");
+                        if owns_status {
+                            thread_board.batch(|b| b.status(SourceState::Error, why.clone()));
+                        }
+                        Err(why)
+                    }
+                };
+                let _ = done.send(answer);
+            }
+        });
+        let limits = crate::otlp::decode::Limits {
+            body: 8 << 20,
+            inflated: 32 << 20,
+        };
+        let receiver = Arc::new(crate::otlp::Receiver::new(
+            Arc::new(BoardSink(tx)),
+            self.token,
+            limits,
+            8,
+        ));
+        let counters = Arc::clone(&receiver.counters);
+        Ok((
+            listener,
+            crate::otlp::router(receiver),
+            Arc::default(),
+            counters,
+        ))
+    }
+}
+
 /// Counts pressure records a source read (parsed before the lock), then [`apply`]s them.
 fn take(b: &mut Changes, records: Vec<Result<PressureRecord, String>>) {
     b.read(records.len() as u64);

@@ -178,6 +178,9 @@ pub fn render(app: &App) -> String {
             &outcomes,
         );
     }
+    if let Some(counters) = app.otlp.get() {
+        crate::otlp::metrics_text(&mut t, "agent_fold_serve", counters);
+    }
     let refused = [
         ("connection_cap", load(&c.refused)),
         ("host", load(&app.hosts.refused_host)),

@@ -38,6 +38,28 @@ impl Limits {
     }
 }
 
+/// Raises the soft limit on open files to the hard one (at most 65,536), so that a service
+/// meant for a thousand clients is not held to a shell's 1,024; says what it could not.
+pub fn raise_open_files() {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit read and write one rlimit, which lives here.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+            return;
+        }
+        let want = r.rlim_max.min(65_536);
+        if want > r.rlim_cur {
+            r.rlim_cur = want;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &r) != 0 {
+                tracing::debug!("could not raise the open-file limit to {want}");
+            }
+        }
+    }
+}
+
 /// The soft limit on open files (1,024 when it cannot be read).
 fn open_files() -> usize {
     let mut r = libc::rlimit {

@@ -26,6 +26,8 @@ pub fn binary() -> std::path::PathBuf {
 
 /// A running server; killed when dropped.
 pub struct Server {
+    /// What it printed on stdout, line by line.
+    printed: Arc<Mutex<Vec<String>>>,
     child: Child,
     pub url: String,
     pub port: u16,
@@ -78,12 +80,13 @@ impl Server {
         });
         let out = child.stdout.take().expect("piped");
         let (tx, rx) = mpsc::channel();
+        let printed = Arc::new(Mutex::new(Vec::new()));
+        let keep_out = Arc::clone(&printed);
         std::thread::spawn(move || {
-            let mut lines = BufReader::new(out).lines();
-            if let Some(Ok(line)) = lines.next() {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                keep_out.lock().unwrap().push(line.clone());
                 let _ = tx.send(line);
             }
-            lines.for_each(drop);
         });
         let url = match rx.recv_timeout(TIMEOUT) {
             Ok(url) => url,
@@ -105,6 +108,23 @@ impl Server {
             url,
             port,
             stderr,
+            printed,
+        }
+    }
+
+    /// The OTLP endpoint's port (`serve --otlp` prints its URL on the second line).
+    pub fn otlp_port(&self) -> u16 {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            if let Some(line) = self.printed.lock().unwrap().get(1) {
+                return line
+                    .strip_prefix("http://127.0.0.1:")
+                    .and_then(|r| r.strip_suffix("/v1/logs"))
+                    .and_then(|p| p.parse().ok())
+                    .unwrap_or_else(|| panic!("the second line is the OTLP URL, got {line:?}"));
+            }
+            assert!(Instant::now() < deadline, "no OTLP URL printed");
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 
@@ -326,6 +346,39 @@ fn head(r: &mut impl BufRead) -> (u16, Vec<(String, String)>) {
     (status, headers)
 }
 
+/// A POST to `127.0.0.1:port` with the given headers and body: status, headers, whole body.
+pub fn post(port: u16, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Response {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let mut req = format!(
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).unwrap();
+    // A refusal may come before the whole body is sent: a broken pipe is then no failure.
+    let _ = s.write_all(body);
+    let mut r = BufReader::new(s);
+    let (status, headers) = head(&mut r);
+    let mut body = Vec::new();
+    if headers
+        .iter()
+        .any(|(k, v)| k == "transfer-encoding" && v == "chunked")
+    {
+        Chunked::new(r).read_to_end(&mut body).unwrap();
+    } else {
+        let _ = r.read_to_end(&mut body);
+    }
+    Response {
+        status,
+        headers,
+        body,
+    }
+}
+
 /// A chunked HTTP/1.1 body, unwrapped.
 struct Chunked<R> {
     inner: R,
@@ -405,8 +458,10 @@ pub struct Events {
 }
 
 impl Events {
-    /// The next event (comments skipped); fails after [`TIMEOUT`].
+    /// The next event (comments skipped); fails after [`TIMEOUT`] without one, keep-alive
+    /// comments or not.
     pub fn next(&mut self) -> Event {
+        let deadline = Instant::now() + TIMEOUT;
         let mut e = Event {
             id: None,
             kind: "message".to_owned(),
@@ -429,6 +484,10 @@ impl Events {
                 continue;
             }
             if line.starts_with(':') {
+                assert!(
+                    Instant::now() < deadline,
+                    "no event on /events for {TIMEOUT:?}"
+                );
                 continue;
             }
             let (field, value) = line.split_once(':').unwrap_or((line, ""));
@@ -458,6 +517,33 @@ impl Events {
             }
         }
     }
+
+    /// The board's events (`board` and `delta`) until one carries a row of session `id` that
+    /// `ok` holds of: that row, and the event.
+    pub fn next_row(&mut self, id: &str, ok: impl Fn(&Value) -> bool) -> (Value, Event) {
+        loop {
+            let e = self.next();
+            if let Some(row) = row_of(&e.json()["rows"], id).filter(|r| ok(r)) {
+                return (row.clone(), e);
+            }
+        }
+    }
+
+    /// The board's events until one carries a status that `ok` holds of: that status.
+    pub fn next_status(&mut self, ok: impl Fn(&Value) -> bool) -> Value {
+        loop {
+            let e = self.next();
+            let v = e.json();
+            if !v["status"].is_null() && ok(&v["status"]) {
+                return v["status"].clone();
+            }
+        }
+    }
+}
+
+/// The row of session `id` among `rows` (a board's, a delta's, `/state`'s `sessions`).
+pub fn row_of<'a>(rows: &'a Value, id: &str) -> Option<&'a Value> {
+    rows.as_array()?.iter().find(|r| r["session"] == id)
 }
 
 /// A scratch directory under the target's tmp, fresh for each name.

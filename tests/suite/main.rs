@@ -11,6 +11,7 @@ mod harness;
 mod adapt;
 mod browser;
 mod checkpoint;
+mod collect;
 mod frames_properties;
 mod frames_snapshots;
 mod fuzz_regressions;

@@ -599,13 +599,21 @@ fn message_tokens_are_the_surface_sum_and_projections_never_negative() {
                 assert!(l.get("partial").is_none(), "{at}");
             }
             // Between a compaction and the next reading `rebased` re-bases (contract §3.4; the
-            // agent-fold input's restore prior is 0; these sessions never calibrate).
+            // agent-fold input's restore prior is 0), at the session's scale (§3.3: measured
+            // content can make one calibrate).
+            let ratio = agent_fold_testkit::reference::ratio(
+                s["providerGrowth"].as_u64().unwrap(),
+                s["estGrowth"].as_u64().unwrap(),
+                false,
+            );
+            let scale = |t: i128| agent_fold_testkit::reference::scale(t, ratio);
             let envelope =
                 s["systemTokens"].as_u64().unwrap_or(0) + s["toolsTokens"].as_u64().unwrap_or(0);
             let first = s["rebaseFirst"].as_array().map(|f| {
                 let (r, a) = (f[0].as_u64().unwrap(), f[1].as_u64().unwrap());
-                r.saturating_sub(a).max(envelope)
+                ((r as i128 - scale(a as i128)).max(0) as u64).max(envelope)
             });
+            let kept_node = s["keptNode"].as_u64().unwrap_or(0);
             let rebase = (first, s["rebase"][2].as_u64());
             // Halfway from the prior (0 here) to what was learnt; nothing where the log shows it.
             let restore = match s["keptShown"] == true {
@@ -618,9 +626,12 @@ fn message_tokens_are_the_surface_sum_and_projections_never_negative() {
                 rebase,
             ) {
                 (Some(_), Some(_), (Some(b), Some(k))) => {
-                    json!(b as i128 + k as i128 + (sum as i128 - k as i128).max(restore))
+                    let left = kept_node as i128 + scale(k as i128 - kept_node as i128);
+                    json!(b as i128 + left + scale(sum as i128 - k as i128).max(restore))
                 }
-                (Some(pr), Some(a), _) => json!((pr as i128 + sum as i128 - a as i128).max(0)),
+                (Some(pr), Some(a), _) => {
+                    json!((pr as i128 + scale(sum as i128 - a as i128)).max(0))
+                }
                 _ => Value::Null,
             };
             assert_eq!(l["projectedTokens"], projected, "{at}");

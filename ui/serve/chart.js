@@ -1,4 +1,5 @@
-// One session so far, as an SVG drawn from the meter's states: the provider's readings as steps,
+// One session so far, as an SVG drawn from the meter's states (`add`) or from the server's history
+// of the session (`load`, `append`): the provider's readings as steps,
 // the projection as steps over a light area, the auto-compaction threshold dashed, and each
 // compaction marked. No chart framework: a few paths, redrawn at most once a frame.
 // Bounded: past MAX_POINTS points, every two become one (the later, keeping a compaction's mark).
@@ -91,6 +92,37 @@ export class SessionChart {
     if (pts.length > MAX_POINTS) this.#thin();
     this.#schedule();
   }
+
+  /** Replaces the points with a session's history as the server keeps it: `[[seq, projected,
+   * pressure, capacity, compactAt, compaction 0|1], …]`, oldest first. */
+  load(history) {
+    this.#points = [];
+    this.append(history);
+    this.#schedule();
+  }
+
+  /** Appends history points (as `load` takes them) after the last one: a point at the last seq
+   * replaces it, one before it drops the points from there on (a history that starts again is
+   * drawn again). The compaction marks are the server's. Thinned to the same bound as `add`. */
+  append(history) {
+    if (!Array.isArray(history)) return;
+    for (const h of history) {
+      const x = Array.isArray(h) ? num(h[0]) : null;
+      if (x == null) continue;
+      const pts = this.#points;
+      const p = { x, projected: num(h[1]), pressure: num(h[2]), capacity: num(h[3]), compactAt: num(h[4]),
+        message: null, compaction: h[5] === 1 || h[5] === true };
+      while (pts.length && pts.at(-1).x > x) pts.pop();
+      // The same seq again is that point's latest figures (a compaction's mark stays).
+      if (pts.length && pts.at(-1).x === x && pts.pop().compaction) p.compaction = true;
+      pts.push(p);
+    }
+    while (this.#points.length > MAX_POINTS) this.#thin();
+    this.#schedule();
+  }
+
+  /** The last seq drawn, or null. */
+  get lastSeq() { return this.#points.at(-1)?.x ?? null; }
 
   clear() {
     this.#points.length = 0;

@@ -1,188 +1,224 @@
-// The page `agent-fold serve` serves: one card per session, newest first (by when first seen),
-// each with its <context-meter> in a mock composer, a figures line, the chart of the session so
-// far and its latest folded frames, all fed from the server's /events stream.
-// Bounded: at most MAX_CARDS cards (the least recently active one goes), each chart capped.
+// The page `agent-fold serve` serves: a fleet board of every session the server keeps, one row
+// each, the closest to its automatic compaction first (board.js), and one session's detail
+// beside it (detail.js: its <context-meter>, figures, chart and folded frames), all fed from the
+// server's /events stream (`board`: every row; `delta`: the rows that changed, and those gone).
 // The meters take the browser's language unless ?lang= names one; the page's own words are English.
-import { ContextMeter } from '@agent-fold/context-meter';
-import { SessionChart } from './chart.js';
+import { Board, DUE } from './board.js';
+import { Detail } from './detail.js';
 
-const MAX_CARDS = 24;
-const FRAMES_SHOWN = 8;
+const LATENCY_KEPT = 10000;
 
 const lang = new URLSearchParams(location.search).get('lang');
 const nf = new Intl.NumberFormat('en');
 const $ = (id) => document.getElementById(id);
-const main = $('sessions');
-const cards = new Map(); // session id -> its card's parts
-let clock = 0; // activity order: a card's `active` is the clock when it last changed
-let setAside = 0;
-// What tests and curious people can read: events seen, the last id, connection state.
-const page = window.agentFold = { events: 0, lastEventId: '', connected: false, status: null, maxCards: MAX_CARDS };
+const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+let skew = 0; // the server's clock less ours, from each message's `now`
+const now = () => Date.now() + skew;
 
-// "2026-02-12T14:34:19.464Z" -> "2026-02-12 14:34:19Z": short, and the same on every machine.
-const when = (ts) => (typeof ts === 'string' ? ts.replace('T', ' ').replace(/\.\d+/, '') : '');
+// What tests and curious people can read.
+const page = window.agentFold = {
+  connected: false, status: null, version: null, rows: 0, shown: 0, rendered: 0,
+  sort: { key: 'until', order: 'asc' }, open: null, latency: [], renders: 0, firstRender: null,
+  events: 0, lastEventId: '',
+};
+let latencyAt = 0; // where the ring of latencies writes next, once full
 
-function card(id) {
-  let c = cards.get(id);
-  if (c) {
-    c.active = ++clock;
-    return c;
-  }
-  const section = $('session-template').content.firstElementChild.cloneNode(true);
-  section.dataset.session = id;
-  const meter = new ContextMeter();
-  meter.session = id;
-  if (lang) meter.setAttribute('lang', lang);
-  section.querySelector('.tools').append(meter);
-  section.querySelector('h2').textContent = `session ${id || '(none)'}`;
-  section.querySelector('.seat').textContent = id.length > 12 ? `${id.slice(0, 8)}…` : (id || 'session');
-  const chart = new SessionChart();
-  section.querySelector('.plot').prepend(chart.svg);
-  c = { id, section, meter, chart, active: ++clock, figures: section.querySelector('.figures'),
-    list: section.querySelector('.frames ol'), none: section.querySelector('.frames .none') };
-  meter.addEventListener('change', () => figures(c));
-  meter.addEventListener('warning', () => figures(c));
-  cards.set(id, c);
-  main.prepend(section);
-  $('empty').hidden = true;
-  while (cards.size > MAX_CARDS) drop(leastActive(id));
-  figures(c);
-  return c;
-}
-
-function leastActive(keep) {
-  let old = null;
-  for (const c of cards.values()) if (c.id !== keep && (!old || c.active < old.active)) old = c;
-  return old;
-}
-
-function remove(c) {
-  c.section.remove();
-  cards.delete(c.id);
-}
-
-function drop(c) {
-  remove(c);
-  aside(setAside + 1);
-}
-
-// How many sessions the page does not show, said in the status line.
-function aside(n) {
-  setAside = n;
-  $('set-aside').textContent = !n ? '' : `${nf.format(n)} older session${n === 1 ? '' : 's'} set aside `
-    + `(the page keeps the ${MAX_CARDS} most recently active)`;
-}
-
-// The figures line: the meter's own state, in words, beside the ring.
-function figures(c) {
-  const s = c.meter.state;
-  const parts = [];
-  if (!s) parts.push('no reading yet');
+function sample(ms) {
+  if (page.latency.length < LATENCY_KEPT) page.latency.push(ms);
   else {
-    const used = s.projectedTokens ?? s.pressureTokens;
-    parts.push(s.capacity == null
-      ? `~${used == null ? '?' : nf.format(used)} tokens · capacity unknown (serve with -e capacity=N)`
-      : `~${used == null ? '?' : nf.format(used)} of ${nf.format(s.capacity)} tokens`);
-    if (s.pressureTokens != null) parts.push(`last provider reading ${nf.format(s.pressureTokens)}`);
-    if (s.compactAtTokens != null) {
-      parts.push(`auto-compacts at ~${nf.format(s.compactAtTokens)}${s.untilCompactTokens == null ? ''
-        : ` (~${nf.format(s.untilCompactTokens)} to go)`}`);
-    }
-    if (s.seq != null) parts.push(`seq ${s.seq}`);
-    if (s.timestamp) parts.push(when(s.timestamp));
-    if (s.partial) parts.push('joined mid-session');
-  }
-  c.figures.replaceChildren(parts.join(' · '));
-  if (c.meter.error != null) {
-    const w = document.createElement('span');
-    w.className = 'warn';
-    w.textContent = ` · warning: ${c.meter.error}`;
-    c.figures.append(w);
+    page.latency[latencyAt] = ms;
+    latencyAt = (latencyAt + 1) % LATENCY_KEPT;
   }
 }
 
-// A record for a session: the meter applies it (or not: another session's, an older seq), and
-// an applied pressure record is the chart's next point.
-function record(r) {
-  if (!r || typeof r.session !== 'string') return;
-  const c = card(r.session);
-  if (c.meter.update(r) && r.type === 'context/pressure') c.chart.add(c.meter.state);
+const layout = $('layout');
+const board = new Board($('board'), { now, onOpen: (id) => open(id), onFrame: frame });
+const detail = new Detail($('detail'), { lang, now });
+let started = false; // a first board came
+const autoOpened = new Set();
+
+// After each board render: the hooks, the header's counts, and when the rows drawn in view
+// reached the screen (the frame after this one).
+function frame(b, seen) {
+  page.rows = b.entries.size;
+  page.shown = b.shown;
+  page.rendered = b.rendered;
+  page.sort = { ...b.sort };
+  page.renders = b.renders;
+  if (page.firstRender == null && b.entries.size > 0) page.firstRender = performance.now();
+  if (seen.length) {
+    const stamps = seen.map((e) => e.readAt);
+    requestAnimationFrame(() => {
+      const t = performance.timeOrigin + performance.now();
+      for (const at of stamps) if (at != null) sample(t - at);
+    });
+  }
+  counts(b);
+  const few = b.entries.size <= 3;
+  layout.classList.toggle('few', few);
+  if (few) layout.style.setProperty('--few-rows', String(Math.max(1, b.shown)));
 }
 
-function frame(id, f) {
-  const c = card(id);
-  const li = document.createElement('li');
-  const t = document.createElement('time');
-  t.textContent = when(f.timestamp) || 'unstamped';
-  const delta = typeof f.estimated_tokens_delta === 'number' ? ` · ~${nf.format(f.estimated_tokens_delta)} tokens` : '';
-  const from = f.folded_from ? ` · since ${when(f.folded_from)}` : '';
-  li.append(t, ` ${f.folded_frames} × ${f.type || 'frame'} folded${delta}${from}`);
-  c.list.prepend(li);
-  while (c.list.children.length > FRAMES_SHOWN) c.list.lastElementChild.remove();
-  c.none.hidden = true;
+let countsKey = '';
+function counts(b) {
+  const { live, due, high, idle } = b.counts;
+  const shown = b.filter || b.showIdle ? `${nf.format(b.shown)} shown` : '';
+  const key = `${live}|${due}|${high}|${idle}|${shown}|${b.entries.size}`;
+  if (key === countsKey) return;
+  countsKey = key;
+  const band = (n, cls, words) => {
+    const s = document.createElement('span');
+    s.className = n ? cls : 'none';
+    s.textContent = `${nf.format(n)} ${words}`;
+    return s;
+  };
+  $('counts-bands').replaceChildren(
+    `Live: ${nf.format(live)} session${live === 1 ? '' : 's'}`, ' · ',
+    band(due, 'due', `within ${DUE / 1000}k of compaction`), ' · ',
+    band(high, 'high', 'over 90%'),
+  );
+  $('counts-shown').textContent = shown;
+  $('idle-count').textContent = idle ? `(${nf.format(idle)})` : '';
+  const empty = $('empty');
+  empty.hidden = b.shown > 0;
+  empty.textContent = !b.entries.size ? 'No session yet: its records will show here as they come.'
+    : b.filter ? `No session matches “${b.filter}”${b.showIdle ? '' : ' among the live ones'}.`
+      : 'No live session: the idle ones show with “show idle”.';
 }
 
 function status(s) {
+  if (!s || typeof s !== 'object') return;
+  const text = (v) => (typeof v === 'string' ? v : '');
   page.status = s;
-  $('status').dataset.state = s.state;
-  $('message').textContent = s.message;
-  $('source').textContent = s.source;
-  $('counts').textContent = `${nf.format(s.records)} read`;
-  $('skipped').textContent = s.skipped
-    ? `${nf.format(s.skipped)} skipped (last: ${s.lastSkipped})` : '';
+  $('status').dataset.state = text(s.state);
+  $('message').textContent = text(s.message);
+  $('source').textContent = text(s.source);
+  $('counts').textContent = num(s.records) != null ? `${nf.format(s.records)} read` : '';
+  $('skipped').textContent = num(s.skipped) ? `${nf.format(s.skipped)} skipped`
+    + (text(s.lastSkipped) ? ` (last: ${s.lastSkipped})` : '') : '';
   // The module's file name only (the whole path on hover): the line stays short.
   const module = $('module');
-  module.textContent = s.module ? `folded by the ${s.module.replace(/ \/\S*\//, ' ')}` : '';
-  module.title = s.module || '';
+  module.textContent = text(s.module) ? `folded by the ${s.module.replace(/ \/\S*\//, ' ')}` : '';
+  module.title = text(s.module);
 }
 
-function clear() {
-  for (const c of cards.values()) c.section.remove();
-  cards.clear();
-  aside(0);
-  $('empty').hidden = false;
-}
-
-// Each session's latest state (newest first): a card for each of the first MAX_CARDS.
-// A chart keeps its points when the snapshot goes on from them (a reconnect), else starts again.
-function snapshot(s) {
-  const shown = s.sessions.slice(0, MAX_CARDS);
-  const keep = new Set(shown.map((x) => x.session));
-  for (const c of [...cards.values()]) if (!keep.has(c.id)) remove(c);
-  for (const x of [...shown].reverse()) {
-    const c = card(x.session);
-    const last = c.chart.points.at(-1);
-    if (!x.pressure || (last && !(x.pressure.seq >= last.x))) c.chart.clear();
-    c.meter.reset();
-    c.list.replaceChildren();
-    c.none.hidden = false;
-    if (x.pressure && c.meter.update(x.pressure)) c.chart.add(c.meter.state);
-    if (x.error) c.meter.update(x.error);
-    for (const f of x.frames) frame(x.session, f);
-    main.prepend(c.section);
+// The detail pane, and the hash that keeps it over a reload: #session=<percent-encoded id>.
+function hashSession() {
+  const m = /^#session=(.+)$/.exec(location.hash);
+  if (!m) return null;
+  try {
+    return decodeURIComponent(m[1]);
+  } catch {
+    return null;
   }
-  $('empty').hidden = cards.size > 0;
-  aside(s.sessions.length - shown.length);
-  status(s.status);
+}
+
+function open(id) {
+  detail.open(id, board.entries.get(id)?.row ?? null);
+  board.setOpen(id);
+  page.open = id;
+  layout.classList.add('has-detail');
+  const hash = `#session=${encodeURIComponent(id)}`;
+  if (location.hash !== hash) history.replaceState(null, '', hash);
+}
+
+function close() {
+  if (!detail.id) return;
+  detail.close();
+  board.setOpen(null);
+  page.open = null;
+  layout.classList.remove('has-detail');
+  if (location.hash) history.replaceState(null, '', location.pathname + location.search);
+}
+
+window.addEventListener('hashchange', () => {
+  const id = hashSession();
+  if (id == null) close();
+  else if (board.entries.has(id)) {
+    open(id);
+    board.reveal(id);
+  }
+});
+document.addEventListener('keydown', (e) => {
+  if (e.key !== 'Escape' || !detail.id || e.defaultPrevented) return;
+  if (e.target === $('filter') && $('filter').value) return; // Escape clears the filter first
+  const id = detail.id;
+  close();
+  board.focus(id);
+});
+$('detail-close').addEventListener('click', () => {
+  const id = detail.id;
+  close();
+  board.focus(id);
+});
+$('filter').addEventListener('input', (e) => board.setFilter(e.target.value));
+$('show-idle').addEventListener('change', (e) => board.setShowIdle(e.target.checked));
+// A reload keeps what the form kept.
+board.setFilter($('filter').value);
+board.setShowIdle($('show-idle').checked);
+
+// After the rows changed: the open session follows its row (or closes with it), a session named
+// by the hash opens once the first board says it exists, and a lone session opens by itself.
+function changed(rows, first) {
+  const id = detail.id;
+  if (id) {
+    const e = board.entries.get(id);
+    if (!e) close();
+    else if (rows.some((r) => r && r.session === id)) {
+      detail.update(e.row);
+      detail.pull();
+    }
+  }
+  if (first) {
+    const want = hashSession();
+    if (want != null) {
+      if (board.entries.has(want)) {
+        open(want);
+        board.reveal(want);
+      } else history.replaceState(null, '', location.pathname + location.search);
+    }
+  }
+  if (!detail.id && board.entries.size === 1) {
+    const [only] = board.entries.keys();
+    if (!autoOpened.has(only)) {
+      autoOpened.add(only);
+      open(only);
+    }
+  }
+}
+
+function parse(e) {
+  page.events += 1;
+  page.lastEventId = e.lastEventId;
+  let d = null;
+  try {
+    d = JSON.parse(e.data);
+  } catch {
+    return null;
+  }
+  if (!d || typeof d !== 'object') return null;
+  if (num(d.v) != null) page.version = d.v;
+  if (num(d.now) != null) skew = d.now - Date.now();
+  return d;
 }
 
 const source = new EventSource('/events');
-const on = (kind, apply) => source.addEventListener(kind, (e) => {
-  page.events += 1;
-  page.lastEventId = e.lastEventId;
-  apply(JSON.parse(e.data));
+source.addEventListener('board', (e) => {
+  const d = parse(e);
+  if (!d) return;
+  const rows = Array.isArray(d.rows) ? d.rows : [];
+  board.replace(rows);
+  status(d.status);
+  changed(rows, !started);
+  started = true;
 });
-on('snapshot', snapshot);
-on('pressure', record);
-on('frame', (d) => frame(d.session, d.frame));
-on('status', status);
-on('reset', () => clear());
-// The server no longer keeps the session (its cap): neither does the page.
-on('forget', (d) => {
-  const c = cards.get(d.session);
-  if (!c) return;
-  remove(c);
-  $('empty').hidden = cards.size > 0;
+source.addEventListener('delta', (e) => {
+  const d = parse(e);
+  if (!d) return;
+  const rows = Array.isArray(d.rows) ? d.rows : [];
+  board.apply(rows, d.gone);
+  if (d.status) status(d.status);
+  changed(rows, false);
 });
 source.onopen = () => {
   page.connected = true;

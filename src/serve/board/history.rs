@@ -109,7 +109,7 @@ impl History {
             pressure: pack(f.pressure),
             capacity: pack(f.capacity),
             compact_at: pack(f.compact_at),
-            flags: u8::from(compaction) * COMPACTION | u8::from(reading) * READING,
+            flags: (u8::from(compaction) * COMPACTION) | (u8::from(reading) * READING),
         };
         match self.points.last_mut() {
             Some(last) if last.seq == f.seq => {

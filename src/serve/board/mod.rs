@@ -37,6 +37,10 @@ pub use row::{Folded, Latest, PressureRecord, RECORD_BYTES};
 const CHANGES: usize = 65_536;
 /// The most rows one delta carries: a page further behind gets the whole board.
 pub const DELTA_ROWS: usize = 4_096;
+/// The most bytes of rows a delta of one page's own carries (a delta most pages share is
+/// encoded once): a page further behind gets the whole board, which every page shares, so a
+/// page that never reads holds at most this of its own.
+pub const DELTA_BYTES: usize = 256 << 10;
 /// Folded frames kept per session for its list.
 const FOLDS: usize = 8;
 /// Values in a row's sparkline.
@@ -87,6 +91,9 @@ pub struct Status {
     pub skipped: u64,
     #[serde(rename = "lastSkipped")]
     pub last_skipped: Option<String>,
+    /// Why the source last started again (a log truncated, replaced, rewritten or back), when
+    /// it did: everything read before was void.
+    pub reset: Option<String>,
 }
 
 /// How the board is bounded and what it alerts on.
@@ -368,6 +375,7 @@ impl Board {
             records: 0,
             skipped: 0,
             last_skipped: None,
+            reset: None,
         };
         // Nanoseconds since 1970 in base 36: a new run, a new id space.
         let nanos = std::time::SystemTime::now()
@@ -512,13 +520,25 @@ impl Board {
         }
         let mut rows = Vec::with_capacity(ids.len());
         let mut gone = Vec::new();
+        let mut bytes = 0;
         let rules = &self.config.rules;
         for id in &ids {
             match inner.sessions.get_mut(id) {
-                Some(s) => rows.push(s.row(rules)),
-                None => gone.push(&**id),
+                Some(s) => {
+                    let row = s.row(rules);
+                    bytes += row.get().len();
+                    rows.push(row);
+                }
+                None => {
+                    bytes += id.len() + 3;
+                    gone.push(Arc::clone(id));
+                }
+            }
+            if bytes > DELTA_BYTES {
+                return self.whole(&mut inner);
             }
         }
+        let gone: Vec<&str> = gone.iter().map(|id| &**id).collect();
         let out = DeltaOut {
             v: head,
             now: now_ms(),
@@ -674,7 +694,8 @@ impl Changes<'_> {
         inner.points = 0;
         inner.status.records = 0;
         inner.status.skipped = 0;
-        inner.status.last_skipped = Some(format!("reset: {why}"));
+        inner.status.last_skipped = None;
+        inner.status.reset = Some(why.to_owned());
         inner.version += 1;
         inner.floor = inner.version;
         tracing::info!(

@@ -1,10 +1,12 @@
 //! The page `agent-fold serve` serves, in headless Chromium: the server binary started on
-//! 127.0.0.1:0 (its printed URL read), meters per session newest first, live updates from a
-//! followed log, folded frames, the status line (skipped records, a vanished log), `?lang=`;
-//! a real Claude Code session replayed in steps: the ring drops at the compaction, before the
-//! provider's next reading, and the chart marks it with the projection's drop; stateVersion 5
-//! records on stdin (the threshold drawn) and a page's bounded cards. Screenshots go to the
-//! target's tmp dir, and to docs/ when AGENT_FOLD_DOCS_SHOTS=1.
+//! 127.0.0.1:0 (its printed URL read), the board's rows ranked by how close each session is to
+//! compacting, a row opened (a real click) to its detail — the meter, figures, chart and folded
+//! frames — live updates from a followed log, the status line (skipped records, a vanished log),
+//! `?lang=`; a real Claude Code session replayed in steps: the ring drops at the compaction,
+//! before the provider's next reading, and the chart marks it with the projection's drop;
+//! stateVersion 5 records on stdin: sorting, filtering, the threshold drawn, a page opened late
+//! drawing a session's whole chart, a session the server forgets leaving the board. Screenshots
+//! go to the target's tmp dir, and to docs/ when AGENT_FOLD_DOCS_SHOTS=1.
 
 use std::io::Write;
 use std::process::Stdio;
@@ -17,23 +19,47 @@ use super::chart::{HELPERS as CHART, at as held};
 use super::harness::{Server, append, frame, last_pressure, real_session, scratch};
 use super::{chromium, f, js, s as text, shot};
 
-/// Opens the server's page (with `query`) and waits for its first event (the snapshot).
+/// Opens the server's page (with `query`) and waits for its first event (the board).
 fn open(b: &mut Browser, s: &Server, query: &str) {
     b.goto(&format!("{}{query}", s.url))
         .expect("the page loads");
     b.wait_for("window.agentFold && agentFold.events > 0")
-        .expect("the page gets its snapshot");
+        .expect("the page gets the board");
 }
 
-/// The meter of a session, as a JS expression.
+/// The meter of a session, as a JS expression: the detail's, while it is that session's.
 fn meter(id: &str) -> String {
     format!(
-        "document.querySelector('section[data-session={}] context-meter')",
+        "(agentFold.open === {} ? document.querySelector('#detail context-meter') : null)",
         json!(id)
     )
 }
 
-/// What a session's section shows: ring name and dash, the meter's state, figures, frames.
+/// The board row of a session, as a JS expression (null when it is not drawn).
+fn row(id: &str) -> String {
+    format!(
+        "document.querySelector('#board .row[data-session=\"' + CSS.escape({}) + '\"]')",
+        json!(id)
+    )
+}
+
+/// Opens a session's detail with a real click on its row, as a person would.
+fn click_row(b: &mut Browser, id: &str) {
+    b.wait_for(&format!("!!{}", row(id)))
+        .unwrap_or_else(|e| panic!("{id}'s row is never drawn: {e:#}"));
+    let at = js(
+        b,
+        &format!(
+            "(() => {{ const r = {}.getBoundingClientRect(); return [r.x + r.width / 3, r.y + r.height / 2]; }})()",
+            row(id)
+        ),
+    );
+    b.click(f(&at[0]), f(&at[1])).unwrap();
+    b.wait_for(&format!("agentFold.open === {}", json!(id)))
+        .unwrap_or_else(|e| panic!("a click on {id}'s row opens it: {e:#}"));
+}
+
+/// What a session's detail shows: ring name and dash, the meter's state, figures, frames.
 fn shown(b: &mut Browser, id: &str) -> Value {
     js(
         b,
@@ -72,6 +98,30 @@ fn until_seq(b: &mut Browser, id: &str, seq: u64, t: Instant) -> Duration {
     t.elapsed()
 }
 
+/// Waits until the session's row on the board shows `seq` (its rank, its figures).
+fn until_row(b: &mut Browser, id: &str, seq: u64) {
+    b.wait_for(&format!(
+        "(() => {{ const r = {}; return !!r && r.entry && r.entry.row.seq === {seq}; }})()",
+        row(id)
+    ))
+    .unwrap_or_else(|e| panic!("{id}'s row never showed seq {seq}: {e:#}"));
+}
+
+/// The sessions the board draws, in rank order.
+fn sessions(b: &mut Browser) -> Vec<String> {
+    let v = js(
+        b,
+        "[...document.querySelectorAll('#board .row[data-session]')].filter((r) => r.isConnected && r.entry) \
+         .sort((a, b) => a.getAttribute('aria-rowindex') - b.getAttribute('aria-rowindex')) \
+         .map((r) => r.dataset.session)",
+    );
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| text(s).to_owned())
+        .collect()
+}
+
 #[test]
 fn served_page_shows_each_session_and_follows_the_log_live() {
     let Some(mut b) = chromium() else { return };
@@ -100,13 +150,29 @@ fn served_page_shows_each_session_and_follows_the_log_live() {
     let s = Server::start(&[log.to_str().unwrap()]);
     let t = Instant::now();
     open(&mut b, &s, "");
-    until_seq(&mut b, "s-2", 1, t);
-    println!("page loaded with its meters in {:?}", t.elapsed());
+    // The frames are stamped days ago: idle sessions, shown once the toggle asks for them.
+    b.wait_for("agentFold.rows === 2").unwrap();
+    assert_eq!(js(&mut b, "agentFold.shown"), 0, "no live session");
+    let at = js(
+        &mut b,
+        "(() => { const r = document.getElementById('show-idle').getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()",
+    );
+    b.click(f(&at[0]), f(&at[1])).unwrap();
+    b.wait_for("agentFold.shown === 2").unwrap();
+    until_row(&mut b, "s-2", 1);
+    println!("page loaded with its rows in {:?}", t.elapsed());
     assert_eq!(
         sessions(&mut b),
         ["s-2", "s-1"],
-        "one meter per session, newest first"
+        "one row per session, the fullest first (no threshold known)"
     );
+    assert_eq!(
+        js(&mut b, "agentFold.open"),
+        Value::Null,
+        "two sessions: none opened by itself"
+    );
+    click_row(&mut b, "s-1");
+    until_seq(&mut b, "s-1", 2, t);
     let one = shown(&mut b, "s-1");
     assert_eq!(one["state"]["pressureTokens"], 200);
     assert_eq!(
@@ -144,6 +210,11 @@ fn served_page_shows_each_session_and_follows_the_log_live() {
     );
     let took = until_seq(&mut b, "s-1", 3, t);
     println!("live update (append -> ring) in {took:?}");
+    assert_eq!(
+        sessions(&mut b),
+        ["s-1", "s-2"],
+        "s-1 is the fuller now: ranked first"
+    );
     let now = shown(&mut b, "s-1");
     assert_eq!(now["state"]["pressureTokens"], 700);
     assert_eq!(
@@ -192,8 +263,9 @@ fn served_page_shows_each_session_and_follows_the_log_live() {
         "1 skipped (last: line 10: not a JSON object)"
     );
 
-    // The page in Chinese: the meters speak it, the page's own words stay English.
-    open(&mut b, &s, "?lang=zh-CN");
+    // The page in Chinese, opened on s-1 (the hash): the meters speak it, the page's own words
+    // stay English.
+    open(&mut b, &s, "?lang=zh-CN#session=s-1");
     until_seq(&mut b, "s-1", 3, Instant::now());
     let label = shown(&mut b, "s-1")["label"].clone();
     assert!(text(&label).starts_with("上下文已使用 "), "{label}");
@@ -210,8 +282,13 @@ fn served_page_shows_each_session_and_follows_the_log_live() {
         &log,
         frame("s-3", 0, "request/header", json!({"context_window": 10})).as_bytes(),
     );
+    // The lone session opens by itself (idle as it is: this page does not show idle rows).
     until_seq(&mut b, "s-3", 0, Instant::now());
-    assert_eq!(sessions(&mut b), ["s-3"]);
+    assert_eq!(
+        js(&mut b, "agentFold.rows"),
+        1,
+        "the board started again with the log"
+    );
     assert_eq!(
         js(&mut b, "document.getElementById('status').dataset.state"),
         "live"
@@ -373,11 +450,15 @@ fn a_real_compaction_drops_the_ring_before_the_next_reading() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A stateVersion 5 pressure record of `session` as a line for stdin: the provider's reading,
-/// the projection and the surface's estimate.
+/// A stateVersion 5 pressure record of `session` as a line for stdin, stamped now (a live
+/// session): the provider's reading, the projection and the surface's estimate.
 fn record(session: &str, seq: u64, [pressure, projected, message]: [u64; 3]) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
     json!({"type": "context/pressure", "session": session, "seq": seq,
-           "timestamp": format!("2026-11-29T10:{:02}:00Z", seq % 60),
+           "timestamp": agent_fold::logs::rfc3339_nanos(now),
            "pressureTokens": pressure, "projectedTokens": projected, "capacity": 200000,
            "contextOccupancy": projected as f64 / 200000.0, "systemTokens": 180,
            "toolsTokens": 2310, "messageTokens": message, "estimateScale": 1,
@@ -392,26 +473,11 @@ fn v5(session: &str, seq: u64, tokens: u64) -> String {
     record(session, seq, [tokens, tokens, tokens / 2])
 }
 
-/// The sessions the page shows, in order.
-fn sessions(b: &mut Browser) -> Vec<String> {
-    let v = js(
-        b,
-        "[...document.querySelectorAll('section[data-session]')].map((s) => s.dataset.session)",
-    );
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|s| text(s).to_owned())
-        .collect()
-}
-
 #[test]
-fn stdin_records_draw_the_threshold_and_the_page_keeps_its_cards_bounded() {
+fn the_board_ranks_sorts_filters_and_a_late_page_draws_the_whole_chart() {
     let Some(mut b) = chromium() else { return };
-    let mut s = Server::start_with(&["-"], &[], Stdio::piped());
+    let mut s = Server::start_with(&["--alert", "until<20000", "-"], &[], Stdio::piped());
     open(&mut b, &s, "");
-    let max = js(&mut b, "agentFold.maxCards").as_u64().unwrap() as usize;
-    assert_eq!(max, 24);
     let ids: Vec<String> = (0..30).map(|i| format!("s-{i:02}")).collect();
     let lines: String = ids
         .iter()
@@ -419,17 +485,61 @@ fn stdin_records_draw_the_threshold_and_the_page_keeps_its_cards_bounded() {
         .map(|(i, id)| v5(id, 1, 100_000 + 1000 * i as u64))
         .collect();
     s.stdin().write_all(lines.as_bytes()).unwrap();
-    until_seq(&mut b, "s-29", 1, Instant::now());
-    // The most recently active 24, newest first; the rest said to be set aside.
-    let want: Vec<String> = ids[6..].iter().rev().cloned().collect();
+    b.wait_for("agentFold.rows === 30").unwrap();
+    // Ranked closest to the compaction first: the fullest here.
+    let want: Vec<String> = ids.iter().rev().cloned().collect();
     assert_eq!(sessions(&mut b), want);
-    let aside = js(&mut b, "document.getElementById('set-aside').textContent");
-    assert_eq!(
-        aside,
-        "6 older sessions set aside (the page keeps the 24 most recently active)"
+    let bands = js(
+        &mut b,
+        "document.getElementById('counts-bands').textContent",
     );
+    assert!(text(&bands).starts_with("Live: 30 sessions"), "{bands}");
+    b.viewport(1280, 720, 2.0).unwrap();
+    shot(&mut b, "serve-board.png");
+    // Sorted by session with a real click on its header, then the other way.
+    let header = |b: &mut Browser, name: &str| {
+        js(
+            b,
+            &format!(
+                "(() => {{ const h = [...document.querySelectorAll('#board .head [aria-sort]')].find((c) => c.textContent.trim().startsWith({})); \
+                 const r = (h.querySelector('button') || h).getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; }})()",
+                json!(name)
+            ),
+        )
+    };
+    let at = header(&mut b, "Session");
+    b.click(f(&at[0]), f(&at[1])).unwrap();
+    b.wait_for("agentFold.sort.key === 'session'").unwrap();
+    assert_eq!(sessions(&mut b)[..3], ["s-00", "s-01", "s-02"]);
+    b.click(f(&at[0]), f(&at[1])).unwrap();
+    b.wait_for("agentFold.sort.key === 'session' && agentFold.sort.order === 'desc'")
+        .unwrap();
+    assert_eq!(sessions(&mut b)[..2], ["s-29", "s-28"]);
+    let sorted = js(
+        &mut b,
+        "[...document.querySelectorAll('#board .head [aria-sort]')].filter((c) => c.getAttribute('aria-sort') !== 'none').map((c) => c.getAttribute('aria-sort'))",
+    );
+    assert_eq!(sorted, json!(["descending"]));
+    // Filtered as one types.
+    js(
+        &mut b,
+        "(() => { const i = document.getElementById('filter'); i.value = 's-1'; i.dispatchEvent(new Event('input')); })()",
+    );
+    b.wait_for("agentFold.shown === 10").unwrap();
+    let shown_now = sessions(&mut b);
+    assert!(
+        shown_now.iter().all(|s| s.starts_with("s-1")),
+        "{shown_now:?}"
+    );
+    js(
+        &mut b,
+        "(() => { const i = document.getElementById('filter'); i.value = ''; i.dispatchEvent(new Event('input')); })()",
+    );
+    b.wait_for("agentFold.shown === 30").unwrap();
 
     // The threshold, where the records put it: ticks on the meter, a line on the chart.
+    click_row(&mut b, "s-29");
+    until_seq(&mut b, "s-29", 1, Instant::now());
     let one = shown(&mut b, "s-29");
     assert!(
         text(&one["figures"]).contains("auto-compacts at ~167,000 (~38,000 to go)"),
@@ -445,7 +555,8 @@ fn stdin_records_draw_the_threshold_and_the_page_keeps_its_cards_bounded() {
         ),
     );
     assert_eq!(ticks, json!([true, true]));
-    // s-29 goes on to its threshold and compacts: the drop marked under the threshold line.
+    // s-29 goes on to its threshold (its row alerts) and compacts: the drop marked under the
+    // threshold line.
     let mut more = String::new();
     for seq in 2..=12 {
         let tokens = 129_000 + 3_000 * seq;
@@ -468,67 +579,53 @@ fn stdin_records_draw_the_threshold_and_the_page_keeps_its_cards_bounded() {
     );
     assert_eq!(drawn["marks"].as_array().unwrap().len(), 1);
     assert_eq!(drawn["marks"][0][0], 13);
-    js(
-        &mut b,
-        "scrollTo(0, document.querySelector('section[data-session=\"s-29\"]').offsetTop \
-         - document.querySelector('header').offsetHeight - 12)",
-    );
-    b.viewport(1100, 420, 2.0).unwrap();
-    shot(&mut b, "serve-chart-threshold.png");
+    b.viewport(1280, 720, 2.0).unwrap();
+    shot(&mut b, "serve-detail.png");
 
-    // A shown session speaks again (it is active now); a new one sets aside the least active.
-    s.stdin()
-        .write_all((v5("s-06", 2, 120_000) + &v5("s-30", 1, 90_000)).as_bytes())
-        .unwrap();
-    until_seq(&mut b, "s-30", 1, Instant::now());
-    let now = sessions(&mut b);
-    assert_eq!(now.len(), max);
-    assert!(now.contains(&"s-06".to_owned()) && !now.contains(&"s-07".to_owned()));
-    // A set-aside session comes back as a new card, its meter showing its latest record.
-    s.stdin()
-        .write_all(v5("s-00", 2, 50_000).as_bytes())
-        .unwrap();
-    until_seq(&mut b, "s-00", 2, Instant::now());
-    let now = sessions(&mut b);
-    assert_eq!(now.len(), max);
-    assert_eq!(now[0], "s-00");
-    assert!(!now.contains(&"s-08".to_owned()));
-
-    // A new page gets the snapshot: the first 24 of its sessions (the server's order, newest
-    // first seen), the others said.
-    open(&mut b, &s, "");
-    until_seq(&mut b, "s-30", 1, Instant::now());
-    let want: Vec<String> = (7..=30).rev().map(|i| format!("s-{i:02}")).collect();
-    assert_eq!(sessions(&mut b), want);
-    let aside = js(&mut b, "document.getElementById('set-aside').textContent");
+    // A page opened now, on s-29: its whole chart from the server's history, not from now on.
+    open(&mut b, &s, "#session=s-29");
+    until_seq(&mut b, "s-29", 20, Instant::now());
+    let late = chart(&mut b, "s-29", 20);
     assert_eq!(
-        aside,
-        "7 older sessions set aside (the page keeps the 24 most recently active)"
+        late["points"], drawn["points"],
+        "every point from seq 1: {late}"
     );
+    assert_eq!(late["marks"], drawn["marks"]);
+    assert_eq!(late["readings"], drawn["readings"]);
 }
 
-/// The server keeps 1,000 sessions and forgets the one it first saw longest ago with a `forget`
-/// event: the page drops that card too, though it is among its most recently active.
+/// A board of thousands: the DOM holds the rows in view whatever the count, a scroll to the end
+/// draws the last rows, a row past the cap the server keeps leaves the board.
 #[test]
-fn a_session_the_server_forgets_leaves_the_page() {
+fn thousands_of_sessions_are_rows_in_view_and_the_forgotten_leave() {
     let Some(mut b) = chromium() else { return };
-    let mut s = Server::start_with(&["--buffer", "5000", "-"], &[], Stdio::piped());
+    let mut s = Server::start_with(&["--max-sessions", "3000", "-"], &[], Stdio::piped());
+    b.viewport(1280, 800, 1.0).unwrap();
     open(&mut b, &s, "");
-    let mut lines = v5("kept-first", 1, 10_000);
-    lines += &(1..1000)
-        .map(|i| v5(&format!("o-{i:04}"), 1, 1_000))
-        .collect::<String>();
-    // Active again, so the page shows it; the server's 1,000 sessions are full.
-    lines += &v5("kept-first", 2, 20_000);
+    let lines: String = (0..3000)
+        .map(|i| v5(&format!("o-{i:04}"), 1, 1_000 + i))
+        .collect();
     s.stdin().write_all(lines.as_bytes()).unwrap();
-    until_seq(&mut b, "kept-first", 2, Instant::now());
-    assert!(sessions(&mut b).contains(&"kept-first".to_owned()));
-    // One more session: the server forgets the first it saw, and says so.
+    b.wait_for("agentFold.rows === 3000").unwrap();
+    let rendered = js(&mut b, "agentFold.rendered").as_u64().unwrap();
+    assert!(rendered < 100, "{rendered} row elements for 3,000 rows");
+    js(&mut b, "document.getElementById('board').scrollTop = 1e9");
+    b.wait_for("[...document.querySelectorAll('#board .row[data-session]')].some((r) => r.dataset.session === 'o-0000')")
+        .expect("the last-ranked row is drawn at the end");
+    assert!(js(&mut b, "agentFold.rendered").as_u64().unwrap() < 100);
+    // One more session: the server forgets the idlest, and the page drops its row.
     s.stdin()
-        .write_all(v5("o-1000", 1, 1_000).as_bytes())
+        .write_all(v5("o-3000", 1, 500).as_bytes())
         .unwrap();
-    until_seq(&mut b, "o-1000", 1, Instant::now());
-    b.wait_for("!document.querySelector('section[data-session=\"kept-first\"]')")
-        .expect("the forgotten session's card goes");
-    assert_eq!(sessions(&mut b).len(), 24);
+    b.wait_for("agentFold.rows === 3000 && !!document.querySelector('#board')")
+        .unwrap();
+    b.wait_for(&format!("!{}", row("o-0000")))
+        .expect("the forgotten session's row goes");
+    // A row in view changes: the page measures how long the record took to reach it.
+    js(&mut b, "document.getElementById('board').scrollTop = 0");
+    s.stdin()
+        .write_all(v5("o-2999", 2, 4_000).as_bytes())
+        .unwrap();
+    b.wait_for("agentFold.latency.length > 0")
+        .expect("the page measures record-to-row latency");
 }

@@ -4,6 +4,7 @@
 //! Every helper takes the module's params as given, so any view's tests may use them.
 #![allow(dead_code)]
 
+pub mod fluvio;
 pub mod frames;
 pub mod pressure;
 

@@ -14,11 +14,11 @@ use serde_json::json;
 use super::harness::{Server, TIMEOUT, append, frame, refused, sample, scratch};
 use super::{p, write};
 
-/// A pressure record whose session id is `pad` bytes long.
+/// A pressure record of `pad` bytes more than its figures.
 fn fat(session: usize, seq: u64, pad: usize) -> String {
-    let id = format!("s{session}-{}", "x".repeat(pad));
-    json!({"type": "context/pressure", "session": id, "seq": seq, "pressureTokens": 1,
-           "projectedTokens": 1, "capacity": 1000, "contextOccupancy": 0.001})
+    json!({"type": "context/pressure", "session": format!("s{session}"), "seq": seq,
+           "pressureTokens": 1, "projectedTokens": 1, "capacity": 1000,
+           "contextOccupancy": 0.001, "pad": "x".repeat(pad)})
     .to_string()
         + "\n"
 }
@@ -31,9 +31,9 @@ fn stuck(port: u16, request: &str) -> TcpStream {
 }
 
 #[test]
-fn fifty_stuck_sse_clients_hold_no_copy_of_the_buffer_or_the_snapshot() {
-    let mut s = Server::start_with(&["--buffer", "100000", "-"], &[], Stdio::piped());
-    // 2,000 records of 12 KB: 24 MB of buffered events, and a 12 MB snapshot.
+fn fifty_stuck_sse_clients_hold_no_copy_of_the_board() {
+    let mut s = Server::start_with(&["-"], &[], Stdio::piped());
+    // 2,000 records of 12 KB over 1,000 sessions: a 12 MB board.
     let n = 2000;
     let text: String = (0..n).map(|i| fat(i % 1000, i as u64, 12_000)).collect();
     write(&mut s, &text);
@@ -47,11 +47,12 @@ fn fifty_stuck_sse_clients_hold_no_copy_of_the_buffer_or_the_snapshot() {
         .to_owned();
     std::thread::sleep(Duration::from_millis(500));
     let before = s.rss();
-    // Half resume from the first event (the whole buffer after it), half start anew (a snapshot).
+    // Half resume from versions of their own (each a delta of its own but for the bound), half
+    // start anew (the board).
     let clients: Vec<TcpStream> = (0..50)
         .map(|i| {
             let resume = match i % 2 {
-                0 => format!("Last-Event-ID: 1-{run}\r\n"),
+                0 => format!("Last-Event-ID: {}-{run}\r\n", 1 + i * 30),
                 _ => String::new(),
             };
             let req = format!(
@@ -70,8 +71,8 @@ fn fifty_stuck_sse_clients_hold_no_copy_of_the_buffer_or_the_snapshot() {
     std::thread::sleep(Duration::from_secs(3));
     let after = s.rss();
     let grown = after.saturating_sub(before);
-    // A copy of the buffer each (the defect) is 50 × 24 MB; what a connection holds is its
-    // task, hyper's state and references to shared frames.
+    // A copy of the board each is 50 × 12 MB; what a connection holds is its task, hyper's
+    // state, references to the shared board and at most a bounded delta of its own.
     assert!(
         grown < 50 * (512 << 10),
         "RSS grew by {} KB for 50 stuck clients ({before} -> {after})",
@@ -124,7 +125,7 @@ fn huge_frames_and_records_are_not_kept_whole() {
         st["sessions"].as_array().is_some_and(|a| {
             a.len() == 4
                 && a.iter()
-                    .all(|x| x["frames"].as_array().is_some_and(|f| !f.is_empty()))
+                    .all(|x| x["folds"].as_array().is_some_and(|f| !f.is_empty()))
         })
     });
     let bytes = s.get("/state").body.len();
@@ -132,7 +133,7 @@ fn huge_frames_and_records_are_not_kept_whole() {
         bytes < 16 << 10,
         "/state is {bytes} bytes for 4 sessions of 1 MB frames"
     );
-    assert!(state["sessions"][0]["frames"][0].get("pad").is_none());
+    assert!(state["sessions"][0]["folds"][0].get("pad").is_none());
 
     // A pressure record of a megabyte on stdin: refused with its size, not kept.
     let mut s = Server::start_with(&["-"], &[], Stdio::piped());
@@ -148,22 +149,36 @@ fn huge_frames_and_records_are_not_kept_whole() {
 
 #[test]
 fn sessions_past_the_cap_are_forgotten_and_a_live_page_is_told() {
-    let mut s = Server::start_with(&["--buffer", "10000", "-"], &[], Stdio::piped());
+    let mut s = Server::start_with(&["--max-sessions", "1000", "-"], &[], Stdio::piped());
     let mut events = s.events(None);
-    events.next_of("snapshot");
+    events.next_of("board");
     let text: String = (0..1010).map(|i| p(&format!("sess-{i}"), 1, 0.1)).collect();
     write(&mut s, &text);
     let state = s.wait_state("1,010 records", |st| st["status"]["records"] == 1010);
     assert_eq!(state["sessions"].as_array().unwrap().len(), 1000);
-    let mut forgotten = Vec::new();
-    while forgotten.len() < 10 {
-        let e = events.next_of("forget");
-        forgotten.push(e.json()["session"].as_str().unwrap().to_owned());
+    // What the page holds, as it applies each message: a board replaces its rows, a delta
+    // adds its rows and drops the ones gone.
+    let mut held = std::collections::BTreeSet::new();
+    while held.len() != 1000 || held.contains("sess-9") || !held.contains("sess-1009") {
+        let v = events.next().json();
+        if !v["gone"].is_array() {
+            held.clear();
+        }
+        for r in v["rows"].as_array().unwrap() {
+            held.insert(r["session"].as_str().unwrap().to_owned());
+        }
+        for g in v["gone"].as_array().into_iter().flatten() {
+            held.remove(g.as_str().unwrap());
+        }
     }
+    let forgotten: Vec<String> = (0..1010)
+        .map(|i| format!("sess-{i}"))
+        .filter(|id| !held.contains(id))
+        .collect();
     let want: Vec<String> = (0..10).map(|i| format!("sess-{i}")).collect();
     assert_eq!(
         forgotten, want,
-        "the first seen go first, each said to the page"
+        "the idlest (here the first seen) go first, and the page is told"
     );
     let m = s.metrics();
     assert_eq!(sample(&m, "agent_fold_serve_sessions", &[]), 1000.0);
@@ -424,8 +439,17 @@ fn metrics_and_health_tell_the_source_the_clients_and_sigterm_exits_0() {
         sample(&m, "agent_fold_serve_source_state", &[("state", "error")]),
         0.0
     );
-    assert!(sample(&m, "agent_fold_serve_buffered_bytes", &[("what", "events")]) > 0.0);
-    assert!(sample(&m, "agent_fold_serve_events_total", &[]) >= 3.0);
+    assert!(sample(&m, "agent_fold_serve_board_bytes", &[]) > 0.0);
+    assert!(sample(&m, "agent_fold_serve_messages_total", &[]) >= 2.0);
+    assert_eq!(sample(&m, "agent_fold_serve_live_sessions", &[]), 2.0);
+    assert_eq!(
+        sample(
+            &m,
+            "agent_fold_serve_live_sessions_by_occupancy",
+            &[("band", "lt_50")]
+        ),
+        2.0
+    );
     assert!(
         sample(&m, "agent_fold_serve_connections", &[]) >= 3.0,
         "two streams and this scrape"

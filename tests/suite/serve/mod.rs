@@ -1,9 +1,12 @@
 //! `agent-fold serve` without a browser: the binary started as a user starts it, read over
-//! plain HTTP and Server-Sent Events. SSE order and ids, resume with Last-Event-ID (within the
-//! buffer, and older than it: a snapshot), bad records skipped and counted, a followed log
-//! (a line written in two parts, folded frames, a vanished and a rewritten file), every flag,
-//! and a Fluvio topic (a real local cluster when there is one; else that part prints skipped).
+//! plain HTTP and Server-Sent Events. The board first, then coalesced deltas at a bounded rate,
+//! resume with Last-Event-ID (the rows changed since, or the whole board), bad records skipped
+//! and counted, a followed log (a line written in two parts, folded frames, a vanished and a
+//! rewritten file) and a directory of logs, every flag, the API, idle sessions, alerts and their
+//! webhook, OTLP events in, and a Fluvio topic (a real local cluster when there is one; else
+//! that part prints skipped).
 
+mod board;
 mod fluvio;
 use crate::harness;
 mod hostile;
@@ -11,10 +14,10 @@ mod hostile;
 use std::io::Write;
 use std::net::TcpListener;
 use std::process::Stdio;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use agent_fold::module::{Module, Source};
-use harness::{Server, append, frame, last_pressure, real_session, refused, scratch};
+use harness::{Server, append, frame, last_pressure, real_session, refused, row_of, scratch};
 use serde_json::{Value, json};
 
 fn p(session: &str, seq: u64, occupancy: f64) -> String {
@@ -31,116 +34,118 @@ fn write(s: &mut Server, text: &str) {
     s.stdin().flush().unwrap();
 }
 
-/// The session's entry in a state.
+/// The session's row in a state.
 fn session<'a>(state: &'a Value, id: &str) -> Option<&'a Value> {
-    state["sessions"]
-        .as_array()?
-        .iter()
-        .find(|s| s["session"] == id)
+    row_of(&state["sessions"], id)
 }
 
 fn seq_of(state: &Value, id: &str) -> Option<u64> {
-    session(state, id)?["pressure"]["seq"].as_u64()
+    session(state, id)?["record"]["seq"].as_u64()
+}
+
+/// The sessions a board event's rows name, sorted.
+fn named(e: &harness::Event) -> Vec<String> {
+    let v = e.json();
+    let mut s: Vec<String> = agent_fold_testkit::strings_of(&v["rows"], "session")
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    s.sort();
+    s
 }
 
 #[test]
-fn events_come_in_order_and_resume_after_last_event_id() {
-    let mut s = Server::start_with(&["--buffer", "16", "-"], &[], Stdio::piped());
+fn the_board_comes_first_then_coalesced_deltas_resume_after_last_event_id() {
+    let mut s = Server::start_with(&["-"], &[], Stdio::piped());
     let mut first = s.events(None);
-    let snap = first.next();
-    assert_eq!(snap.kind, "snapshot", "a new page starts with a snapshot");
+    let board = first.next();
     assert_eq!(
-        snap.retry,
+        board.kind, "board",
+        "a new page starts with the whole board"
+    );
+    assert_eq!(
+        board.retry,
         Some(1000),
         "and is told to reconnect within a second"
     );
-    let id = snap.id.clone().unwrap();
-    assert!(id.contains('-'), "ids are <n>-<run>: {id}");
+    let id = board.id.clone().unwrap();
+    assert!(id.contains('-'), "ids are <v>-<run>: {id}");
+    assert_eq!(board.json()["rows"], json!([]));
 
-    let written = [("a", 1), ("b", 1), ("a", 2), ("b", 2), ("a", 3)];
-    for (sess, seq) in written {
-        write(&mut s, &p(sess, seq, 0.1 * seq as f64));
-    }
-    let mut seen = Vec::new();
-    while seen
-        .iter()
-        .filter(|e: &&harness::Event| e.kind == "pressure")
-        .count()
-        < 5
-    {
-        seen.push(first.next());
-    }
-    let order: Vec<(String, u64)> = seen
-        .iter()
-        .filter(|e| e.kind == "pressure")
-        .map(|e| {
-            let v = e.json();
-            (
-                v["session"].as_str().unwrap().to_owned(),
-                v["seq"].as_u64().unwrap(),
-            )
-        })
+    // Forty records of two sessions at once: the page gets each session's latest row, once.
+    let burst: String = (1..=20)
+        .flat_map(|seq| [p("a", seq, 0.1), p("b", seq, 0.2)])
         .collect();
-    let want: Vec<(String, u64)> = written.iter().map(|(a, b)| (a.to_string(), *b)).collect();
-    assert_eq!(order, want, "pressure events in the order the records came");
-    let ns: Vec<u64> = seen.iter().map(|e| e.n()).collect();
-    for w in ns.windows(2) {
-        assert_eq!(w[1], w[0] + 1, "events are numbered one by one: {ns:?}");
+    write(&mut s, &burst);
+    let mut deltas = Vec::new();
+    loop {
+        let e = first.next_of("delta");
+        let rows = named(&e);
+        let mut unique = rows.clone();
+        unique.dedup();
+        assert_eq!(rows, unique, "a session once in a delta: {}", e.data);
+        deltas.push(e.clone());
+        let at_20 = |id: &str| {
+            deltas
+                .iter()
+                .any(|d| row_of(&d.json()["rows"], id).is_some_and(|r| r["seq"] == 20))
+        };
+        if at_20("a") && at_20("b") {
+            break;
+        }
     }
-    assert_eq!(ns[0], snap.n() + 1, "the first event after the snapshot's");
+    assert!(
+        deltas.len() < 10,
+        "40 records came as {} messages, not one each",
+        deltas.len()
+    );
+    let last = deltas.last().unwrap().clone();
+    assert!(last.n() > board.n());
 
-    // Resume after the second pressure event: exactly what followed it, no snapshot.
-    let second = seen.iter().filter(|e| e.kind == "pressure").nth(1).unwrap();
-    let at = seen.iter().position(|e| e == second).unwrap();
-    let mut resumed = s.events(second.id.as_deref());
-    for want in &seen[at + 1..] {
-        let got = resumed.next();
-        assert_eq!(
-            (&got.id, &got.kind, &got.data),
-            (&want.id, &want.kind, &want.data)
-        );
-    }
-    // Up to date: the next event is the next record.
-    let last = s.wait_state("b at seq 2", |st| seq_of(st, "b") == Some(2))["id"]
-        .as_str()
-        .map(str::to_owned);
-    let mut current = s.events(last.as_deref());
-    let mut by_query = s.events_at(&format!("/events?last_event_id={}", last.unwrap()), None);
-    write(&mut s, &p("b", 3, 0.3));
-    for stream in [&mut current, &mut by_query] {
+    // Resume after it, then only b changes: exactly b's new row, no board.
+    let mut resumed = s.events(last.id.as_deref());
+    let mut by_query = s.events_at(
+        &format!("/events?last_event_id={}", last.id.clone().unwrap()),
+        None,
+    );
+    write(&mut s, &p("b", 21, 0.3));
+    for stream in [&mut resumed, &mut by_query] {
         let e = stream.next();
         assert_eq!(
-            (e.kind.as_str(), e.json()["seq"].as_u64()),
-            ("pressure", Some(3))
+            e.kind, "delta",
+            "a page that resumes gets what changed, not the board"
         );
+        assert_eq!(named(&e), ["b"]);
+        assert_eq!(e.json()["rows"][0]["record"]["seq"], 21);
     }
 
-    // Forty more records overflow the buffer of 16: an id before it gets a snapshot.
-    let more: String = (4..44).map(|seq| p("a", seq, 0.5)).collect();
-    write(&mut s, &more);
-    let state = s.wait_state("a at seq 43", |st| seq_of(st, "a") == Some(43));
-    let mut late = s.events(second.id.as_deref());
-    let snap = late.next();
-    assert_eq!(
-        snap.kind, "snapshot",
-        "a resume older than the buffer gets a snapshot"
+    // A human rate: records for two seconds at 200 a second reach a page as at most ten
+    // messages a second.
+    let started = Instant::now();
+    let mut seq = 22;
+    while started.elapsed() < Duration::from_secs(2) {
+        write(&mut s, &p("a", seq, 0.5));
+        seq += 1;
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let sent = seq - 22;
+    let mut messages = 0;
+    loop {
+        let (row, _) = resumed.next_row("a", |_| true);
+        messages += 1;
+        if row["seq"] == seq - 1 {
+            break;
+        }
+    }
+    let secs = started.elapsed().as_secs_f64();
+    assert!(
+        f64::from(messages) <= 10.0 * secs + 2.0,
+        "{sent} records in {secs:.1} s came as {messages} messages"
     );
-    let data = snap.json();
-    assert_eq!(
-        data["sessions"], state["sessions"],
-        "of each session's latest state"
-    );
-    assert_eq!(snap.id.as_deref(), state["id"].as_str(), "as of the head");
-    let sessions = agent_fold_testkit::strings_of(&data["sessions"], "session");
-    assert_eq!(sessions, ["b", "a"], "newest session first");
-    write(&mut s, &p("b", 4, 0.4));
-    let e = late.next_of("pressure");
-    assert_eq!(e.json()["seq"], 4, "then it continues live");
-    assert_eq!(e.n(), snap.n() + 1);
 
-    // An id of another server run, or garbage: a snapshot too.
+    // An id of another server run, or garbage: the board.
     for other in ["3-elsewhere", "nonsense"] {
-        assert_eq!(s.events(Some(other)).next().kind, "snapshot");
+        assert_eq!(s.events(Some(other)).next().kind, "board");
     }
 }
 
@@ -148,7 +153,7 @@ fn events_come_in_order_and_resume_after_last_event_id() {
 fn bad_records_on_stdin_are_skipped_and_counted() {
     let mut s = Server::start_with(&["-"], &[], Stdio::piped());
     let mut events = s.events(None);
-    events.next_of("snapshot");
+    events.next_of("board");
     let (a5, a3) = (p("a", 5, 0.5), p("a", 3, 0.9));
     let lines = [
         "garbage",
@@ -174,25 +179,23 @@ fn bad_records_on_stdin_are_skipped_and_counted() {
     assert!(status["message"].as_str().unwrap().contains("stdin closed"));
     let a = session(&state, "a").unwrap();
     assert_eq!(
-        a["pressure"]["seq"], 5,
+        a["record"]["seq"], 5,
         "the older seq 3 did not turn back time"
     );
     assert_eq!(a["error"]["seq"], 6);
-    // What the page was told: the good records, the error, and the counts.
-    let mut kinds = Vec::new();
-    loop {
-        let e = events.next();
-        kinds.push(e.kind.clone());
-        if e.kind == "status" && e.json()["state"] == "ended" {
-            assert_eq!(e.json()["skipped"], 4);
-            break;
+    // What the page was told: the row with both, and the counts (in one delta or more).
+    let (mut row, mut status) = (None, None);
+    while row.is_none() || status.is_none() {
+        let v = events.next().json();
+        if let Some(r) = row_of(&v["rows"], "a").filter(|r| r["error"]["seq"] == 6) {
+            row = Some(r.clone());
+        }
+        if v["status"]["state"] == "ended" {
+            status = Some(v["status"].clone());
         }
     }
-    assert_eq!(
-        kinds.iter().filter(|k| *k == "pressure").count(),
-        2,
-        "{kinds:?}"
-    );
+    assert_eq!(row.unwrap()["record"]["seq"], 5);
+    assert_eq!(status.unwrap()["skipped"], 4);
     assert!(s.alive(), "the server keeps serving after stdin ends");
     assert_eq!(s.get("/").status, 200);
 }
@@ -224,7 +227,7 @@ fn a_followed_log_updates_live_a_half_line_waits_and_runs_fold() {
     let s = Server::start(&["--input", "agent-fold", log.to_str().unwrap()]);
     let state = s.wait_state("seq 2", |st| seq_of(st, "s-1") == Some(2));
     assert_eq!(
-        session(&state, "s-1").unwrap()["pressure"],
+        session(&state, "s-1").unwrap()["record"],
         last_pressure(&agent_fold::jsonl::records(text.as_bytes()), &[])
     );
     assert_eq!(state["status"]["state"], "live");
@@ -247,9 +250,9 @@ fn a_followed_log_updates_live_a_half_line_waits_and_runs_fold() {
     assert_eq!(seq_of(&state, "s-1"), Some(2));
     append(&log, tail.as_bytes());
     text += &next;
-    let e = events.next_of("pressure");
+    let (row, _) = events.next_row("s-1", |r| r["seq"] == 3);
     assert_eq!(
-        e.json(),
+        row["record"],
         last_pressure(&agent_fold::jsonl::records(text.as_bytes()), &[]),
         "the whole line, once"
     );
@@ -259,16 +262,18 @@ fn a_followed_log_updates_live_a_half_line_waits_and_runs_fold() {
     // Three counters at once: the frames view folds them into one frame for the list.
     let counters = counter("t1", 1, 5) + &counter("t2", 2, 7) + &counter("t3", 3, 3);
     append(&log, counters.as_bytes());
-    let f = events.next_of("frame").json();
-    assert_eq!(f["session"], "s-1");
-    assert_eq!(f["frame"]["folded_frames"], 3);
-    assert_eq!(f["frame"]["estimated_tokens_delta"], 15);
-    assert_eq!(f["frame"]["folded_from"], "2026-11-29T10:01:01Z");
+    let (row, _) = events.next_row("s-1", |r| {
+        r["folds"].as_array().is_some_and(|f| !f.is_empty())
+    });
+    let f = &row["folds"][0];
+    assert_eq!(f["folded_frames"], 3);
+    assert_eq!(f["estimated_tokens_delta"], 15);
+    assert_eq!(f["folded_from"], "2026-11-29T10:01:01Z");
     assert_eq!(
-        f["frame"]["timestamp"], "2026-11-29T10:01:03Z",
+        f["timestamp"], "2026-11-29T10:01:03Z",
         "the newest counter's frame"
     );
-    let mut fields: Vec<&String> = f["frame"].as_object().unwrap().keys().collect();
+    let mut fields: Vec<&String> = f.as_object().unwrap().keys().collect();
     fields.sort();
     assert_eq!(
         fields,
@@ -282,7 +287,7 @@ fn a_followed_log_updates_live_a_half_line_waits_and_runs_fold() {
         "only what the page shows of a folded frame is kept and sent"
     );
     let state = s.wait_state("the folded frame kept", |st| {
-        session(st, "s-1").is_some_and(|x| x["frames"].as_array().is_some_and(|a| a.len() == 1))
+        session(st, "s-1").is_some_and(|x| x["folds"].as_array().is_some_and(|a| a.len() == 1))
     });
     assert_eq!(state["status"]["skipped"], 0);
     let _ = std::fs::remove_dir_all(&dir);
@@ -338,24 +343,26 @@ fn a_vanished_log_is_reported_the_server_keeps_serving_and_recovers() {
     let mut events = s.events(state["id"].as_str());
 
     std::fs::remove_file(&log).unwrap();
-    let status = events.next_of("status").json();
-    assert_eq!(status["state"], "error");
+    let status = events.next_status(|st| st["state"] == "error");
     let message = status["message"].as_str().unwrap();
     assert!(message.contains("vanished"), "{message}");
     // Still serving: the page, the script, the state (last figures kept), a new stream.
     assert_eq!(s.get("/").status, 200);
     assert_eq!(s.get("/context-meter.js").status, 200);
     assert_eq!(seq_of(&s.state(), "s-1"), Some(1), "the last figures stay");
-    assert_eq!(s.events(None).next().kind, "snapshot");
+    assert_eq!(s.events(None).next().kind, "board");
 
     // It comes back (another log): the pages reset, and it is read from its start.
     let again = frame("s-1", 0, "request/header", json!({"context_window": 2000}))
         + &frame("s-2", 7, "user/message", json!({"message": "new"}));
     append(&log, again.as_bytes());
-    let reset = events.next_of("reset").json();
+    let reset = events.next_of("board").json();
     assert!(
-        reset["reason"].as_str().unwrap().contains("came back"),
-        "{reset}"
+        reset["status"]["reset"]
+            .as_str()
+            .unwrap()
+            .contains("came back"),
+        "the pages get the board again: {reset}"
     );
     let state = s.wait_state("live again", |st| {
         st["status"]["state"] == "live" && seq_of(st, "s-2").is_some()
@@ -369,9 +376,12 @@ fn a_vanished_log_is_reported_the_server_keeps_serving_and_recovers() {
         frame("s-1", 0, "request/header", json!({"context_window": 5})),
     )
     .unwrap();
-    let reset = events.next_of("reset").json();
+    let reset = events.next_of("board").json();
     assert!(
-        reset["reason"].as_str().unwrap().contains("truncated"),
+        reset["status"]["reset"]
+            .as_str()
+            .unwrap()
+            .contains("truncated"),
         "{reset}"
     );
     s.wait_state("only s-1", |st| {
@@ -456,7 +466,37 @@ fn flags_are_checked_before_the_server_starts() {
             2,
             "auto, agent-fold, claude-code",
         ),
-        (&["--buffer", "0", "-"], 2, "buffer"),
+        (&["--idle", "0", "-"], 2, "idle"),
+        (&["--max-sessions", "0", "-"], 2, "max-sessions"),
+        (&["--alert", "speed>3", "-"], 2, "is not one of until"),
+        (&["--alert", "until<lots", "-"], 2, "is not a number"),
+        (
+            &[
+                "--alert",
+                "until<5",
+                "--alert-webhook",
+                "https://hooks.example/x",
+                "-",
+            ],
+            2,
+            "https is not supported",
+        ),
+        (
+            &["--alert-webhook", "http://127.0.0.1:9/x", "-"],
+            2,
+            "--alert",
+        ),
+        (
+            &["--token-file", "/nonexistent", "-"],
+            1,
+            "goes with --otlp",
+        ),
+        (&["--otlp", "0.0.0.0:0", "-"], 1, "beyond loopback"),
+        (
+            &["--otlp", "127.0.0.1:0", "-e", "input=codex", "-"],
+            1,
+            "input=otel",
+        ),
         (&["--addr", "localhost", "-"], 2, "addr"),
         (&["--topic", "t", log], 2, "cannot be used with"),
         (
@@ -465,6 +505,11 @@ fn flags_are_checked_before_the_server_starts() {
             "cannot be used with",
         ),
         (&[], 2, "SOURCE"),
+        (
+            &["-e", "capacity=5", "-"],
+            1,
+            "carries pressure records already",
+        ),
     ];
     for (args, code, says) in cases {
         let (got, stderr) = refused(args);
@@ -511,7 +556,7 @@ fn wasm_and_native_modules_fold_alike() {
         let state = s.wait_state("seq 2", |st| seq_of(st, "s-1") == Some(2));
         assert_eq!(state["status"]["module"], module.as_str());
         assert_eq!(
-            session(&state, "s-1").unwrap()["pressure"],
+            session(&state, "s-1").unwrap()["record"],
             last_pressure(&agent_fold::jsonl::records(text.as_bytes()), &[]),
             "{flags:?}"
         );
@@ -548,7 +593,13 @@ fn a_claude_code_session_directory_is_adapted_by_the_module() {
         let state = s.wait_state("the whole session", |st| {
             st["status"]["records"] == lines.len() && seq_of(st, &id) == last["seq"].as_u64()
         });
-        assert_eq!(session(&state, &id).unwrap()["pressure"], last, "{flags:?}");
+        let row = session(&state, &id).unwrap();
+        assert_eq!(row["record"], last, "{flags:?}");
+        assert_eq!(
+            (&row["agent"], &row["model"]),
+            (&last["agent"], &last["model"])
+        );
+        assert_eq!(row["agent"], "claude-code");
         assert_eq!(state["status"]["message"], "following (claude-code)");
         assert_eq!(state["status"]["skipped"], 0);
     }

@@ -1,0 +1,542 @@
+//! `agent-fold collect`, the OTLP/HTTP logs receiver, started as a user starts it: requests shaped
+//! exactly as agents' exporters send them (the events derived from real Claude Code and Codex
+//! logs, protobuf and JSON, gzipped or not) become the records `input=otel` reads; every hostile
+//! request (too large, a gzip bomb, no or a wrong token, malformed protobuf or JSON, an unknown
+//! type or encoding, a thousand exporters at once) gets OTLP's status and moves nothing else;
+//! and, against a live cluster when there is one, the records reach the topic keyed by session.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use opentelemetry_proto::tonic::collector::logs::v1::{
+    ExportLogsServiceRequest, ExportLogsServiceResponse,
+};
+use prost::Message;
+use serde_json::{Value, json};
+
+use crate::common::real_data;
+use crate::harness::{Response, TIMEOUT, binary, post, sample, scratch};
+
+/// A collector started as a user starts it; the port read from the line it prints.
+struct Collector {
+    child: Child,
+    port: u16,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Collector {
+    fn start(args: &[&str]) -> Collector {
+        let mut child = Command::new(binary())
+            .arg("collect")
+            .args(["--listen", "127.0.0.1:0"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start agent-fold collect");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let keep = Arc::clone(&stderr);
+        let err = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                if let Some(rest) = line.split("http://127.0.0.1:").nth(1) {
+                    let _ = tx.send(rest.split('/').next().unwrap().parse::<u16>().unwrap());
+                }
+                keep.lock().unwrap().push_str(&(line + "\n"));
+            }
+        });
+        let port = rx.recv_timeout(TIMEOUT).unwrap_or_else(|_| {
+            let _ = child.kill();
+            panic!("collect printed no address: {}", stderr.lock().unwrap())
+        });
+        Collector {
+            child,
+            port,
+            stderr,
+        }
+    }
+
+    fn post(&self, headers: &[(&str, &str)], body: &[u8]) -> Response {
+        post(self.port, "/v1/logs", headers, body)
+    }
+
+    fn get(&self, path: &str) -> Response {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        s.set_read_timeout(Some(TIMEOUT)).unwrap();
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut text = Vec::new();
+        std::io::Read::read_to_end(&mut s, &mut text).unwrap();
+        let text = String::from_utf8_lossy(&text);
+        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+        Response {
+            status: head.split_whitespace().nth(1).unwrap().parse().unwrap(),
+            headers: Vec::new(),
+            body: body.as_bytes().to_vec(),
+        }
+    }
+
+    fn metrics(&self) -> prometheus_parse::Scrape {
+        let text = String::from_utf8(self.get("/metrics").body).unwrap();
+        prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).unwrap()
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}
+
+/// The JSON lines of a file.
+fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The derived export of a real log: its OTLP/JSON requests and the records they make.
+fn export(rel: &str) -> Option<(Vec<Value>, Vec<Value>)> {
+    let text = std::fs::read_to_string(real_data(rel)?).unwrap();
+    let events = agent_fold_testkit::otel::derive(&text);
+    Some((
+        agent_fold_testkit::otel::export_requests(&events),
+        agent_fold_testkit::otel::collector_records(&events),
+    ))
+}
+
+/// Posts each body as an exporter would: protobuf for the even ones, JSON for the odd, every
+/// third gzipped; each answered 200 in its own encoding, with no partial success.
+fn send_all(c: &Collector, bodies: &[Value]) {
+    for (i, body) in bodies.iter().enumerate() {
+        let (ctype, bytes) = match i % 2 {
+            0 => {
+                let req: ExportLogsServiceRequest = serde_json::from_value(body.clone()).unwrap();
+                ("application/x-protobuf", req.encode_to_vec())
+            }
+            _ => ("application/json", body.to_string().into_bytes()),
+        };
+        let gz = i % 3 == 0;
+        let bytes = if gz { gzip(&bytes) } else { bytes };
+        let mut headers = vec![("Content-Type", ctype)];
+        if gz {
+            headers.push(("Content-Encoding", "gzip"));
+        }
+        let r = c.post(&headers, &bytes);
+        assert_eq!(
+            r.status,
+            200,
+            "request {i}: {}",
+            String::from_utf8_lossy(&r.body)
+        );
+        if ctype == "application/x-protobuf" {
+            let answer = ExportLogsServiceResponse::decode(&r.body[..]).unwrap();
+            assert_eq!(answer.partial_success, None, "request {i}");
+        } else {
+            assert_eq!(serde_json::from_slice::<Value>(&r.body).unwrap(), json!({}));
+        }
+    }
+}
+
+/// Every shared real Claude Code and Codex session exported as its exporter would: the file
+/// holds exactly the records the reference receiver makes of the same requests (the testkit's,
+/// written apart from the collector) — the records docs/accuracy.md's telemetry table runs —
+/// and `run -e input=otel` reads it.
+#[test]
+fn exporters_requests_become_the_records_input_otel_reads() {
+    let Some(root) = real_data("") else { return };
+    let mut logs: Vec<String> = Vec::new();
+    for agent in ["claude-code", "codex"] {
+        for e in std::fs::read_dir(root.join(agent)).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "jsonl") {
+                logs.push(format!(
+                    "{agent}/{}",
+                    p.file_name().unwrap().to_string_lossy()
+                ));
+            }
+        }
+    }
+    logs.sort();
+    assert!(logs.len() >= 9, "{logs:?}");
+    let dir = scratch("collect-out");
+    let out = dir.join("events.jsonl");
+    let c = Collector::start(&["--out", out.to_str().unwrap()]);
+    let (mut want, mut requests, mut sessions) = (Vec::new(), 0, Vec::new());
+    for log in &logs {
+        let (bodies, records) = export(log).unwrap();
+        if records.is_empty() {
+            continue;
+        }
+        send_all(&c, &bodies);
+        requests += bodies.len();
+        sessions.push(records[0]["session"].clone());
+        want.extend(records);
+    }
+    let got = lines(&out);
+    assert_eq!(got.len(), want.len());
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g, w, "record {i}");
+    }
+    let m = c.metrics();
+    assert_eq!(
+        sample(&m, "agent_fold_collect_otlp_events_written_total", &[]),
+        want.len() as f64
+    );
+    assert_eq!(
+        sample(
+            &m,
+            "agent_fold_collect_otlp_requests_total",
+            &[("status", "200")]
+        ),
+        requests as f64
+    );
+    // The file is what the module reads.
+    let run = Command::new(binary())
+        .args(["run", "--native", "-e", "input=otel", "-e", "emit=pressure"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let records: Vec<Value> = String::from_utf8(run.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for id in &sessions {
+        let last = records.iter().rev().find(|r| &r["session"] == id).unwrap();
+        assert_eq!(last["type"], "context/pressure", "{last}");
+        assert!(last["pressureTokens"].as_u64().unwrap() > 1000, "{last}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What a collector refuses moves nothing: the file is as it was, the written count too.
+struct Unmoved<'a> {
+    c: &'a Collector,
+    out: PathBuf,
+    bytes: u64,
+}
+
+impl<'a> Unmoved<'a> {
+    fn new(c: &'a Collector, out: &Path) -> Unmoved<'a> {
+        let bytes = std::fs::metadata(out).map_or(0, |m| m.len());
+        Unmoved {
+            c,
+            out: out.to_owned(),
+            bytes,
+        }
+    }
+
+    /// The request is answered `status`, its body says `says`, and nothing was written.
+    fn refused(&self, headers: &[(&str, &str)], body: &[u8], status: u16, says: &str) {
+        let r = self.c.post(headers, body);
+        let text = String::from_utf8_lossy(&r.body).into_owned();
+        assert_eq!(r.status, status, "{headers:?}: {text}");
+        if !says.is_empty() {
+            let said = match r.headers.iter().find(|(k, _)| k == "content-type") {
+                Some((_, t)) if t == "application/x-protobuf" => {
+                    let st = agent_fold::otlp::RpcStatus::decode(&r.body[..]).unwrap();
+                    st.message
+                }
+                _ => serde_json::from_slice::<Value>(&r.body).unwrap()["message"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+            };
+            assert!(said.contains(says), "{headers:?}: {said}");
+        }
+        assert_eq!(
+            std::fs::metadata(&self.out).map_or(0, |m| m.len()),
+            self.bytes,
+            "a refused request wrote nothing"
+        );
+    }
+}
+
+#[test]
+fn hostile_requests_get_otlp_s_status_and_move_nothing() {
+    let dir = scratch("collect-hostile");
+    let out = dir.join("events.jsonl");
+    let token = dir.join("token");
+    std::fs::write(&token, "s3cret-token\n").unwrap();
+    let c = Collector::start(&[
+        "--out",
+        out.to_str().unwrap(),
+        "--token-file",
+        token.to_str().unwrap(),
+        "--max-body",
+        "65536",
+        "--max-inflated",
+        "262144",
+    ]);
+    let ok_auth = ("Authorization", "Bearer s3cret-token");
+    let json = ("Content-Type", "application/json");
+    let pb = ("Content-Type", "application/x-protobuf");
+    let event = json!({"resourceLogs":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"claude-code"}}]},
+        "scopeLogs":[{"logRecords":[{"timeUnixNano":"1764748800000000000","body":{"stringValue":"claude_code.user_prompt"},
+        "attributes":[{"key":"session.id","value":{"stringValue":"s-1"}},{"key":"prompt_length","value":{"intValue":"12"}}]}]}]}]})
+    .to_string();
+    let n = Unmoved::new(&c, &out);
+    // No token, a wrong one, another scheme: 401, said in words.
+    n.refused(&[json], event.as_bytes(), 401, "bearer token");
+    n.refused(
+        &[json, ("Authorization", "Bearer nope")],
+        event.as_bytes(),
+        401,
+        "bearer token",
+    );
+    n.refused(
+        &[json, ("Authorization", "Basic czNjcmV0")],
+        event.as_bytes(),
+        401,
+        "",
+    );
+    // Not OTLP: an unknown type or encoding is 415, in the request's encoding when known.
+    n.refused(
+        &[("Content-Type", "text/plain"), ok_auth],
+        b"hello",
+        415,
+        "text/plain",
+    );
+    n.refused(
+        &[json, ok_auth, ("Content-Encoding", "br")],
+        event.as_bytes(),
+        415,
+        "br",
+    );
+    // Malformed: 400 with where it broke.
+    n.refused(&[json, ok_auth], b"{\"resourceLogs\":[{", 400, "line 1");
+    n.refused(
+        &[pb, ok_auth],
+        b"\x0a\xff\xff\xff\xff\x0f",
+        400,
+        "ExportLogsServiceRequest",
+    );
+    n.refused(
+        &[json, ok_auth, ("Content-Encoding", "gzip")],
+        b"not gzip at all",
+        400,
+        "inflate",
+    );
+    // Too large as sent (declared, or not) and once inflated: 413, a bomb before it inflates.
+    let big = vec![b' '; 70_000];
+    n.refused(&[json, ok_auth], &big, 413, "over 65536 bytes");
+    let bomb = {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        e.write_all(&vec![0u8; 32 << 20]).unwrap();
+        e.finish().unwrap()
+    };
+    assert!(bomb.len() < 65536, "a 32 MiB bomb in {} bytes", bomb.len());
+    let t = Instant::now();
+    n.refused(
+        &[pb, ok_auth, ("Content-Encoding", "gzip")],
+        &bomb,
+        413,
+        "inflates past 262144",
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "refused without inflating 32 MiB"
+    );
+    // And the right request: one record written; sent again (an exporter that lost the
+    // answer), answered and not written twice.
+    let r = c.post(&[json, ok_auth], event.as_bytes());
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(lines(&out).len(), 1);
+    let again = c.post(&[json, ok_auth], event.as_bytes());
+    assert_eq!(again.status, 200);
+    assert_eq!(lines(&out).len(), 1, "a repeated request is written once");
+    // A record of no session is counted and named in OTLP's partial success.
+    let stray = event.replace("session.id", "user.id");
+    let r = c.post(&[json, ok_auth], stray.as_bytes());
+    assert_eq!(r.status, 200);
+    let answer: Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(
+        answer["partialSuccess"]["rejectedLogRecords"], "1",
+        "{answer}"
+    );
+    assert_eq!(lines(&out).len(), 1);
+    let m = c.metrics();
+    for (status, n) in [
+        ("401", 3.0),
+        ("415", 2.0),
+        ("400", 3.0),
+        ("413", 2.0),
+        ("200", 3.0),
+    ] {
+        assert_eq!(
+            sample(
+                &m,
+                "agent_fold_collect_otlp_requests_total",
+                &[("status", status)]
+            ),
+            n,
+            "{status}"
+        );
+    }
+    assert_eq!(
+        sample(
+            &m,
+            "agent_fold_collect_otlp_events_refused_total",
+            &[("reason", "no_session")]
+        ),
+        1.0
+    );
+    assert_eq!(c.get("/healthz").status, 200);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A thousand exporters at once, each on a connection of its own: every one is answered 200
+/// (or, were the receiver busy for seconds, 503 with Retry-After, which OTLP retries), each
+/// event written once, and the receiver still answers.
+#[test]
+fn a_thousand_concurrent_exporters_are_each_answered_once() {
+    let dir = scratch("collect-thousand");
+    let out = dir.join("events.jsonl");
+    let c = Arc::new(Collector::start(&["--out", out.to_str().unwrap()]));
+    let body = |i: usize| {
+        json!({"resourceLogs":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"codex_cli_rs"}}]},
+            "scopeLogs":[{"logRecords":[{"timeUnixNano":"1764748800000000000",
+            "attributes":[{"key":"event.name","value":{"stringValue":"codex.user_prompt"}},
+                          {"key":"conversation.id","value":{"stringValue":format!("c-{i}")}},
+                          {"key":"prompt_length","value":{"stringValue":"40"}}]}]}]}]})
+        .to_string()
+    };
+    let threads: Vec<_> = (0..1000)
+        .map(|i| {
+            let c = Arc::clone(&c);
+            let b = body(i);
+            std::thread::spawn(move || {
+                let r = c.post(&[("Content-Type", "application/json")], b.as_bytes());
+                let retry = r.headers.iter().any(|(k, _)| k == "retry-after");
+                (r.status, retry)
+            })
+        })
+        .collect();
+    let answers: Vec<(u16, bool)> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    let ok = answers.iter().filter(|(s, _)| *s == 200).count();
+    let busy = answers
+        .iter()
+        .filter(|(s, retry)| *s == 503 && *retry)
+        .count();
+    assert_eq!(
+        ok + busy,
+        1000,
+        "each answered 200, or 503 with Retry-After: {answers:?}"
+    );
+    let got = lines(&out);
+    assert_eq!(got.len(), ok, "each accepted event written once");
+    let mut sessions: Vec<&str> = got.iter().map(|r| r["session"].as_str().unwrap()).collect();
+    sessions.sort();
+    sessions.dedup();
+    assert_eq!(sessions.len(), ok);
+    assert_eq!(c.get("/healthz").status, 200);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_listener_beyond_loopback_needs_a_token_and_a_bad_flag_is_refused_first() {
+    let dir = scratch("collect-flags");
+    let empty = dir.join("empty");
+    std::fs::write(&empty, "  \n").unwrap();
+    let cases: &[(&[&str], i32, &str)] = &[
+        (
+            &["--listen", "0.0.0.0:0", "--out", "-"],
+            1,
+            "beyond loopback",
+        ),
+        (
+            &["--out", "-", "--token-file", empty.to_str().unwrap()],
+            1,
+            "holds nothing",
+        ),
+        (
+            &["--out", "-", "--token-file", "/nonexistent/token"],
+            1,
+            "reading the token file",
+        ),
+        (&["--topic", "Not_A_Topic"], 2, "no Fluvio topic name"),
+        (&["--topic", "t", "--out", "-"], 2, "cannot be used with"),
+        (&[], 2, "--topic"),
+        (&["--out", "-", "--max-body", "10"], 2, "max-body"),
+    ];
+    for (args, code, says) in cases {
+        let out = Command::new(binary())
+            .arg("collect")
+            .args(*args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(*code), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?} should say {says:?}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Against a live cluster: a derived Claude Code export through `collect --topic` reaches the
+/// topic, each record keyed by its session, acknowledged before the exporter heard success.
+#[test]
+fn the_records_reach_a_topic_keyed_by_session() {
+    use crate::common::fluvio::{Topic, cluster, fluvio, turn};
+    let _turn = turn();
+    if !cluster() {
+        return;
+    }
+    let Some((bodies, records)) = export("claude-code/847ff7d2-4a55-44d7-a3f5-a3afd89f1ee1.jsonl")
+    else {
+        return;
+    };
+    let topic = Topic::new("collect");
+    let c = Collector::start(&["--topic", &topic.0]);
+    send_all(&c, &bodies);
+    // Every record was acknowledged before its request was answered: all there now.
+    let consumed = fluvio(
+        &[
+            "consume",
+            &topic.0,
+            "-B",
+            "-d",
+            "--maxbytes",
+            "100000000",
+            "-F",
+            "{{key}}\t{{value}}",
+        ],
+        None,
+    )
+    .expect("consume the topic");
+    let got: Vec<(String, Value)> = consumed
+        .lines()
+        .map(|l| {
+            let (k, v) = l.split_once('\t').unwrap();
+            (k.to_owned(), serde_json::from_str(v).unwrap())
+        })
+        .collect();
+    assert_eq!(got.len(), records.len(), "{}", c.stderr.lock().unwrap());
+    for ((key, value), want) in got.iter().zip(&records) {
+        assert_eq!(value, want);
+        assert_eq!(key, want["session"].as_str().unwrap(), "keyed by session");
+    }
+    assert_eq!(c.get("/healthz").status, 200);
+}

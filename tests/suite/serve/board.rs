@@ -1,0 +1,490 @@
+//! The fleet board's server without a browser: a directory of logs followed file by file, the
+//! API's rank, filter and refusals, sessions going idle, alerts once per crossing through the
+//! webhook and `/metrics`, and agents' OTLP events straight onto the board (`serve --otlp`).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use agent_fold::record::Rec;
+use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+use prost::Message;
+use serde_json::{Value, json};
+
+use super::{seq_of, session, write};
+use crate::common::real_data;
+use crate::harness::{self, Server, append, frame, last_pressure, post, sample, scratch};
+
+/// A pressure record with the figures the board ranks and alerts on.
+fn rec(session: &str, seq: u64, until: u64, occupancy: f64, names: (&str, &str)) -> String {
+    json!({"type": "context/pressure", "session": session, "seq": seq,
+           "pressureTokens": 1000, "projectedTokens": 1000, "capacity": 200000,
+           "contextOccupancy": occupancy, "compactAtTokens": 167000,
+           "untilCompactTokens": until, "agent": names.0, "model": names.1, "stateVersion": 5})
+    .to_string()
+        + "\n"
+}
+
+fn json_body(r: &harness::Response) -> Value {
+    serde_json::from_slice(&r.body).unwrap_or_else(|e| panic!("{e}: {:?}", r.body))
+}
+
+/// `~/.claude/projects` and `~/.codex/sessions` as a user has them, and a file of frames: each
+/// file is read in its own format, keyed by the session it names, and each session's row holds
+/// the record `run` gives for that file alone.
+#[test]
+fn a_directory_of_logs_is_followed_file_by_file() {
+    let (Some(cc), Some(codex)) = (
+        real_data("claude-code/short.jsonl"),
+        real_data("codex/rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl"),
+    ) else {
+        return;
+    };
+    let root = scratch("tree");
+    let cc_dir = root.join("claude/projects/-home-me-project");
+    let codex_dir = root.join("codex/sessions/2026/02/23");
+    std::fs::create_dir_all(&cc_dir).unwrap();
+    std::fs::create_dir_all(&codex_dir).unwrap();
+    std::fs::copy(&cc, cc_dir.join("short.jsonl")).unwrap();
+    std::fs::copy(&codex, codex_dir.join(codex.file_name().unwrap())).unwrap();
+    let frames = frame(
+        "f-1",
+        0,
+        "request/header",
+        json!({"context_window": 1000, "agent": "mine"}),
+    ) + &frame("f-1", 1, "user/message", json!({"message": "hello"}));
+    append(&root.join("frames.jsonl"), frames.as_bytes());
+
+    let expect = |path: &std::path::Path, input: &str| {
+        let text = std::fs::read(path).unwrap();
+        last_pressure(&agent_fold::jsonl::records(&text), &[("input", input)])
+    };
+    let want = [
+        expect(&cc, "claude-code"),
+        expect(&codex, "codex"),
+        expect(&root.join("frames.jsonl"), "agent-fold"),
+    ];
+    let s = Server::start(&["--native", root.to_str().unwrap()]);
+    let ids: Vec<String> = want
+        .iter()
+        .map(|w| w["session"].as_str().unwrap().to_owned())
+        .collect();
+    let state = s.wait_state("three sessions, each at its last record", |st| {
+        want.iter()
+            .zip(&ids)
+            .all(|(w, id)| seq_of(st, id) == w["seq"].as_u64())
+    });
+    for (w, id) in want.iter().zip(&ids) {
+        let row = session(&state, id).unwrap();
+        assert_eq!(&row["record"], w, "{id}");
+        assert_eq!(row["agent"], w["agent"]);
+    }
+    assert_eq!(session(&state, &ids[0]).unwrap()["agent"], "claude-code");
+    assert_eq!(session(&state, &ids[1]).unwrap()["agent"], "codex");
+    assert_eq!(session(&state, "f-1").unwrap()["agent"], "mine");
+    let message = state["status"]["message"].as_str().unwrap();
+    assert!(message.starts_with("following 3 logs"), "{message}");
+    // A log that appears later is found and read.
+    let later = frame("f-2", 0, "user/message", json!({"message": "late"}));
+    append(
+        &root.join("codex/sessions/2026/02/23/new.jsonl"),
+        later.as_bytes(),
+    );
+    s.wait_state("the new log's session", |st| seq_of(st, "f-2") == Some(0));
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// Ranked by how close each session is to compacting, sorted and filtered on request, a page at
+/// a time; a parameter that does not read is refused in words, an unknown session is 404, and
+/// a session's history comes whole or after a seq.
+#[test]
+fn the_api_ranks_filters_and_refuses_in_words() {
+    let mut s = Server::start_with(&["-"], &[], Stdio::piped());
+    let rows = [
+        ("far", 90_000, 0.2, ("codex", "gpt-5")),
+        ("near", 5_000, 0.8, ("claude-code", "claude-opus-4-6")),
+        ("nearer", 1_000, 0.81, ("claude-code", "claude-sonnet-4-5")),
+        ("a/b c%", 40_000, 0.5, ("codex", "gpt-5.5")),
+    ];
+    let mut text = String::new();
+    for (id, until, occ, names) in rows {
+        text += &rec(id, 1, until, occ, names);
+    }
+    text += &rec("near", 2, 4_000, 0.82, rows[1].3);
+    write(&mut s, &text);
+    s.wait_state("four sessions", |st| {
+        seq_of(st, "near") == Some(2) && session(st, "far").is_some()
+    });
+    let order = |q: &str| -> Vec<String> {
+        let r = s.get(&format!("/api/sessions{q}"));
+        assert_eq!(r.status, 200, "{q}");
+        agent_fold_testkit::strings_of(&json_body(&r)["sessions"], "session")
+            .into_iter()
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(order(""), ["nearer", "near", "a/b c%", "far"]);
+    assert_eq!(
+        order("?sort=occupancy"),
+        ["near", "nearer", "a/b c%", "far"]
+    );
+    assert_eq!(
+        order("?sort=session&order=desc"),
+        ["nearer", "near", "far", "a/b c%"]
+    );
+    assert_eq!(order("?q=OPUS"), ["near"]);
+    assert_eq!(order("?q=%6Fpus"), ["near"], "percent-decoded");
+    assert_eq!(order("?q=codex&sort=until"), ["a/b c%", "far"]);
+    let page = json_body(&s.get("/api/sessions?limit=2&offset=1"));
+    assert_eq!(
+        (page["matched"].as_u64(), page["total"].as_u64()),
+        (Some(4), Some(4))
+    );
+    assert_eq!(
+        agent_fold_testkit::strings_of(&page["sessions"], "session"),
+        ["near", "a/b c%"]
+    );
+    for (q, says) in [
+        ("?sort=speed", "sort by one of"),
+        ("?limit=0", "from 1 to"),
+        ("?page=2", "not a parameter"),
+    ] {
+        let r = s.get(&format!("/api/sessions{q}"));
+        assert_eq!(r.status, 400, "{q}");
+        let why = json_body(&r)["error"].as_str().unwrap().to_owned();
+        assert!(why.contains(says), "{q}: {why}");
+    }
+    let d = json_body(&s.get("/api/sessions/a%2Fb%20c%25"));
+    assert_eq!(
+        d["row"]["session"], "a/b c%",
+        "a session id percent-encoded in the path"
+    );
+    let near = json_body(&s.get("/api/sessions/near"));
+    let seqs: Vec<u64> = near["history"]["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p[0].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, [1, 2]);
+    let after = json_body(&s.get("/api/sessions/near/history?after=1"));
+    assert_eq!(after["points"].as_array().unwrap().len(), 1);
+    assert_eq!(s.get("/api/sessions/nobody").status, 404);
+    assert_eq!(s.get("/api/sessions/near/history?after=x").status, 400);
+}
+
+/// A session idle past `--idle` leaves the live board (its row says so), keeps its history, and
+/// comes back when it speaks again.
+#[test]
+fn idle_sessions_leave_the_live_board_and_come_back() {
+    let mut s = Server::start_with(&["--idle", "1", "-"], &[], Stdio::piped());
+    write(&mut s, &rec("quiet", 1, 50_000, 0.3, ("codex", "gpt-5")));
+    let mut events = s.events(None);
+    let (row, _) = events.next_row("quiet", |r| r["live"] == true);
+    assert_eq!(row["seq"], 1);
+    let (row, _) = events.next_row("quiet", |r| r["live"] == false);
+    assert_eq!(row["seq"], 1, "the same row, idle now");
+    let live = json_body(&s.get("/api/sessions"));
+    assert_eq!(
+        (live["live"].as_u64(), live["matched"].as_u64()),
+        (Some(0), Some(0))
+    );
+    let all = json_body(&s.get("/api/sessions?all=1"));
+    assert_eq!(all["matched"], 1);
+    assert_eq!(
+        sample(&s.metrics(), "agent_fold_serve_live_sessions", &[]),
+        0.0
+    );
+    write(&mut s, &rec("quiet", 2, 40_000, 0.4, ("codex", "gpt-5")));
+    let (row, _) = events.next_row("quiet", |r| r["live"] == true);
+    assert_eq!(row["seq"], 2);
+    let history = json_body(&s.get("/api/sessions/quiet"))["history"]["points"].clone();
+    assert_eq!(history.as_array().unwrap().len(), 2, "its history stayed");
+}
+
+/// What an alert rule fires, computed apart from the server: once each time the value moves onto
+/// the rule's side while armed; armed again once 5% of the threshold past it.
+fn crossings(values: &[f64], threshold: f64, below: bool) -> usize {
+    let (mut armed, mut fired) = (true, 0);
+    for &v in values {
+        let on = if below { v < threshold } else { v > threshold };
+        let clear = if below {
+            v >= threshold * 1.05
+        } else {
+            v <= threshold * 0.95
+        };
+        if armed && on {
+            fired += 1;
+            armed = false;
+        } else if !armed && clear {
+            armed = true;
+        }
+    }
+    fired
+}
+
+/// A webhook receiver on loopback: answers 500 to the first POST (the server tries again) and
+/// 200 to the rest, keeping each body.
+fn receiver() -> (u16, Arc<Mutex<Vec<Value>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let keep = Arc::clone(&got);
+    std::thread::spawn(move || {
+        for (i, conn) in listener.incoming().enumerate() {
+            let Ok(mut conn) = conn else { continue };
+            let mut r = BufReader::new(conn.try_clone().unwrap());
+            let mut len = 0;
+            loop {
+                let mut line = String::new();
+                if r.read_line(&mut line).unwrap_or(0) == 0 {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap();
+                }
+                if line == "\r\n" {
+                    break;
+                }
+            }
+            let mut body = vec![0; len];
+            r.read_exact(&mut body).unwrap();
+            let status = if i == 0 {
+                "500 Internal Server Error"
+            } else {
+                "200 OK"
+            };
+            if i > 0 {
+                keep.lock()
+                    .unwrap()
+                    .push(serde_json::from_slice(&body).unwrap());
+            }
+            let _ = conn.write_all(
+                format!("HTTP/1.1 {status}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                    .as_bytes(),
+            );
+        }
+    });
+    (port, got)
+}
+
+/// Sessions cross rules many records over: each crossing alerts exactly once — the webhook gets
+/// it (after one refusal, tried again), the row names the rules firing, `/metrics` counts them by
+/// rule and the sessions per band, no per-session label.
+#[test]
+fn alerts_fire_once_per_crossing_through_the_webhook_and_the_metrics() {
+    let (port, got) = receiver();
+    let hook = format!("http://127.0.0.1:{port}/hook");
+    let mut s = Server::start_with(
+        &[
+            "--alert",
+            "until<20000",
+            "--alert",
+            "occupancy>0.9",
+            "--alert-webhook",
+            &hook,
+            "-",
+        ],
+        &[],
+        Stdio::piped(),
+    );
+    // Three sessions, wavering about the thresholds and compacting.
+    let paths: [(&str, &[u64]); 3] = [
+        (
+            "a",
+            &[
+                50_000, 19_000, 19_500, 20_800, 15_000, 120_000, 10_000, 9_000,
+            ],
+        ),
+        ("b", &[30_000, 25_000, 21_000, 20_000, 40_000]),
+        ("c", &[19_999, 50_000, 19_000, 21_000, 19_000]),
+    ];
+    let occupancy = |until: u64| (167_000 - until.min(167_000)) as f64 / 170_000.0;
+    let mut text = String::new();
+    let (mut want_until, mut want_occ) = (0, 0);
+    for (id, untils) in paths {
+        for (seq, until) in untils.iter().enumerate() {
+            text += &rec(
+                id,
+                seq as u64,
+                *until,
+                occupancy(*until),
+                ("claude-code", "claude-opus-4-6"),
+            );
+        }
+        let values: Vec<f64> = untils.iter().map(|u| *u as f64).collect();
+        want_until += crossings(&values, 20_000.0, true);
+        let occ: Vec<f64> = untils.iter().map(|u| occupancy(*u)).collect();
+        want_occ += crossings(&occ, 0.9, false);
+    }
+    assert!(
+        want_until >= 4 && want_occ >= 1,
+        "the input crosses: {want_until}, {want_occ}"
+    );
+    write(&mut s, &text);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while got.lock().unwrap().len() < want_until + want_occ {
+        assert!(
+            Instant::now() < deadline,
+            "alerts delivered: {:?}",
+            got.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let alerts = got.lock().unwrap().clone();
+    let by = |rule: &str| alerts.iter().filter(|a| a["rule"] == rule).count();
+    assert_eq!(by("until<20000"), want_until, "{alerts:#?}");
+    assert_eq!(by("occupancy>0.9"), want_occ, "{alerts:#?}");
+    let first = alerts.iter().find(|a| a["session"] == "a").unwrap();
+    assert_eq!(
+        (&first["agent"], &first["model"]),
+        (&json!("claude-code"), &json!("claude-opus-4-6"))
+    );
+    assert!(first["record"]["untilCompactTokens"].as_u64().is_some());
+    let m = s.metrics();
+    let alerts_total = |rule| sample(&m, "agent_fold_serve_alerts_total", &[("rule", rule)]);
+    assert_eq!(alerts_total("until<20000"), want_until as f64);
+    assert_eq!(alerts_total("occupancy>0.9"), want_occ as f64);
+    let posts = |o| {
+        sample(
+            &m,
+            "agent_fold_serve_webhook_posts_total",
+            &[("outcome", o)],
+        )
+    };
+    assert_eq!(posts("delivered"), (want_until + want_occ) as f64);
+    assert!(
+        posts("retried") >= 1.0,
+        "the first POST was refused and tried again"
+    );
+    // Now: a at 9,000 and c at 19,000 are under 20,000.
+    let firing = sample(
+        &m,
+        "agent_fold_serve_sessions_alerting",
+        &[("rule", "until<20000")],
+    );
+    assert_eq!(firing, 2.0);
+    let state = s.state();
+    assert_eq!(
+        session(&state, "a").unwrap()["alerts"],
+        json!(["until<20000", "occupancy>0.9"])
+    );
+    assert_eq!(session(&state, "b").unwrap()["alerts"], json!([]));
+    let band = |b| {
+        sample(
+            &m,
+            "agent_fold_serve_live_sessions_by_until_compact",
+            &[("band", b)],
+        )
+    };
+    // Now: a at 9,000; b at 40,000 and c at 19,000.
+    assert_eq!(
+        (band("lt_10k"), band("10k_to_50k"), band("ge_50k")),
+        (1.0, 2.0, 0.0)
+    );
+    for f in &m.samples {
+        assert!(
+            f.labels.get("session").is_none(),
+            "no per-session label: {}",
+            f.metric
+        );
+    }
+}
+
+/// The records `run -e input=otel` makes of events: the board's figures for the same events.
+fn otel_last(records: &[Value], id: &str) -> Value {
+    let recs: Vec<Rec> = records
+        .iter()
+        .map(|r| Rec::new(None, r.to_string().as_bytes()))
+        .collect();
+    let mut m = agent_fold::module::Module::new(
+        &agent_fold::module::Source::Native,
+        &[
+            ("input".into(), "otel".into()),
+            ("emit".into(), "pressure".into()),
+        ],
+        None,
+    )
+    .unwrap();
+    let out = m.process(&recs, 0).unwrap();
+    out.iter()
+        .rev()
+        .map(|r| serde_json::from_slice::<Value>(&r.value).unwrap())
+        .find(|v| v["session"] == id && v["type"] == "context/pressure")
+        .expect("a pressure record of the session")
+}
+
+/// A Claude Code session as its OTLP exporter would send it (the events derived from a real
+/// transcript, in the requests a batch processor makes, half protobuf and half JSON, some
+/// gzipped) reaches the board with no other step: its row holds what `input=otel` makes of the
+/// same events.
+#[test]
+fn an_agent_s_otlp_export_reaches_the_board() {
+    let Some(path) = real_data("claude-code/847ff7d2-4a55-44d7-a3f5-a3afd89f1ee1.jsonl") else {
+        return;
+    };
+    let text = std::fs::read_to_string(path).unwrap();
+    let events = agent_fold_testkit::otel::derive(&text);
+    let bodies = agent_fold_testkit::otel::export_requests(&events);
+    let records = agent_fold_testkit::otel::collector_records(&events);
+    let id = records[0]["session"].as_str().unwrap().to_owned();
+    let want = otel_last(&records, &id);
+    let s = Server::start(&["--native", "--otlp", "127.0.0.1:0"]);
+    let port = s.otlp_port();
+    for (i, body) in bodies.iter().enumerate() {
+        let json = body.to_string().into_bytes();
+        let (ctype, bytes) = if i % 2 == 0 {
+            let req: ExportLogsServiceRequest = serde_json::from_value(body.clone()).unwrap();
+            ("application/x-protobuf", req.encode_to_vec())
+        } else {
+            ("application/json", json)
+        };
+        let (bytes, gzip) = if i % 3 == 0 {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            e.write_all(&bytes).unwrap();
+            (e.finish().unwrap(), true)
+        } else {
+            (bytes, false)
+        };
+        let mut headers = vec![("Content-Type", ctype)];
+        if gzip {
+            headers.push(("Content-Encoding", "gzip"));
+        }
+        let r = post(port, "/v1/logs", &headers, &bytes);
+        assert_eq!(
+            r.status,
+            200,
+            "request {i}: {}",
+            String::from_utf8_lossy(&r.body)
+        );
+        let answered = r.headers.iter().find(|(k, _)| k == "content-type").unwrap();
+        assert_eq!(answered.1, ctype, "answered in the request's encoding");
+    }
+    let state = s.wait_state("the session at its last record", |st| {
+        seq_of(st, &id) == want["seq"].as_u64()
+    });
+    let row = session(&state, &id).unwrap();
+    assert_eq!(row["record"], want);
+    assert_eq!(row["agent"], "claude-code");
+    assert!(
+        row["model"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("claude-"))
+    );
+    let m = s.metrics();
+    assert_eq!(
+        sample(&m, "agent_fold_serve_otlp_events_written_total", &[]),
+        records.len() as f64
+    );
+    assert_eq!(
+        sample(
+            &m,
+            "agent_fold_serve_otlp_requests_total",
+            &[("status", "200")]
+        ),
+        bodies.len() as f64
+    );
+}
