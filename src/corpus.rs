@@ -30,6 +30,11 @@ pub struct CorpusConfig {
     /// Records carry their session id as the Fluvio record key (as a producer keyed by
     /// session writes them); else only as `session_id`.
     pub keyed: bool,
+    /// A live fleet, as a board meets it: sessions joined mid-life (their context anywhere
+    /// from 20k to 175k tokens), headers naming the agent's compaction reserve (33,000 of a
+    /// 200,000 window), and an automatic compaction (`compact/start` with `trigger` and
+    /// `preTokens`) once a session's context passes 167,000.
+    pub fleet: bool,
 }
 
 impl Default for CorpusConfig {
@@ -38,6 +43,7 @@ impl Default for CorpusConfig {
             seed: 1,
             active_sessions: 64,
             keyed: true,
+            fleet: false,
         }
     }
 }
@@ -75,6 +81,9 @@ impl std::fmt::Display for Stats {
         )
     }
 }
+
+/// Where a fleet's sessions compact on their own: their 200,000 window less 33,000.
+const FLEET_COMPACT_AT: u64 = 167_000;
 
 /// One planned frame of a session: bodies are rendered when it is emitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -329,7 +338,11 @@ impl Corpus {
             plan: Default::default(),
             surface: Vec::new(),
             parent: None,
-            context: 0,
+            context: if self.config.fleet {
+                self.rng.range(20_000, 175_000)
+            } else {
+                0
+            },
             tools: self.rng.range(8, 30) as u32,
             system_len: self.rng.log_range(800, 8000),
         };
@@ -339,9 +352,10 @@ impl Corpus {
     }
 
     /// Plans a session's next turn.
-    fn plan_turn(rng: &mut Rng, s: &mut Session) {
+    fn plan_turn(rng: &mut Rng, s: &mut Session, fleet: bool) {
         let p = &mut s.plan;
-        if s.surface.len() >= 8 && rng.chance(0.035) {
+        let due = fleet && s.context > FLEET_COMPACT_AT && s.surface.len() >= 3;
+        if due || (s.surface.len() >= 8 && rng.chance(0.035)) {
             p.push_back(Planned::CompactStart);
             for _ in 0..rng.range(1, 20) {
                 p.push_back(Planned::Counter { sub: false });
@@ -408,7 +422,7 @@ impl Corpus {
         let rng = &mut self.rng;
         let s = &mut self.live[at];
         if s.plan.is_empty() {
-            Self::plan_turn(rng, s);
+            Self::plan_turn(rng, s, self.config.fleet);
         }
         let step = s.plan.pop_front().expect("a turn plans at least one frame");
         // A dispatch's sub-agent frames carry its parent; the prompt is its first.
@@ -502,6 +516,9 @@ impl Corpus {
                     o.push_str("},\"required\":[]}}");
                 }
                 o.push_str("],\"context_window\":200000,\"max_tokens\":32000");
+                if self.config.fleet {
+                    o.push_str(",\"compact_reserve\":33000");
+                }
             }
             Planned::User | Planned::Summary => {
                 let start = o.len();
@@ -593,6 +610,9 @@ impl Corpus {
                 if !sub {
                     s.surface.push(seq);
                 }
+            }
+            Planned::CompactStart if self.config.fleet && s.context > FLEET_COMPACT_AT => {
+                let _ = write!(o, ",\"trigger\":\"auto\",\"preTokens\":{}", s.context);
             }
             Planned::CompactStart | Planned::CompactEnd => {}
         }
@@ -695,6 +715,9 @@ pub struct Args {
     /// Records carry no key (only their frame's session_id)
     #[arg(long)]
     pub unkeyed: bool,
+    /// A live fleet: sessions joined mid-life, compacting on their own near their threshold
+    #[arg(long)]
+    pub fleet: bool,
 }
 
 /// The command line: `agent-fold corpus …`: the generated corpus on stdout, its shape on stderr.
@@ -703,6 +726,7 @@ pub fn main(args: &Args) -> Result<i32> {
         seed: args.seed,
         active_sessions: args.sessions,
         keyed: !args.unkeyed,
+        fleet: args.fleet,
     };
     let mut c = Corpus::new(config);
     let stdout = std::io::stdout();
@@ -741,5 +765,50 @@ mod tests {
             .filter(|r| serde_json::from_slice::<serde_json::Value>(&r.value).is_err())
             .count() as u64;
         assert_eq!(bad, s.malformed);
+    }
+
+    /// A fleet's sessions start mid-life, name their reserve, and compact on their own past
+    /// their threshold: the figures a board alerts on come and go.
+    #[test]
+    fn a_fleet_compacts_on_its_own_near_its_threshold() {
+        let config = CorpusConfig {
+            seed: 3,
+            active_sessions: 20,
+            keyed: true,
+            fleet: true,
+        };
+        let recs: Vec<Rec> = Corpus::new(config).take(20_000).collect();
+        let has = |r: &Rec, s: &str| String::from_utf8_lossy(&r.value).contains(s);
+        assert!(recs.iter().any(|r| has(r, "\"compact_reserve\":33000")));
+        let autos = recs
+            .iter()
+            .filter(|r| has(r, "\"trigger\":\"auto\""))
+            .count();
+        assert!(autos >= 5, "{autos} automatic compactions");
+        let mut p = agent_fold_core::Processor::from_params([("emit", "pressure")]).unwrap();
+        let ins: Vec<_> = recs
+            .iter()
+            .map(|r| agent_fold_core::RecordIn::new(r.key.as_deref(), &r.value))
+            .collect();
+        let until: Vec<u64> = p
+            .process(&ins)
+            .unwrap()
+            .iter()
+            .filter_map(|e| match e {
+                agent_fold_core::Emit::New { value, .. } => {
+                    serde_json::from_slice::<serde_json::Value>(value).ok()?["untilCompactTokens"]
+                        .as_u64()
+                }
+                _ => None,
+            })
+            .collect();
+        assert!(
+            until.iter().any(|u| *u < 20_000),
+            "sessions near their threshold"
+        );
+        assert!(
+            until.iter().any(|u| *u > 100_000),
+            "and far from it after compacting"
+        );
     }
 }

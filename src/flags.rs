@@ -61,14 +61,15 @@ pub fn format(s: &str) -> Result<Format, String> {
     }
 }
 
-/// `--header-timeout SECS` and the like: a positive number of seconds, a day at most.
+/// `--header-timeout SECS`, `--idle SECS` and the like: a positive number of seconds, a year at
+/// most.
 pub fn secs(s: &str) -> Result<std::time::Duration, String> {
     match s.parse::<f64>() {
-        Ok(v) if v > 0.0 && v.is_finite() && v <= 86_400.0 => {
+        Ok(v) if v > 0.0 && v.is_finite() && v <= 366.0 * 86_400.0 => {
             Ok(std::time::Duration::from_secs_f64(v))
         }
         _ => Err(format!(
-            "takes a positive number of seconds (a day at most), got {s:?}"
+            "takes a positive number of seconds (a year at most), got {s:?}"
         )),
     }
 }

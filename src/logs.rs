@@ -104,69 +104,7 @@ pub fn tree_files(root: &Path) -> Result<Vec<PathBuf>> {
 pub fn line_stamp(line: &[u8]) -> Option<f64> {
     let v = agent_fold_core::Frame::parse(line)?;
     let raw = v.stamp()?;
-    rfc3339_secs(raw.trim_matches('"'))
-}
-
-/// Seconds since 1970 of an RFC 3339 stamp (`2026-02-12T14:11:57.624Z`, `…+02:00`).
-pub fn rfc3339_secs(s: &str) -> Option<f64> {
-    let b = s.as_bytes();
-    if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| -> Option<i64> { s.get(r)?.parse().ok() };
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
-        return None;
-    }
-    let mut rest = &s[19..];
-    let mut frac = 0.0;
-    if let Some(r) = rest.strip_prefix('.') {
-        let digits = r.bytes().take_while(u8::is_ascii_digit).count();
-        frac = format!("0.{}", &r[..digits]).parse().ok()?;
-        rest = &r[digits..];
-    }
-    let offset = match rest {
-        "Z" | "z" | "" => 0,
-        o if o.len() == 6 && (o.starts_with('+') || o.starts_with('-')) => {
-            let sign = if o.starts_with('-') { -1 } else { 1 };
-            sign * (o[1..3].parse::<i64>().ok()? * 3600 + o[4..6].parse::<i64>().ok()? * 60)
-        }
-        _ => return None,
-    };
-    // Days from the civil date (Howard Hinnant's algorithm).
-    let y = if mo <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (mo + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some((days * 86_400 + h * 3600 + mi * 60 + sec - offset) as f64 + frac)
-}
-
-/// An RFC 3339 stamp in UTC with nanoseconds (`2026-12-03T08:00:00.123456789Z`) of a time in
-/// nanoseconds since 1970: how OTLP's `timeUnixNano` reads as a log's `timestamp`.
-pub fn rfc3339_nanos(nanos: u64) -> String {
-    let secs = (nanos / 1_000_000_000) as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // The civil date of a day count (Howard Hinnant's algorithm, the inverse of the above).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:09}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        nanos % 1_000_000_000
-    )
+    agent_fold_core::time::parse_secs(raw.trim_matches('"'))
 }
 
 /// A file's head line in the merge: its time key, then its file's place (the first file first
@@ -455,33 +393,6 @@ pub fn file_id(_: &std::fs::Metadata) -> Option<(u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stamps() {
-        assert_eq!(rfc3339_secs("1970-01-01T00:00:00Z"), Some(0.0));
-        assert_eq!(rfc3339_secs("1970-01-02T00:00:01.5Z"), Some(86_401.5));
-        assert_eq!(rfc3339_secs("2000-03-01T00:00:00Z"), Some(951_868_800.0));
-        assert_eq!(
-            rfc3339_secs("2000-03-01T02:00:00+02:00"),
-            Some(951_868_800.0)
-        );
-        assert_eq!(rfc3339_secs("yesterday"), None);
-        for nanos in [
-            0,
-            1_700_000_000_123_456_789,
-            951_868_800_000_000_001,
-            4_102_444_799_999_999_999,
-        ] {
-            let s = rfc3339_nanos(nanos);
-            let back = rfc3339_secs(&s).unwrap();
-            assert!((back - nanos as f64 / 1e9).abs() < 1e-3, "{s}: {back}");
-        }
-        assert_eq!(rfc3339_nanos(0), "1970-01-01T00:00:00.000000000Z");
-        assert_eq!(
-            rfc3339_nanos(951_868_800_000_000_001),
-            "2000-03-01T00:00:00.000000001Z"
-        );
-    }
 
     #[test]
     fn merge_keeps_each_file_in_order() {

@@ -19,19 +19,12 @@ use crate::record::{Rec, emitted, inputs};
 
 /// The module refused an invocation (`malformed=fail`): the offset of the record it refused,
 /// and its message as the engine (or the native library) words it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{text}")]
 pub struct InvocationRefused {
     pub offset: i64,
     pub text: String,
 }
-
-impl std::fmt::Display for InvocationRefused {
-    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str(&self.text)
-    }
-}
-
-impl std::error::Error for InvocationRefused {}
 
 /// Where the project's build puts the SmartModule, unless `AGENT_FOLD_WASM` names another.
 pub fn default_wasm_path() -> PathBuf {
@@ -191,7 +184,9 @@ impl Instance {
         // The engine calls a module's look_back only when the config asks for one; how many
         // records it names matters to an SPU only (the records come from the caller here).
         config.lookback(Some(Lookback::Last(1)));
-        let config = config.build().map_err(|e| anyhow!("{e}"))?;
+        let config = config
+            .build()
+            .map_err(|e| anyhow!("configuring the SmartModule: {e}"))?;
         let mut builder = SmartModuleChainBuilder::default();
         if let Some(bytes) = store_bytes {
             builder.set_store_memory_limit(bytes);
@@ -398,7 +393,7 @@ impl Module {
     /// Restores a checkpoint document (native only).
     pub fn restore(&mut self, text: &str) -> Result<()> {
         match self {
-            Module::Native(p) => p.restore(text).map_err(|e| anyhow!("{e}")),
+            Module::Native(p) => Ok(p.restore(text)?),
             Module::Wasm(_) => bail!("a module in the engine cannot be restored from a checkpoint"),
         }
     }

@@ -15,7 +15,6 @@ use anyhow::{Result, anyhow};
 use plotters::prelude::*;
 use serde_json::Value;
 
-use crate::logs::rfc3339_secs;
 use crate::record::Rec;
 
 pub const MAX_PANELS: usize = 6;
@@ -102,7 +101,7 @@ pub fn panels(pressure: &[Rec], marks: &Marks) -> Vec<Panel> {
             stamp: v
                 .get("timestamp")
                 .and_then(Value::as_str)
-                .and_then(rfc3339_secs),
+                .and_then(agent_fold_core::time::parse_secs),
             pressure: num("pressureTokens"),
             projected: num("projectedTokens"),
             capacity: num("capacity"),
@@ -179,19 +178,21 @@ pub fn render_string(panels: &[Panel]) -> Result<String> {
     {
         let n = panels.len().max(1);
         let root = SVGBackend::with_string(&mut svg, (1200, 520 * n as u32)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| anyhow!("{e}"))?;
+        root.fill(&WHITE)
+            .map_err(|e| anyhow!("drawing the plot: {e}"))?;
         if panels.is_empty() {
             root.draw(&Text::new(
                 "no context/pressure records: nothing to plot",
                 (40, 40),
                 ("sans-serif", 20),
             ))
-            .map_err(|e| anyhow!("{e}"))?;
+            .map_err(|e| anyhow!("drawing the plot's title: {e}"))?;
         }
         for (area, p) in root.split_evenly((n, 1)).iter().zip(panels) {
             draw_panel(area, p).map_err(|e| anyhow!("drawing the plot: {e}"))?;
         }
-        root.present().map_err(|e| anyhow!("{e}"))?;
+        root.present()
+            .map_err(|e| anyhow!("writing the plot: {e}"))?;
     }
     Ok(svg)
 }

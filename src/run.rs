@@ -235,7 +235,7 @@ pub fn run(args: &Args) -> Result<Summary> {
                     a.input().name()
                 )
             })?;
-            a.restore(state).map_err(|e| anyhow!("{e}"))?;
+            a.restore(state)?;
         }
     }
 

@@ -1,8 +1,6 @@
 //! The module's params (contract §4): one table says each param's name, values and default; parsed
 //! once at `init`, refused with an error naming the param.
 
-use std::fmt;
-
 /// The format of the records an instance reads (param `input`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Input {
@@ -312,11 +310,13 @@ impl Default for Config {
 }
 
 /// A param `init` refuses.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParamError {
     /// No such param.
+    #[error("unknown param `{key}` (known: {})", known_params())]
     Unknown { key: String },
     /// A value the param does not take.
+    #[error("bad value {value:?} for param `{key}`: expected {expected}")]
     BadValue {
         key: String,
         value: String,
@@ -324,28 +324,10 @@ pub enum ParamError {
     },
 }
 
-impl fmt::Display for ParamError {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        match self {
-            ParamError::Unknown { key } => {
-                let known: Vec<&str> = PARAMS.iter().map(|p| p.name).collect();
-                write!(f, "unknown param `{key}` (known: {})", known.join(", "))
-            }
-            ParamError::BadValue {
-                key,
-                value,
-                expected,
-            } => {
-                write!(
-                    f,
-                    "bad value {value:?} for param `{key}`: expected {expected}"
-                )
-            }
-        }
-    }
+/// Every param's name, for a refusal to list.
+fn known_params() -> String {
+    PARAMS.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
 }
-
-impl std::error::Error for ParamError {}
 
 impl ParamError {
     /// The param it names.

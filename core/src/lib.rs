@@ -34,6 +34,7 @@ mod processor;
 mod record;
 mod rng;
 mod state;
+pub mod time;
 
 pub use adapt::Adapter;
 pub use config::{

@@ -1,7 +1,6 @@
 //! Records in and out of an invocation, and the session a record belongs to.
 
 use std::borrow::Cow;
-use std::fmt;
 
 use crate::frame::Frame;
 
@@ -65,7 +64,8 @@ pub enum Emit {
 }
 
 /// An invocation refused whole: nothing is emitted and no state changes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("record {index}: {message}")]
 pub struct BatchError {
     /// Index of the offending record in the invocation.
     pub index: usize,
@@ -81,11 +81,3 @@ impl BatchError {
         }
     }
 }
-
-impl fmt::Display for BatchError {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "record {}: {}", self.index, self.message)
-    }
-}
-
-impl std::error::Error for BatchError {}

@@ -90,8 +90,9 @@ fn record_in(r: Stored<'_>, base_offset: i64) -> RecordIn<'_> {
 /// refusal (`malformed=fail`) emits nothing and comes with the offending record.
 pub fn array_map(p: &mut Processor, input: &[u8], version: i16) -> Reply {
     let decoded = wire::input(input, version).and_then(|i| Ok((i.base_offset, i.collect()?)));
-    let Ok((base_offset, records)) = decoded else {
-        return Reply::code(SmartModuleTransformErrorStatus::DecodingBaseInput as i32);
+    let (base_offset, records) = match decoded {
+        Ok(d) => d,
+        Err(e) => return undecodable(&e, version),
     };
     let inputs: Vec<RecordIn> = records.iter().map(|r| record_in(*r, base_offset)).collect();
     let emits = match p.process(&inputs) {
@@ -163,6 +164,28 @@ fn refusal(e: &BatchError, records: &[Stored], base_offset: i64, version: i16) -
         version,
         SmartModuleTransformErrorStatus::EncodingOutput as i32,
     )
+}
+
+/// An input that does not decode: a runtime error saying where and why, which the engine
+/// reports (a bare status would say only "decoding base input").
+fn undecodable(e: &wire::Undecodable, version: i16) -> Reply {
+    let output = SmartModuleOutput {
+        successes: Vec::new(),
+        error: Some(SmartModuleTransformRuntimeError::new(
+            &Record::default(),
+            0,
+            SmartModuleKind::ArrayMap,
+            eyre!("agent-fold: {e}"),
+        )),
+    };
+    let bare = SmartModuleTransformErrorStatus::DecodingBaseInput as i32;
+    match Reply::encoded(0, &output, version, bare) {
+        // A version whose output carries nothing (negative) cannot say it: the bare status.
+        Reply {
+            output: Some(out), ..
+        } if out.is_empty() => Reply::code(bare),
+        reply => reply,
+    }
 }
 
 /// `look_back`: replays the input's records into `p`'s state, emitting nothing.

@@ -10,28 +10,36 @@
 //! encoder writes for it leaves as a copy of its bytes; any other is written field by field.
 
 /// Why an input does not decode, and where.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the input does not decode at byte {at}: {why}")]
 pub struct Undecodable {
     /// The byte offset in the input where reading stopped.
     pub at: usize,
     pub why: Why,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum Why {
     /// The input ends inside a field.
+    #[error("it ends inside a field")]
     Short,
     /// An `Option`'s tag is neither 0 nor 1.
+    #[error("an option's tag is neither 0 nor 1")]
     Tag,
     /// A param string is not UTF-8.
+    #[error("a param is not UTF-8")]
     Utf8,
     /// A varint runs past 10 bytes.
+    #[error("a varint runs past 10 bytes")]
     LongVarint,
     /// A key or value length is negative or runs past the buffer.
+    #[error("a key or value length is negative or runs past the input")]
     Length,
     /// A record field is outside ±2^31.
+    #[error("a record field is outside ±2^31")]
     Range,
     /// A look-back age whose nanoseconds carry its seconds past `u64::MAX`.
+    #[error("a look-back age overflows")]
     Age,
 }
 

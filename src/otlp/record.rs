@@ -23,7 +23,6 @@ use opentelemetry_proto::tonic::logs::v1::LogRecord;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::logs::rfc3339_nanos;
 use crate::record::Rec;
 
 /// A string attribute longer than this is carried as its length.
@@ -202,7 +201,7 @@ pub fn record(res: &Resource, r: &LogRecord) -> Result<Rec, Refused> {
         session,
         agent: agent(&event, res.service),
         event: &event,
-        time: nanos.map(rfc3339_nanos),
+        time: nanos.map(agent_fold_core::time::format),
         sequence: int(&r.attributes, "event.sequence"),
         attributes: attributes(&r.attributes, 0),
         resource: &res.json,

@@ -251,8 +251,14 @@ impl Log for FluvioLog {
                 .map(|(o, _)| o);
             if found == Some(last) {
                 return timed("committing", async {
-                    stream.offset_commit().await.map_err(|e| anyhow!("{e}"))?;
-                    stream.offset_flush().await.map_err(|e| anyhow!("{e}"))
+                    stream
+                        .offset_commit()
+                        .await
+                        .map_err(|e| anyhow!("committing offset {last}: {e}"))?;
+                    stream
+                        .offset_flush()
+                        .await
+                        .map_err(|e| anyhow!("flushing the commit of offset {last}: {e}"))
                 })
                 .await
                 .with_context(|| {

@@ -30,14 +30,6 @@ use crate::service::{self, Limits, Signals};
 use pump::{Control, Exit, Settings, Stats};
 use telemetry::{Phase, Watch};
 
-/// `--idle-exit SECS`, `--commit-every SECS`: a positive number of seconds.
-fn secs(s: &str) -> Result<Duration, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v > 0.0 && v.is_finite() => Ok(Duration::from_secs_f64(v)),
-        _ => Err(format!("takes a positive number of seconds, got {s:?}")),
-    }
-}
-
 /// What to relay, from where, to where, with which module.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
@@ -67,11 +59,11 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 100_000)]
     pub lookback: u64,
     /// Exit 0 after SECS with no new record
-    #[arg(long, value_name = "SECS", value_parser = secs)]
+    #[arg(long, value_name = "SECS", value_parser = crate::flags::secs)]
     pub idle_exit: Option<Duration>,
     /// While records keep coming, settle (wait for the cluster's acknowledgements, then commit)
     /// every SECS; a pause in the stream settles at once. A crash repeats up to SECS of records
-    #[arg(long, value_name = "SECS", value_parser = secs, default_value = "1")]
+    #[arg(long, value_name = "SECS", value_parser = crate::flags::secs, default_value = "1")]
     pub commit_every: Duration,
     /// Cluster failures in a row before giving up (back-off from 0.5 s, doubling to 16 s)
     #[arg(long, value_name = "N", default_value_t = 8)]

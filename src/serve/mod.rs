@@ -37,18 +37,6 @@ use board::alerts::{MAX_RULES, Rule};
 use fold::ViewPair;
 use source::Feed;
 
-/// `--idle SECS`: a positive number of seconds, a year at most.
-fn idle_secs(s: &str) -> Result<Duration, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v > 0.0 && v.is_finite() && v <= 366.0 * 86_400.0 => {
-            Ok(Duration::from_secs_f64(v))
-        }
-        _ => Err(format!(
-            "takes a positive number of seconds (a year at most), got {s:?}"
-        )),
-    }
-}
-
 /// The server's command line.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
@@ -74,7 +62,7 @@ pub struct Args {
     pub native: bool,
     /// A session whose last activity (its latest record's timestamp, else when it was read) is
     /// older than SECS leaves the live board; it keeps its history until room is needed
-    #[arg(long, value_name = "SECS", value_parser = idle_secs, default_value = "1800")]
+    #[arg(long, value_name = "SECS", value_parser = flags::secs, default_value = "1800")]
     pub idle: Duration,
     /// Sessions the board keeps, live and idle; past it the one idle longest goes
     #[arg(long, value_name = "N", default_value_t = 20_000,

@@ -104,6 +104,9 @@ pub async fn serve(listener: TcpListener, app: Router, limits: Limits, figures: 
             drop(stream);
             continue;
         };
+        // Small writes (an SSE delta, an OTLP answer) go at once, not after the peer's
+        // delayed ACK.
+        let _ = stream.set_nodelay(true);
         figures.accepted.fetch_add(1, Ordering::Relaxed);
         figures.open.fetch_add(1, Ordering::Relaxed);
         let service = TowerToHyperService::new(app.clone());

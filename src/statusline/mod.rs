@@ -185,9 +185,7 @@ fn feed(
     if batch.is_empty() {
         return Ok(());
     }
-    let out = p
-        .process(&crate::record::inputs(batch, state.lines))
-        .map_err(|e| anyhow!("{e}"))?;
+    let out = p.process(&crate::record::inputs(batch, state.lines))?;
     state.lines += batch.len() as i64;
     batch.clear();
     for e in out {

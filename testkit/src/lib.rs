@@ -1,17 +1,22 @@
 //! agent-fold's test kit: generated agent logs ([`GenLog`], [`GenSession`]), the properties of
 //! contract §5 and §6 as functions that panic on a violation ([`checks`]), naive references the
-//! core's fast paths are checked against ([`reference`]), and the OpenTelemetry streams real
-//! agent logs would have exported ([`otel`]).
+//! core's fast paths are checked against ([`reference`]), the OpenTelemetry streams real agent
+//! logs would have exported ([`otel`]); and what the browser tests and the board bench share: a
+//! Chromium driver ([`cdp`]), the alerts a stream should raise ([`alerts`]) and a webhook
+//! receiver ([`webhook`]).
 //!
 //! One generator serves the property tests (shaped from seeded bytes) and the fuzz targets
 //! (shaped by libFuzzer), so `cargo test` explores the same space the fuzzers do.
 
+pub mod alerts;
+pub mod cdp;
 pub mod checks;
 mod hostile;
 mod logs;
 pub mod otel;
 pub mod reference;
 mod util;
+pub mod webhook;
 
 pub use hostile::{HostileLog, HostileOp, Odd};
 pub use logs::{

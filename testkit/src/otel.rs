@@ -830,67 +830,14 @@ pub fn records_from_request(body: &Value) -> Vec<Value> {
     out
 }
 
-/// Days since 1970-01-01 of a civil date (proleptic Gregorian).
-fn days_from_civil(y: i64, m: u64, d: u64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy as i64;
-    era * 146_097 + doe - 719_468
-}
-
-/// The civil date of a day since 1970-01-01.
-fn civil_from_days(z: i64) -> (i64, u64, u64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u64;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u64;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
-/// An RFC 3339 UTC stamp (`2026-02-18T03:44:30.694Z`) as nanoseconds since the epoch.
+/// An RFC 3339 stamp as nanoseconds since the epoch (`agent_fold_core::time`, the one reader).
 pub fn parse_time(s: &str) -> Option<u64> {
-    let b = s.as_bytes();
-    let num = |r: std::ops::Range<usize>| s.get(r)?.parse::<u64>().ok();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || !s.ends_with('Z') {
-        return None;
-    }
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    let frac = match s.get(19..s.len() - 1)? {
-        "" => 0,
-        f if f.starts_with('.') && f.len() > 1 && f.len() <= 10 => {
-            let digits = &f[1..];
-            digits.parse::<u64>().ok()? * 10u64.pow(9 - digits.len() as u32)
-        }
-        _ => return None,
-    };
-    let days = days_from_civil(y as i64, mo, d);
-    let secs = days * 86_400 + (h * 3600 + mi * 60 + sec) as i64;
-    u64::try_from(secs)
-        .ok()?
-        .checked_mul(1_000_000_000)?
-        .checked_add(frac)
+    agent_fold_core::time::parse(s).and_then(|n| u64::try_from(n).ok())
 }
 
 /// Nanoseconds since the epoch as an RFC 3339 UTC stamp with nine decimals.
 pub fn format_time(ns: u64) -> String {
-    let secs = ns / 1_000_000_000;
-    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
-    let s = secs % 86_400;
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:09}Z",
-        s / 3600,
-        s / 60 % 60,
-        s % 60,
-        ns % 1_000_000_000
-    )
+    agent_fold_core::time::format(ns)
 }
 
 /// The same, to the millisecond (JavaScript's `toISOString`, as `event.timestamp` carries it).
@@ -913,8 +860,12 @@ mod tests {
             parse_time("2000-03-01T00:00:01.5Z"),
             Some((951_868_800 + 1) * 1_000_000_000 + 500_000_000)
         );
-        assert_eq!(parse_time("2026-02-18 03:44:30Z"), None);
-        assert_eq!(parse_time("2026-02-18T03:44:30+01:00"), None);
+        assert_eq!(parse_time("1969-12-31T23:59:59Z"), None, "before the epoch");
+        assert_eq!(
+            parse_time("2026-02-18T04:44:30.694+01:00"),
+            Some(t),
+            "an offset, read as the core reads it"
+        );
     }
 
     #[test]

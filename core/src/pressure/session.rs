@@ -164,34 +164,26 @@ impl Figures {
 }
 
 /// Why a frame could not be applied: a `context/error` record says it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum Refusal {
     /// The frame would change a figure but has no valid `seq`.
+    #[error(
+        "the frame carries context (a message, header or usage) but no valid seq: it cannot be placed on the surface"
+    )]
     NoSeq,
     /// `replaces` is not `{"from_seq": int, "to_seq": int}`.
+    #[error(
+        "replacement span is malformed: `replaces` must be {{\"from_seq\": integer ≥ 0, \"to_seq\": integer ≥ 0}}"
+    )]
     BadSpan,
+    #[error(transparent)]
     Corrupt(Corrupt),
     /// The session key is over the limit: no state is kept for it.
+    #[error(
+        "the session key is {0} bytes, over the limit of {max}: no state is kept for it",
+        max = crate::record::MAX_KEY_LEN
+    )]
     LongKey(usize),
-}
-
-impl std::fmt::Display for Refusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        match self {
-            Refusal::NoSeq => f.write_str(
-                "the frame carries context (a message, header or usage) but no valid seq: it cannot be placed on the surface",
-            ),
-            Refusal::BadSpan => f.write_str(
-                "replacement span is malformed: `replaces` must be {\"from_seq\": integer ≥ 0, \"to_seq\": integer ≥ 0}",
-            ),
-            Refusal::Corrupt(c) => c.fmt(f),
-            Refusal::LongKey(n) => write!(
-                f,
-                "the session key is {n} bytes, over the limit of {}: no state is kept for it",
-                crate::record::MAX_KEY_LEN
-            ),
-        }
-    }
 }
 
 /// What a frame asks of the projection, read and checked before anything changes.

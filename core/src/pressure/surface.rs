@@ -12,7 +12,6 @@
 //! Removed nodes are swept out once they outnumber the live ones.
 
 use std::collections::VecDeque;
-use std::fmt;
 
 use column::Column;
 
@@ -50,18 +49,13 @@ pub enum Plan {
 }
 
 /// A span the surface refuses.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "replacement span {}..{} is not in the surface: the log is corrupt",
+    .0.from_seq,
+    .0.to_seq
+)]
 pub struct Corrupt(pub Replaces);
-
-impl fmt::Display for Corrupt {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(
-            f,
-            "replacement span {}..{} is not in the surface: the log is corrupt",
-            self.0.from_seq, self.0.to_seq
-        )
-    }
-}
 
 /// In `order`: a dead run's first entry; the low bits are the position after the run.
 const DEAD: u32 = 1 << 31;

@@ -1,68 +1,47 @@
 //! Why a checkpoint is refused: the one error restoring reports.
 
-use std::fmt;
-
 use crate::record::MAX_KEY_LEN;
 
 /// A checkpoint that cannot be restored, and why. On any of these the state is unchanged.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CheckpointError {
-    /// Not JSON, or a member of the wrong shape: what the reader said.
+    /// Not JSON, or a member of the wrong shape: what the reader said (with where it broke).
+    #[error("checkpoint refused: {0}")]
     Invalid(String),
     /// No `stateVersion`.
+    #[error("checkpoint refused: `stateVersion` is missing")]
     MissingVersion,
     /// A `stateVersion` this build does not read, as the JSON text found.
+    #[error("checkpoint refused: stateVersion {0} is not one this build reads (1 to 5)")]
     Version(String),
     /// A checkpoint of the other view.
+    #[error("checkpoint refused: this is a {found} checkpoint; the instance serves {serves}")]
     View { found: String, serves: &'static str },
     /// Adapter state for another log format.
+    #[error(
+        "checkpoint refused: the adapter state is for input={found}; this instance reads input={reads}"
+    )]
     Input { found: String, reads: &'static str },
     /// The instance adapts a log format but the checkpoint has no adapter state.
+    #[error(
+        "checkpoint refused: the checkpoint has no adapter state; this instance reads input={reads}"
+    )]
     NoAdapterState { reads: &'static str },
     /// The checkpoint holds an adapter's state but the instance reads frames.
+    #[error(
+        "checkpoint refused: the checkpoint holds an adapter's state; this instance reads frames (input=agent-fold)"
+    )]
     UnexpectedAdapterState,
     /// A session listed twice.
+    #[error("checkpoint refused: session {:?} appears twice", String::from_utf8_lossy(.0))]
     Duplicate(Vec<u8>),
     /// A session key over the limit.
+    #[error("checkpoint refused: a session key is {0} bytes, over the limit of {MAX_KEY_LEN}")]
     KeyTooLong(usize),
     /// A surface lists a seq twice.
+    #[error("checkpoint refused: a surface lists seq {0} twice")]
     RepeatedNode(u64),
     /// A surface's tokens add up past 2^64.
+    #[error("checkpoint refused: a surface's tokens add up past 2^64")]
     Overflow,
 }
-
-impl fmt::Display for CheckpointError {
-    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("checkpoint refused: ")?;
-        match self {
-            CheckpointError::Invalid(why) => f.write_str(why),
-            CheckpointError::MissingVersion => f.write_str("`stateVersion` is missing"),
-            CheckpointError::Version(v) => {
-                write!(f, "stateVersion {v} is not one this build reads (1 to 5)")
-            }
-            CheckpointError::View { found, serves } => {
-                write!(f, "this is a {found} checkpoint; the instance serves {serves}")
-            }
-            CheckpointError::Input { found, reads } => write!(
-                f,
-                "the adapter state is for input={found}; this instance reads input={reads}"
-            ),
-            CheckpointError::NoAdapterState { reads } => {
-                write!(f, "the checkpoint has no adapter state; this instance reads input={reads}")
-            }
-            CheckpointError::UnexpectedAdapterState => f.write_str(
-                "the checkpoint holds an adapter's state; this instance reads frames (input=agent-fold)",
-            ),
-            CheckpointError::Duplicate(k) => {
-                write!(f, "session {:?} appears twice", String::from_utf8_lossy(k))
-            }
-            CheckpointError::KeyTooLong(n) => {
-                write!(f, "a session key is {n} bytes, over the limit of {MAX_KEY_LEN}")
-            }
-            CheckpointError::RepeatedNode(seq) => write!(f, "a surface lists seq {seq} twice"),
-            CheckpointError::Overflow => f.write_str("a surface's tokens add up past 2^64"),
-        }
-    }
-}
-
-impl std::error::Error for CheckpointError {}

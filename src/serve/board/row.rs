@@ -146,7 +146,7 @@ impl PressureRecord {
             .timestamp
             .as_ref()
             .and_then(serde_json::Value::as_str)
-            .and_then(crate::logs::rfc3339_secs)
+            .and_then(agent_fold_core::time::parse_secs)
             .filter(|s| s.is_finite())
             .map(|s| (s * 1000.0) as i64);
         let seq = uint(&m.seq);

@@ -4,8 +4,8 @@
 
 use serde_json::{Value, json};
 
-use super::cdp::Browser;
 use super::{browser_on, f, js, meter_with, page};
+use agent_fold_testkit::cdp::Browser;
 
 #[test]
 fn panel_opens_with_click_enter_space_and_closes_with_escape() {

@@ -3,8 +3,8 @@
 
 use serde_json::{Value, json};
 
-use super::cdp::Browser;
 use super::{f, js, page, s};
+use agent_fold_testkit::cdp::Browser;
 
 /// Helpers in a page: `st(seq, pressure, projected, message, extra)` a meter state, and
 /// `read(svg)` what a chart's SVG draws, its paths as `[command, x, y]` vertices and every y

@@ -4,8 +4,8 @@
 
 use serde_json::{Value, json};
 
-use super::cdp::Browser;
 use super::{f, js, meter, meter_with, page, s};
+use agent_fold_testkit::cdp::Browser;
 
 #[test]
 fn ring_fill_and_name_follow_occupancy() {

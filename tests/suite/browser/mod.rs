@@ -9,7 +9,6 @@
 //! `skipped: <reason>` and passes, except with CI=true, where it fails: CI is meant to have them.
 
 mod behaviour;
-mod cdp;
 mod chart;
 use crate::common;
 mod drawing;
@@ -22,7 +21,7 @@ use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use cdp::Browser;
+use agent_fold_testkit::cdp::{self, Browser};
 use serde_json::{Value, json};
 
 const UI: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/ui");

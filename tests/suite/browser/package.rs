@@ -13,7 +13,7 @@ use super::{PACKED, UI, chromium, common, js, page, s, server, shot};
 
 /// `program` found on PATH, else `None` after [`common::skip`].
 fn tool(program: &str) -> Option<PathBuf> {
-    let found = super::cdp::on_path(program);
+    let found = agent_fold_testkit::cdp::on_path(program);
     if found.is_none() {
         common::skip(&format!(
             "no {program} on PATH (Node 20 and npm run the package's tests)"

@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::cdp::Browser;
 use super::chart::{HELPERS as CHART, at as held};
 use super::harness::{Server, append, frame, last_pressure, real_session, scratch};
 use super::{chromium, f, js, s as text, shot};
+use agent_fold_testkit::cdp::Browser;
 
 /// Opens the server's page (with `query`) and waits for its first event (the board).
 fn open(b: &mut Browser, s: &Server, query: &str) {
@@ -458,7 +458,7 @@ fn record(session: &str, seq: u64, [pressure, projected, message]: [u64; 3]) -> 
         .unwrap()
         .as_nanos() as u64;
     json!({"type": "context/pressure", "session": session, "seq": seq,
-           "timestamp": agent_fold::logs::rfc3339_nanos(now),
+           "timestamp": agent_fold_core::time::format(now),
            "pressureTokens": pressure, "projectedTokens": projected, "capacity": 200000,
            "contextOccupancy": projected as f64 / 200000.0, "systemTokens": 180,
            "toolsTokens": 2310, "messageTokens": message, "estimateScale": 1,

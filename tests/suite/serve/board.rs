@@ -2,10 +2,8 @@
 //! API's rank, filter and refusals, sessions going idle, alerts once per crossing through the
 //! webhook and `/metrics`, and agents' OTLP events straight onto the board (`serve --otlp`).
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
+use std::io::Write;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agent_fold::record::Rec;
@@ -16,6 +14,8 @@ use serde_json::{Value, json};
 use super::{seq_of, session, write};
 use crate::common::real_data;
 use crate::harness::{self, Server, append, frame, last_pressure, post, sample, scratch};
+use agent_fold_testkit::alerts;
+use agent_fold_testkit::webhook::Receiver;
 
 /// A pressure record with the figures the board ranks and alerts on.
 fn rec(session: &str, seq: u64, until: u64, occupancy: f64, names: (&str, &str)) -> String {
@@ -204,79 +204,13 @@ fn idle_sessions_leave_the_live_board_and_come_back() {
     assert_eq!(history.as_array().unwrap().len(), 2, "its history stayed");
 }
 
-/// What an alert rule fires, computed apart from the server: once each time the value moves onto
-/// the rule's side while armed; armed again once 5% of the threshold past it.
-fn crossings(values: &[f64], threshold: f64, below: bool) -> usize {
-    let (mut armed, mut fired) = (true, 0);
-    for &v in values {
-        let on = if below { v < threshold } else { v > threshold };
-        let clear = if below {
-            v >= threshold * 1.05
-        } else {
-            v <= threshold * 0.95
-        };
-        if armed && on {
-            fired += 1;
-            armed = false;
-        } else if !armed && clear {
-            armed = true;
-        }
-    }
-    fired
-}
-
-/// A webhook receiver on loopback: answers 500 to the first POST (the server tries again) and
-/// 200 to the rest, keeping each body.
-fn receiver() -> (u16, Arc<Mutex<Vec<Value>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let got = Arc::new(Mutex::new(Vec::new()));
-    let keep = Arc::clone(&got);
-    std::thread::spawn(move || {
-        for (i, conn) in listener.incoming().enumerate() {
-            let Ok(mut conn) = conn else { continue };
-            let mut r = BufReader::new(conn.try_clone().unwrap());
-            let mut len = 0;
-            loop {
-                let mut line = String::new();
-                if r.read_line(&mut line).unwrap_or(0) == 0 {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    len = v.trim().parse().unwrap();
-                }
-                if line == "\r\n" {
-                    break;
-                }
-            }
-            let mut body = vec![0; len];
-            r.read_exact(&mut body).unwrap();
-            let status = if i == 0 {
-                "500 Internal Server Error"
-            } else {
-                "200 OK"
-            };
-            if i > 0 {
-                keep.lock()
-                    .unwrap()
-                    .push(serde_json::from_slice(&body).unwrap());
-            }
-            let _ = conn.write_all(
-                format!("HTTP/1.1 {status}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
-                    .as_bytes(),
-            );
-        }
-    });
-    (port, got)
-}
-
 /// Sessions cross rules many records over: each crossing alerts exactly once — the webhook gets
 /// it (after one refusal, tried again), the row names the rules firing, `/metrics` counts them by
 /// rule and the sessions per band, no per-session label.
 #[test]
 fn alerts_fire_once_per_crossing_through_the_webhook_and_the_metrics() {
-    let (port, got) = receiver();
-    let hook = format!("http://127.0.0.1:{port}/hook");
+    let hook = Receiver::start(true).unwrap();
+    let url = format!("http://127.0.0.1:{}/hook", hook.port);
     let mut s = Server::start_with(
         &[
             "--alert",
@@ -284,7 +218,7 @@ fn alerts_fire_once_per_crossing_through_the_webhook_and_the_metrics() {
             "--alert",
             "occupancy>0.9",
             "--alert-webhook",
-            &hook,
+            &url,
             "-",
         ],
         &[],
@@ -303,41 +237,43 @@ fn alerts_fire_once_per_crossing_through_the_webhook_and_the_metrics() {
     ];
     let occupancy = |until: u64| (167_000 - until.min(167_000)) as f64 / 170_000.0;
     let mut text = String::new();
-    let (mut want_until, mut want_occ) = (0, 0);
+    let rules = ["until<20000", "occupancy>0.9"].map(|r| alerts::Rule::parse(r).unwrap());
+    let mut want = alerts::Crossings::new(rules.to_vec());
     for (id, untils) in paths {
         for (seq, until) in untils.iter().enumerate() {
+            let occ = occupancy(*until);
             text += &rec(
                 id,
                 seq as u64,
                 *until,
-                occupancy(*until),
+                occ,
                 ("claude-code", "claude-opus-4-6"),
             );
+            want.observe(id, Some(*until), Some(occ), None, None);
         }
-        let values: Vec<f64> = untils.iter().map(|u| *u as f64).collect();
-        want_until += crossings(&values, 20_000.0, true);
-        let occ: Vec<f64> = untils.iter().map(|u| occupancy(*u)).collect();
-        want_occ += crossings(&occ, 0.9, false);
     }
+    let (want_until, want_occ) = (want.total("until<20000"), want.total("occupancy>0.9"));
     assert!(
         want_until >= 4 && want_occ >= 1,
         "the input crosses: {want_until}, {want_occ}"
     );
     write(&mut s, &text);
     let deadline = Instant::now() + Duration::from_secs(30);
-    while got.lock().unwrap().len() < want_until + want_occ {
+    while (hook.bodies().len() as u64) < want_until + want_occ {
         assert!(
             Instant::now() < deadline,
             "alerts delivered: {:?}",
-            got.lock().unwrap()
+            hook.bodies()
         );
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(500));
-    let alerts = got.lock().unwrap().clone();
-    let by = |rule: &str| alerts.iter().filter(|a| a["rule"] == rule).count();
-    assert_eq!(by("until<20000"), want_until, "{alerts:#?}");
-    assert_eq!(by("occupancy>0.9"), want_occ, "{alerts:#?}");
+    assert_eq!(
+        hook.alerts(),
+        want.counts(),
+        "each session's crossings, once each"
+    );
+    let alerts = hook.bodies();
     let first = alerts.iter().find(|a| a["session"] == "a").unwrap();
     assert_eq!(
         (&first["agent"], &first["model"]),
