@@ -643,13 +643,32 @@ mod tests {
         s.figures(&params(p)).projected
     }
 
+    /// A session from its start (seq 0) with `frames` applied.
+    fn session_of(frames: &[String]) -> Session {
+        let mut s = Session::starting_at(0, false);
+        feed(&mut s, frames);
+        s
+    }
+
+    /// A session whose first reading (6,000) prices its base at 5,000 and whose next clean
+    /// interval reads 2,010 estimated tokens of growth as 4,020: a scale of 2.
+    fn scaled_by_two() -> Session {
+        let s = session_of(&[
+            msg(0, "user/message", 1_000),
+            reading(1, 10, 6_000),
+            msg(2, "tool/result", 2_000),
+            reading(3, 10, 10_020),
+        ]);
+        assert_eq!(s.ratio(Projection::Calibrated), (4_020, 2_010));
+        s
+    }
+
     /// The first reading (5,000, its surface 10) implies a base of 4,990; a compaction then
     /// shows base + the summary + the prior restore, where `calibrated` subtracts the priced
     /// span from the last reading.
     #[test]
     fn a_compaction_re_bases_on_the_first_reading() {
-        let mut s = Session::starting_at(0, false);
-        feed(&mut s, &[msg(0, "user/message", 10), reading(1, 20, 5_000)]);
+        let mut s = session_of(&[msg(0, "user/message", 10), reading(1, 20, 5_000)]);
         assert_eq!(s.rebase.base, Some(4_990));
         feed(&mut s, &[msg(2, "tool/result", 400), reading(3, 30, 5_700)]);
         let before = s.clone();
@@ -673,16 +692,12 @@ mod tests {
     /// restarts the projection from itself, as in `calibrated`.
     #[test]
     fn the_restore_is_learnt_from_the_first_reading_after() {
-        let mut s = Session::starting_at(0, false);
-        feed(
-            &mut s,
-            &[
-                msg(0, "user/message", 10),
-                reading(1, 20, 5_000),
-                summary(2, 50, 0, 1),
-                reading(3, 25, 7_040),
-            ],
-        );
+        let mut s = session_of(&[
+            msg(0, "user/message", 10),
+            reading(1, 20, 5_000),
+            summary(2, 50, 0, 1),
+            reading(3, 25, 7_040),
+        ]);
         assert_eq!((s.rebase.restore, s.rebase.kept), (Some(2_000), None));
         assert_eq!(
             projected(&s, Projection::Rebased),
@@ -700,16 +715,12 @@ mod tests {
     fn a_figure_never_falls_under_the_base_and_partial_sessions_never_rebase() {
         // The readings price the estimate at a quarter (clamped): removing 5,000 estimated
         // tokens takes 1,250 off the last reading, under the 3,000 the first one implied.
-        let mut s = Session::starting_at(0, false);
-        feed(
-            &mut s,
-            &[
-                reading(0, 1, 3_000),
-                msg(1, "tool/result", 5_000),
-                reading(2, 1, 4_000),
-                summary(3, 1, 0, 2),
-            ],
-        );
+        let s = session_of(&[
+            reading(0, 1, 3_000),
+            msg(1, "tool/result", 5_000),
+            reading(2, 1, 4_000),
+            summary(3, 1, 0, 2),
+        ]);
         let mut p = params(Projection::Rebased);
         p.restore_prior = 0;
         // The base (3,000) and the summary's one token, as prose: unscaled.
@@ -734,8 +745,7 @@ mod tests {
 
     #[test]
     fn the_compaction_level_comes_from_the_param_the_session_or_the_agent() {
-        let mut s = Session::starting_at(0, false);
-        feed(&mut s, &[reading(0, 1, 50_000)]);
+        let mut s = session_of(&[reading(0, 1, 50_000)]);
         let at = |s: &Session, compact_at, reserve| {
             let f = s.figures(&Params {
                 compact_at,
@@ -783,17 +793,13 @@ mod tests {
     /// and the calibration measures the interval from what each request carried.
     #[test]
     fn a_reading_is_anchored_to_what_its_request_carried() {
-        let mut s = Session::starting_at(0, false);
-        feed(
-            &mut s,
-            &[
-                msg(0, "user/message", 100),
-                msg(1, "assistant/reasoning", 30),
-                msg(2, "tool/result", 70),
-                r#"{"type":"assistant/message","seq":3,"anchor_seq":0,"usage":{"input_tokens":5000}}"#
-                    .into(),
-            ],
-        );
+        let s = session_of(&[
+            msg(0, "user/message", 100),
+            msg(1, "assistant/reasoning", 30),
+            msg(2, "tool/result", 70),
+            r#"{"type":"assistant/message","seq":3,"anchor_seq":0,"usage":{"input_tokens":5000}}"#
+                .into(),
+        ]);
         assert_eq!((s.pressure, s.anchor), (Some(5_000), Some(100)));
         assert_eq!(s.rebase.first, Some((5_000, 100)));
         // Shown: the reading plus the 100 its request did not carry.
@@ -823,18 +829,8 @@ mod tests {
     /// where the compaction's start says the log shows what comes back, and nothing is learnt.
     #[test]
     fn a_compaction_prices_its_summary_as_prose_and_adds_nothing_the_log_shows() {
-        let mut s = Session::starting_at(0, false);
-        feed(
-            &mut s,
-            &[
-                msg(0, "user/message", 1_000),
-                reading(1, 10, 6_000),
-                msg(2, "tool/result", 2_000),
-                // 2,010 estimated tokens of growth read as 4,020: a scale of 2.
-                reading(3, 10, 10_020),
-                msg(4, "user/message", 100),
-            ],
-        );
+        let mut s = scaled_by_two();
+        feed(&mut s, &[msg(4, "user/message", 100)]);
         assert_eq!(s.ratio(Projection::Calibrated), (4_020, 2_010));
         feed(&mut s, &[summary(5, 50, 0, 3)]);
         let kept = s.rebase.kept.unwrap();
@@ -845,17 +841,13 @@ mod tests {
             Some(4_000 + 50 + 200 + 1_000)
         );
 
-        let mut shown = Session::starting_at(0, false);
-        feed(
-            &mut shown,
-            &[
-                msg(0, "user/message", 1_000),
-                reading(1, 10, 6_000),
-                r#"{"type":"compact/start","seq":2,"restore_shown":true}"#.into(),
-                summary(3, 50, 0, 1),
-                msg(4, "claude-code/attachment", 300),
-            ],
-        );
+        let mut shown = session_of(&[
+            msg(0, "user/message", 1_000),
+            reading(1, 10, 6_000),
+            r#"{"type":"compact/start","seq":2,"restore_shown":true}"#.into(),
+            summary(3, 50, 0, 1),
+            msg(4, "claude-code/attachment", 300),
+        ]);
         assert!(shown.rebase.kept.unwrap().shown);
         // Scale 1: the base 5,000, the summary, what joined since; nothing unseen.
         assert_eq!(
@@ -892,14 +884,10 @@ mod tests {
             node_tokens(r#"{"type":"user/message","seq":3,"message":"xxxxxx","message_chars":10}"#),
             Some(2 + 3)
         );
-        let mut s = Session::starting_at(0, false);
-        feed(
-            &mut s,
-            &[
-                msg(0, "user/message", 10),
-                r#"{"type":"user/message","seq":1,"message_chars":400}"#.into(),
-            ],
-        );
+        let mut s = session_of(&[
+            msg(0, "user/message", 10),
+            r#"{"type":"user/message","seq":1,"message_chars":400}"#.into(),
+        ]);
         assert_eq!(s.surface.total(), 110);
         assert_eq!(s.surface.nodes().map(|n| n.seq).collect::<Vec<_>>(), [0, 1]);
         // The sample is taken before the frame's own node joins (§3.2).
@@ -938,17 +926,10 @@ mod tests {
     /// prose, unscaled, like any replacement's own node (§3.4).
     #[test]
     fn a_measured_replacement_is_priced_as_prose() {
-        let mut s = Session::starting_at(0, false);
+        let mut s = scaled_by_two();
         feed(
             &mut s,
-            &[
-                msg(0, "user/message", 1_000),
-                reading(1, 10, 6_000),
-                msg(2, "tool/result", 2_000),
-                // 2,010 estimated tokens of growth read as 4,020: a scale of 2.
-                reading(3, 10, 10_020),
-                r#"{"type":"user/message","seq":4,"message_chars":2000,"replaces":{"from_seq":0,"to_seq":3}}"#.into(),
-            ],
+            &[r#"{"type":"user/message","seq":4,"message_chars":2000,"replaces":{"from_seq":0,"to_seq":3}}"#.into()],
         );
         assert_eq!(s.ratio(Projection::Calibrated), (4_020, 2_010));
         let kept = s.rebase.kept.unwrap();
@@ -971,8 +952,7 @@ mod tests {
     /// frame without a seq are refused, and the session is as it was.
     #[test]
     fn a_measured_frame_is_validated_before_it_commits() {
-        let mut s = Session::starting_at(0, false);
-        feed(&mut s, &[msg(0, "user/message", 10), reading(1, 5, 900)]);
+        let mut s = session_of(&[msg(0, "user/message", 10), reading(1, 5, 900)]);
         let before = s.clone();
         let corrupt = r#"{"type":"user/message","seq":2,"message_chars":80,"replaces":{"from_seq":7,"to_seq":9}}"#;
         let v = Frame::parse(corrupt.as_bytes()).unwrap();
