@@ -164,6 +164,19 @@ pub(crate) fn announce(cx: &mut Adapting, msg: &str, version: Option<&str>, stam
         cx.st.model = print;
         h.string("model", m);
     }
+    window_and_reserve(cx, &mut h, window, reserve);
+    h.extra_str("source_type", "inferred");
+    cx.emit(h);
+}
+
+/// A header's `context_window` and `compact_reserve`, each where given, kept as what the
+/// session has announced so that only a change is said again (contract §3.5).
+pub(crate) fn window_and_reserve(
+    cx: &mut Adapting,
+    h: &mut FrameBuf,
+    window: Option<u64>,
+    reserve: Option<u64>,
+) {
     if let Some(w) = window {
         cx.st.window = Some(w);
         h.uint("context_window", w);
@@ -172,8 +185,6 @@ pub(crate) fn announce(cx: &mut Adapting, msg: &str, version: Option<&str>, stam
         cx.st.reserve = Some(r);
         h.uint("compact_reserve", r);
     }
-    h.extra_str("source_type", "inferred");
-    cx.emit(h);
 }
 
 /// Before a session's first frame: a `request/header` saying that the log carries neither the

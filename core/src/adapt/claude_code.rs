@@ -157,15 +157,10 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
 mod tests {
     use serde_json::{Value, json};
 
-    use crate::adapt::{Input, adapt_values};
+    use crate::adapt::{Input, adapt_logged, adapt_values};
 
-    /// The frames of `lines`, less the headers the adapter infers (the session's envelope not
-    /// in the log, its window and reserve: `the_session_says_what_its_log_does_not`).
     fn adapt(lines: &[Value]) -> Vec<Value> {
-        adapt_values(Input::ClaudeCode, lines)
-            .into_iter()
-            .filter(|f| f["extras"]["source_type"] != "inferred")
-            .collect()
+        adapt_logged(Input::ClaudeCode, lines)
     }
 
     fn assistant(uuid: &str, mid: &str, block: Value, input: u64) -> Value {

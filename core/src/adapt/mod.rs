@@ -389,6 +389,16 @@ pub(crate) fn adapt_values(input: Input, lines: &[serde_json::Value]) -> Vec<ser
         .collect()
 }
 
+/// The frames of `lines`, less the headers the adapter infers (the session's envelope not in
+/// the log, its window and reserve: `the_session_says_what_its_log_does_not`).
+#[cfg(test)]
+pub(crate) fn adapt_logged(input: Input, lines: &[serde_json::Value]) -> Vec<serde_json::Value> {
+    adapt_values(input, lines)
+        .into_iter()
+        .filter(|f| f["extras"]["source_type"] != "inferred")
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

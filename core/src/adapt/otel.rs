@@ -135,10 +135,7 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
         Agent::ClaudeCode => claude_code(cx, &ev),
         Agent::Codex => codex(cx, &ev),
         Agent::Gemini => gemini(cx, &ev),
-        Agent::Other => {
-            announce(cx, &ev, Said::default());
-            passed(cx, &ev);
-        }
+        Agent::Other => announced_pass(cx, &ev, Said::default()),
     }
 }
 
@@ -184,15 +181,15 @@ fn claude_code(cx: &mut Adapting, ev: &Event) {
                 }
             }
         }
-        "user_prompt" => {
-            announce(cx, ev, said);
-            measured(cx, ev, USER_MESSAGE, count(a, "prompt_length"));
-        }
+        "user_prompt" => measured(cx, ev, said, USER_MESSAGE, count(a, "prompt_length")),
         // Bytes, not characters: the same for ASCII, a little over for other text.
-        "tool_result" => {
-            announce(cx, ev, said);
-            measured(cx, ev, TOOL_RESULT, count(a, "tool_result_size_bytes"));
-        }
+        "tool_result" => measured(
+            cx,
+            ev,
+            said,
+            TOOL_RESULT,
+            count(a, "tool_result_size_bytes"),
+        ),
         "compaction" if !is_false(a, "success") => {
             announce(cx, ev, said);
             let trigger = str_at(a, "trigger");
@@ -204,10 +201,7 @@ fn claude_code(cx: &mut Adapting, ev: &Event) {
                 count(a, "post_tokens"),
             );
         }
-        _ => {
-            announce(cx, ev, said);
-            passed(cx, ev);
-        }
+        _ => announced_pass(cx, ev, said),
     }
 }
 
@@ -229,14 +223,8 @@ fn codex(cx: &mut Adapting, ev: &Event) {
                 passed(cx, ev);
             }
         }
-        "user_prompt" => {
-            announce(cx, ev, said);
-            measured(cx, ev, USER_MESSAGE, count(a, "prompt_length"));
-        }
-        "tool_result" => {
-            announce(cx, ev, said);
-            measured(cx, ev, TOOL_RESULT, text_len(a, "output"));
-        }
+        "user_prompt" => measured(cx, ev, said, USER_MESSAGE, count(a, "prompt_length")),
+        "tool_result" => measured(cx, ev, said, TOOL_RESULT, text_len(a, "output")),
         "sse_event" if str_at(a, "event.kind").as_deref() == Some("response.completed") => {
             announce(cx, ev, said);
             // `input_token_count` already counts `cached_token_count`: not added again.
@@ -247,25 +235,28 @@ fn codex(cx: &mut Adapting, ev: &Event) {
             };
             reading(cx, ev, &usage, None);
         }
-        _ => {
-            announce(cx, ev, said);
-            passed(cx, ev);
-        }
+        _ => announced_pass(cx, ev, said),
     }
 }
 
 fn gemini(cx: &mut Adapting, ev: &Event) {
     let a = ev.attrs;
     match ev.short {
-        "user_prompt" => {
-            announce(cx, ev, Said::default());
-            measured(cx, ev, USER_MESSAGE, count(a, "prompt_length"));
-        }
+        "user_prompt" => measured(
+            cx,
+            ev,
+            Said::default(),
+            USER_MESSAGE,
+            count(a, "prompt_length"),
+        ),
         // What the tool returned to the model, in chars, when it was text.
-        "tool_call" => {
-            announce(cx, ev, Said::default());
-            measured(cx, ev, TOOL_RESULT, count(a, "content_length"));
-        }
+        "tool_call" => measured(
+            cx,
+            ev,
+            Said::default(),
+            TOOL_RESULT,
+            count(a, "content_length"),
+        ),
         "api_response" => {
             // `input_token_count` is the prompt's count, cached content included.
             let usage = Usage {
@@ -303,10 +294,7 @@ fn gemini(cx: &mut Adapting, ev: &Event) {
                 _ => passed(cx, ev),
             }
         }
-        _ => {
-            announce(cx, ev, Said::default());
-            passed(cx, ev);
-        }
+        _ => announced_pass(cx, ev, Said::default()),
     }
 }
 
@@ -360,14 +348,7 @@ fn announce(cx: &mut Adapting, ev: &Event, said: Said) -> bool {
         // Telemetry never carries the system prompt or the tool list: unknown, not 0.
         h.json("system", "null").json("tools", "null");
     }
-    if let Some(w) = window {
-        cx.st.window = Some(w);
-        h.uint("context_window", w);
-    }
-    if let Some(r) = reserve {
-        cx.st.reserve = Some(r);
-        h.uint("compact_reserve", r);
-    }
+    claude::window_and_reserve(cx, &mut h, window, reserve);
     if let Some(t) = threshold {
         cx.st.compact_limit = Some(t);
         h.uint("auto_compact_tokens", t);
@@ -447,9 +428,10 @@ fn reading(cx: &mut Adapting, ev: &Event, usage: &Usage, parent: Option<&str>) {
     cx.emit(f);
 }
 
-/// Content the event measured: a frame of `kind` with `message_chars`; without a size, the
-/// event passes through (nothing joins the surface that the log did not measure).
-fn measured(cx: &mut Adapting, ev: &Event, kind: &str, chars: Option<u64>) {
+/// Content the event measured, after the header of what it said: a frame of `kind` with
+/// `message_chars`; without a size, the event passes through (nothing joins the surface that the log did not measure).
+fn measured(cx: &mut Adapting, ev: &Event, said: Said, kind: &str, chars: Option<u64>) {
+    announce(cx, ev, said);
     let Some(n) = chars else {
         return passed(cx, ev);
     };
@@ -501,7 +483,13 @@ fn tag(f: &mut FrameBuf, ev: &Event) {
     }
 }
 
-/// An event with no mapping: `otel/<event>`.
+/// An event with no mapping, after the header of what it said: `otel/<event>`.
+fn announced_pass(cx: &mut Adapting, ev: &Event, said: Said) {
+    announce(cx, ev, said);
+    passed(cx, ev);
+}
+
+/// The record passed through as a frame of kind `otel/<event name>`.
 fn passed(cx: &mut Adapting, ev: &Event) {
     let kind = format!("otel/{}", ev.name);
     pass_through(cx, ev.line, &kind, ev.stamp);
