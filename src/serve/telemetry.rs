@@ -100,9 +100,7 @@ pub fn render(app: &App) -> String {
             load(&f.alerts_dropped),
         ),
     ];
-    for (name, kind, help, value) in singles {
-        t.one(&format!("agent_fold_serve_{name}"), kind, help, value);
-    }
+    t.ones("agent_fold_serve", &singles);
     let state = "agent_fold_serve_source_state";
     t.family(
         state,
@@ -118,8 +116,7 @@ pub fn render(app: &App) -> String {
         .zip(held.bands.occupancy)
         .map(|(n, v)| (*n, v as f64))
         .collect();
-    labelled(
-        &mut t,
+    t.labelled(
         ("agent_fold_serve_live_sessions_by_occupancy", gauge),
         "Live sessions by contextOccupancy: under 0.5, 0.5 to 0.75, 0.75 to 0.9, 0.9 and over, unknown.",
         "band",
@@ -130,8 +127,7 @@ pub fn render(app: &App) -> String {
         .zip(held.bands.until)
         .map(|(n, v)| (*n, v as f64))
         .collect();
-    labelled(
-        &mut t,
+    t.labelled(
         ("agent_fold_serve_live_sessions_by_until_compact", gauge),
         "Live sessions by untilCompactTokens: under 10,000, 10,000 to 50,000, 50,000 and over, unknown.",
         "band",
@@ -144,8 +140,7 @@ pub fn render(app: &App) -> String {
             .zip(&f.alerts)
             .map(|(r, n)| (r.text.as_str(), load(n)))
             .collect();
-        labelled(
-            &mut t,
+        t.labelled(
             ("agent_fold_serve_alerts_total", counter),
             "Alerts fired (a session crossing into the rule), by rule.",
             "rule",
@@ -156,8 +151,7 @@ pub fn render(app: &App) -> String {
             .zip(&held.firing)
             .map(|(r, n)| (r.text.as_str(), *n as f64))
             .collect();
-        labelled(
-            &mut t,
+        t.labelled(
             ("agent_fold_serve_sessions_alerting", gauge),
             "Sessions in an alert's state now (crossed and not yet back past the hysteresis), by rule.",
             "rule",
@@ -170,8 +164,7 @@ pub fn render(app: &App) -> String {
             ("failed", load(&w.failed)),
             ("retried", load(&w.retried)),
         ];
-        labelled(
-            &mut t,
+        t.labelled(
             ("agent_fold_serve_webhook_posts_total", counter),
             "Alert webhook outcomes: alerts delivered (a 2xx), failed (after the attempts, or a final refusal), attempts retried.",
             "outcome",
@@ -187,28 +180,13 @@ pub fn render(app: &App) -> String {
         ("origin", load(&app.hosts.refused_origin)),
     ];
     let help = "Connections and requests refused, by reason.";
-    labelled(
-        &mut t,
+    t.labelled(
         ("agent_fold_serve_refusals_total", counter),
         help,
         "reason",
         &refused,
     );
     t.finish()
-}
-
-/// A family with one sample per value of its `label`.
-fn labelled(
-    t: &mut Text,
-    (name, kind): (&str, Kind),
-    help: &str,
-    label: &str,
-    values: &[(&str, f64)],
-) {
-    t.family(name, kind, help);
-    for (v, x) in values {
-        t.sample(name, &[(label, v)], *x);
-    }
 }
 
 pub async fn metrics(State(app): State<App>) -> Response {

@@ -55,6 +55,30 @@ impl Text {
         self.family(name, kind, help).sample(name, &[], value)
     }
 
+    /// A family of one unlabelled sample per row `(name, kind, help, value)`, each named
+    /// `{prefix}_{name}`.
+    pub fn ones(&mut self, prefix: &str, rows: &[(&str, Kind, &str, f64)]) -> &mut Self {
+        for (name, kind, help, value) in rows {
+            self.one(&format!("{prefix}_{name}"), *kind, help, *value);
+        }
+        self
+    }
+
+    /// A family with one sample per `(label value, value)` of its `label`.
+    pub fn labelled(
+        &mut self,
+        (name, kind): (&str, Kind),
+        help: &str,
+        label: &str,
+        values: &[(&str, f64)],
+    ) -> &mut Self {
+        self.family(name, kind, help);
+        for (v, x) in values {
+            self.sample(name, &[(label, v)], *x);
+        }
+        self
+    }
+
     pub fn finish(self) -> String {
         self.0
     }

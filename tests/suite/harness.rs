@@ -229,22 +229,7 @@ impl Server {
     /// A GET: status, headers (names lowercased) and the whole body.
     pub fn get(&self, path: &str) -> Response {
         let s = self.connect(path, &[("Connection", "close")]);
-        let mut r = BufReader::new(s);
-        let (status, headers) = head(&mut r);
-        let mut body = Vec::new();
-        if headers
-            .iter()
-            .any(|(k, v)| k == "transfer-encoding" && v == "chunked")
-        {
-            Chunked::new(r).read_to_end(&mut body).unwrap();
-        } else {
-            r.read_to_end(&mut body).unwrap();
-        }
-        Response {
-            status,
-            headers,
-            body,
-        }
+        response(s, false)
     }
 
     /// `GET /state` as JSON.
@@ -361,6 +346,13 @@ pub fn post(port: u16, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Res
     s.write_all(req.as_bytes()).unwrap();
     // A refusal may come before the whole body is sent: a broken pipe is then no failure.
     let _ = s.write_all(body);
+    response(s, true)
+}
+
+/// The response read from `s`: status, headers (names lowercased) and the whole body, chunked
+/// or not. `cut_short`: the server may close while the request is still being sent (a
+/// refusal), so a plain body ending in a reset is what it sent, no failure.
+fn response(s: TcpStream, cut_short: bool) -> Response {
     let mut r = BufReader::new(s);
     let (status, headers) = head(&mut r);
     let mut body = Vec::new();
@@ -370,7 +362,10 @@ pub fn post(port: u16, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Res
     {
         Chunked::new(r).read_to_end(&mut body).unwrap();
     } else {
-        let _ = r.read_to_end(&mut body);
+        let read = r.read_to_end(&mut body);
+        if !cut_short {
+            read.unwrap();
+        }
     }
     Response {
         status,

@@ -211,6 +211,15 @@ fn compacted(prev: &Figures, now: &Figures) -> bool {
 mod tests {
     use super::*;
 
+    /// The seqs of the shown points marked as compactions.
+    fn marked(h: &History) -> Vec<u64> {
+        h.shown(None)
+            .iter()
+            .filter(|p| p.5 == 1)
+            .map(|p| p.0)
+            .collect()
+    }
+
     fn fig(seq: u64, projected: u64, pressure: u64, message: u64) -> Figures {
         Figures {
             seq,
@@ -290,13 +299,7 @@ mod tests {
         for r in readings.iter().chain(&compactions) {
             assert!(kept.contains(r), "seq {r} was thinned away");
         }
-        let marked: Vec<u64> = h
-            .shown(None)
-            .iter()
-            .filter(|p| p.5 == 1)
-            .map(|p| p.0)
-            .collect();
-        assert_eq!(marked, compactions);
+        assert_eq!(marked(&h), compactions);
         assert_eq!(kept.last(), Some(&19_999), "the newest point stays");
         assert!(h.bytes() <= (POINTS + 1) * POINT_BYTES);
     }
@@ -317,13 +320,7 @@ mod tests {
             h.add(fig(seq, seq + 1, seq, message));
             assert!(h.len() <= POINTS);
         }
-        let marked: Vec<u64> = h
-            .shown(None)
-            .iter()
-            .filter(|p| p.5 == 1)
-            .map(|p| p.0)
-            .collect();
-        assert_eq!(marked, compactions);
+        assert_eq!(marked(&h), compactions);
     }
 
     #[test]
