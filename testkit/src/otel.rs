@@ -119,6 +119,16 @@ pub struct OtelEvent {
     pub line: usize,
 }
 
+impl OtelEvent {
+    /// The attribute named `key`, if the event has it.
+    pub fn attr(&self, key: &str) -> Option<&Attr> {
+        self.attributes
+            .iter()
+            .find(|(n, _)| n == key)
+            .map(|(_, v)| v)
+    }
+}
+
 /// The lines of a JSONL log as JSON values, with their index; a line that does not parse is
 /// read again with its lone surrogate escapes as U+FFFD (Claude Code cuts tool output inside
 /// an emoji), and a line of several records written back to back is each of them.
@@ -850,6 +860,20 @@ fn format_time_ms(ns: u64) -> String {
 mod tests {
     use super::*;
 
+    /// The events derived from a log of `lines`.
+    fn derived(lines: &[Value]) -> Vec<OtelEvent> {
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        derive(&text)
+    }
+
+    fn names(events: &[OtelEvent]) -> Vec<&str> {
+        events.iter().map(|e| e.name.as_str()).collect()
+    }
+
+    fn attr(e: &OtelEvent, key: &str) -> Option<Attr> {
+        e.attr(key).cloned()
+    }
+
     #[test]
     fn stamps_round_trip() {
         let t = parse_time("2026-02-18T03:44:30.694Z").unwrap();
@@ -892,11 +916,9 @@ mod tests {
             json!({"type":"user","sessionId":"s","isCompactSummary":true,"timestamp":"2026-02-18T03:44:40.000Z","message":{"role":"user","content":"s".repeat(398)}}),
             json!({"type":"attachment","sessionId":"s","timestamp":"2026-02-18T03:44:40.000Z","attachment":{"type":"file","content":"x".repeat(30)}}),
         ];
-        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-        let events = derive(&text);
-        let names: Vec<&str> = events.iter().map(|e| e.name.as_str()).collect();
+        let events = derived(&lines);
         assert_eq!(
-            names,
+            names(&events),
             [
                 "claude_code.user_prompt",
                 "claude_code.api_request",
@@ -905,12 +927,6 @@ mod tests {
                 "claude_code.compaction",
             ]
         );
-        let attr = |e: &OtelEvent, k: &str| {
-            e.attributes
-                .iter()
-                .find(|(n, _)| n == k)
-                .map(|(_, v)| v.clone())
-        };
         assert_eq!(attr(&events[0], "prompt_length"), Some(Attr::Int(5)));
         assert_eq!(
             attr(&events[1], "query_source"),
@@ -956,11 +972,9 @@ mod tests {
             json!({"timestamp":"2026-06-30T08:34:46.524Z","type":"event_msg","payload":{"type":"token_count","info":{"last_token_usage":{"input_tokens":19704,"cached_input_tokens":4480,"output_tokens":597,"reasoning_output_tokens":268},"total_token_usage":{"total_tokens":20301}}}}),
             json!({"timestamp":"2026-06-30T08:34:46.600Z","type":"event_msg","payload":{"type":"token_count","info":{"last_token_usage":{"input_tokens":19704},"total_token_usage":{"total_tokens":20301}}}}),
         ];
-        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-        let events = derive(&text);
-        let names: Vec<&str> = events.iter().map(|e| e.name.as_str()).collect();
+        let events = derived(&lines);
         assert_eq!(
-            names,
+            names(&events),
             [
                 "codex.conversation_starts",
                 "codex.user_prompt",
@@ -968,12 +982,6 @@ mod tests {
                 "codex.tool_result",
             ]
         );
-        let attr = |e: &OtelEvent, k: &str| {
-            e.attributes
-                .iter()
-                .find(|(n, _)| n == k)
-                .map(|(_, v)| v.clone())
-        };
         assert_eq!(attr(&events[0], "context_window"), Some(Attr::Int(258_400)));
         assert_eq!(attr(&events[0], "model"), Some("gpt-5.5".into()));
         assert_eq!(attr(&events[1], "prompt_length"), Some("5".into()));

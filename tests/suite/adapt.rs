@@ -8,10 +8,11 @@
 //! their tests run where that folder exists (CI has it) and say plainly when they are skipped.
 
 use crate::common;
+use crate::harness::{agent_fold, succeeded};
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use agent_fold::accuracy;
 use agent_fold::logs;
@@ -703,26 +704,7 @@ fn checkpoints_carry_the_adapter() {
 fn run_on(args: &str, path: &Path) -> Output {
     let mut all: Vec<&str> = args.split(' ').collect();
     all.push(path.to_str().unwrap());
-    agent_fold(&all)
-}
-
-fn agent_fold(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_agent-fold"))
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .output()
-        .expect("the agent-fold binary runs")
-}
-
-fn ok(out: Output) -> Output {
-    assert!(
-        out.status.success(),
-        "agent-fold failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    agent_fold(&all, None)
 }
 
 struct Tmp(PathBuf);
@@ -774,7 +756,7 @@ fn four_ways(input: &str, path: &Path, extra: &[&str], all: bool) {
         args.extend(how.iter().copied());
         args.extend(extra);
         args.extend(["--pressure-out", p.s(), path]);
-        let out = ok(agent_fold(&args));
+        let out = succeeded(agent_fold(&args, None));
         let pressure = std::fs::read(&p.0).unwrap();
         assert!(!out.stdout.is_empty() && !pressure.is_empty());
         match &seen {
@@ -814,8 +796,8 @@ fn runner_input_equals_the_module_param() {
 #[test]
 fn input_auto_detects_and_two_inputs_are_refused() {
     let path = data("claude-stream.jsonl");
-    let auto = ok(run_on("run --native --input auto", &path));
-    let named = ok(run_on("run --native --input claude-stream", &path));
+    let auto = succeeded(run_on("run --native --input auto", &path));
+    let named = succeeded(run_on("run --native --input claude-stream", &path));
     assert_eq!(auto.stdout, named.stdout);
     let both = run_on("run --input codex -e input=codex", &path);
     assert!(!both.status.success());
@@ -827,13 +809,16 @@ fn input_auto_detects_and_two_inputs_are_refused() {
 
 #[test]
 fn no_progress_bar_when_stderr_is_not_a_terminal() {
-    let out = ok(agent_fold(&[
-        "run",
-        "--native",
-        "--input",
-        "codex",
-        data("codex.jsonl").to_str().unwrap(),
-    ]));
+    let out = succeeded(agent_fold(
+        &[
+            "run",
+            "--native",
+            "--input",
+            "codex",
+            data("codex.jsonl").to_str().unwrap(),
+        ],
+        None,
+    ));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains('\r') && !err.contains('\u{1b}'), "{err:?}");
     assert_eq!(err.lines().count(), 1, "only the summary: {err:?}");
@@ -909,7 +894,7 @@ fn plot_case(input: &str, path: &Path, extra: &[&str]) -> SvgFacts {
     let mut args = vec!["run", "--native", "--input", input, "--plot", svg.s()];
     args.extend(extra);
     args.push(path.to_str().unwrap());
-    ok(agent_fold(&args));
+    succeeded(agent_fold(&args, None));
     svg_facts(&std::fs::read_to_string(&svg.0).unwrap())
 }
 
@@ -1219,10 +1204,10 @@ fn accuracy_cross_validated() {
 
 #[test]
 fn accuracy_command_line() {
-    let out = ok(agent_fold(&[
-        "accuracy",
-        data("codex.jsonl").to_str().unwrap(),
-    ]));
+    let out = succeeded(agent_fold(
+        &["accuracy", data("codex.jsonl").to_str().unwrap()],
+        None,
+    ));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.starts_with("codex.jsonl (codex): 3 provider readings, 2 scored"),

@@ -4,9 +4,9 @@
 //! runner's `--checkpoint-out` / `--checkpoint-in`.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::common::pressure::*;
+use crate::harness;
 use agent_fold::jsonl;
 use agent_fold::module::native_process;
 use agent_fold::record::Rec;
@@ -480,16 +480,7 @@ impl Drop for Tmp {
 
 /// `agent-fold run ARGS`: its stdout, having checked it succeeded.
 fn agent_fold(args: &[&Path]) -> Vec<u8> {
-    let out = Command::new(env!("CARGO_BIN_EXE_agent-fold"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "agent-fold {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
+    harness::succeeded(harness::agent_fold(args, None)).stdout
 }
 
 fn p(s: &str) -> &Path {

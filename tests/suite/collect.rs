@@ -18,7 +18,7 @@ use prost::Message;
 use serde_json::{Value, json};
 
 use crate::common::real_data;
-use crate::harness::{Response, TIMEOUT, binary, post, sample, scratch};
+use crate::harness::{Response, TIMEOUT, agent_fold, binary, post, sample, scratch, succeeded};
 
 /// A collector started as a user starts it; the port read from the line it prints.
 struct Collector {
@@ -209,16 +209,17 @@ fn exporters_requests_become_the_records_input_otel_reads() {
         requests as f64
     );
     // The file is what the module reads.
-    let run = Command::new(binary())
-        .args(["run", "--native", "-e", "input=otel", "-e", "emit=pressure"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    let out = out.to_str().unwrap();
+    let run = [
+        "run",
+        "--native",
+        "-e",
+        "input=otel",
+        "-e",
+        "emit=pressure",
+        out,
+    ];
+    let run = succeeded(agent_fold(&run, None));
     let records: Vec<Value> = String::from_utf8(run.stdout)
         .unwrap()
         .lines()

@@ -3,9 +3,10 @@
 //! tests/browser.rs.
 #![allow(dead_code)]
 
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
@@ -22,6 +23,41 @@ pub fn binary() -> std::path::PathBuf {
     std::env::var_os("AGENT_FOLD_BIN")
         .map(Into::into)
         .unwrap_or_else(|| env!("CARGO_BIN_EXE_agent-fold").into())
+}
+
+/// `agent-fold ARGS` run to its end with `stdin` as its input (none: no input), its stdout and
+/// stderr caught.
+pub fn agent_fold<S: AsRef<OsStr>>(args: &[S], stdin: Option<&[u8]>) -> Output {
+    let input = match stdin {
+        Some(_) => Stdio::piped(),
+        None => Stdio::null(),
+    };
+    let mut child = Command::new(binary())
+        .args(args)
+        .stdin(input)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the agent-fold binary runs");
+    if let Some(bytes) = stdin {
+        child
+            .stdin
+            .take()
+            .expect("piped stdin")
+            .write_all(bytes)
+            .expect("stdin takes the input");
+    }
+    child.wait_with_output().expect("agent-fold finishes")
+}
+
+/// `out`, having checked that the command succeeded (its stderr in the failure).
+pub fn succeeded(out: Output) -> Output {
+    assert!(
+        out.status.success(),
+        "agent-fold failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
 }
 
 /// A running server; killed when dropped.

@@ -3,25 +3,9 @@
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
-const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/agent-session.jsonl");
+use crate::harness::agent_fold;
 
-fn agent_fold(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let input = if stdin.is_some() {
-        Stdio::piped()
-    } else {
-        Stdio::null()
-    };
-    let mut child = spawn(args, input, Stdio::piped());
-    if let Some(bytes) = stdin {
-        child
-            .stdin
-            .take()
-            .expect("piped stdin")
-            .write_all(bytes)
-            .expect("stdin takes the input");
-    }
-    child.wait_with_output().expect("agent-fold finishes")
-}
+const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/agent-session.jsonl");
 
 /// Spawns the binary with these args, stdout piped.
 fn spawn(args: &[&str], stdin: Stdio, stderr: Stdio) -> std::process::Child {

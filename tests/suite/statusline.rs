@@ -5,10 +5,10 @@
 //! stderr.
 
 use crate::common;
+use crate::harness;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use agent_fold_core::{Emit, Processor, RecordIn};
 use serde_json::{Value, json};
@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 /// A Claude Code transcript written for this repository.
 const EXCERPT: &str = "adapt/claude-code/5e551011-0000-4000-8000-000000000001.jsonl";
 
-struct Out {
+struct StatusOutput {
     stdout: String,
     stderr: String,
 }
@@ -51,27 +51,13 @@ fn session_of(transcript: &Path) -> String {
         .unwrap_or_default()
 }
 
-fn statusline(args: &[&str], stdin: &str) -> Out {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-fold"))
-        .arg("statusline")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("agent-fold runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+fn statusline(args: &[&str], stdin: &str) -> StatusOutput {
+    let out = harness::agent_fold(&[&["statusline"], args].concat(), Some(stdin.as_bytes()));
     assert!(out.status.success(), "a status line always exits 0");
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert_eq!(stdout.lines().count(), 1, "one line: {stdout:?}");
     assert!(stdout.ends_with('\n'));
-    Out {
+    StatusOutput {
         stdout: stdout.trim_end().to_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
@@ -136,7 +122,7 @@ fn expected(text: &[u8], session: &str, window: u64) -> Option<Value> {
     latest
 }
 
-fn json_of(out: &Out) -> Option<Value> {
+fn json_of(out: &StatusOutput) -> Option<Value> {
     let v: Value =
         serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout));
     (!v.is_null()).then_some(v)
