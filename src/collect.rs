@@ -20,7 +20,7 @@ use axum::routing::get;
 use fluvio::{Fluvio, RecordKey, TopicProducerPool};
 
 use crate::otlp::decode::Limits;
-use crate::otlp::{self, Receiver, Sink};
+use crate::otlp::{self, EventSink, Receiver};
 use crate::record::Rec;
 use crate::service::metrics::{CONTENT_TYPE, Kind, Text};
 use crate::service::{self as svc, Connections};
@@ -69,11 +69,8 @@ struct FileSink {
     out: Mutex<Box<dyn Write + Send>>,
 }
 
-impl Sink for FileSink {
-    fn write(
-        &self,
-        records: Vec<Rec>,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + '_>> {
+impl EventSink for FileSink {
+    fn write(&self, records: Vec<Rec>) -> otlp::Written<'_> {
         Box::pin(async move {
             tokio::task::block_in_place(|| {
                 let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
@@ -99,11 +96,8 @@ struct TopicSink {
     failing: std::sync::atomic::AtomicBool,
 }
 
-impl Sink for TopicSink {
-    fn write(
-        &self,
-        records: Vec<Rec>,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + '_>> {
+impl EventSink for TopicSink {
+    fn write(&self, records: Vec<Rec>) -> otlp::Written<'_> {
         Box::pin(async move {
             let _one = self.order.lock().await;
             let result = async {
@@ -192,7 +186,7 @@ pub fn main(args: &Args) -> Result<i32> {
 async fn collect(args: &Args, token: Option<String>) -> Result<i32> {
     let mut signals = svc::Signals::new().context("listening for signals")?;
     svc::raise_open_files();
-    let (sink, describe, topic): (Arc<dyn Sink>, String, Option<Arc<TopicSink>>) =
+    let (sink, describe, topic): (Arc<dyn EventSink>, String, Option<Arc<TopicSink>>) =
         match (&args.topic, &args.out) {
             (Some(t), _) => {
                 let fluvio = tokio::time::timeout(Duration::from_secs(10), Fluvio::connect())
@@ -215,7 +209,7 @@ async fn collect(args: &Args, token: Option<String>) -> Result<i32> {
                     failing: Default::default(),
                 });
                 (
-                    sink.clone() as Arc<dyn Sink>,
+                    sink.clone() as Arc<dyn EventSink>,
                     format!("Fluvio topic {t}"),
                     Some(sink),
                 )

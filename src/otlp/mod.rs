@@ -1,6 +1,6 @@
 //! OTLP/HTTP logs in (`POST /v1/logs`): what `agent-fold collect` and `agent-fold serve --otlp`
 //! share. Each agent event becomes one record keyed by its session ([`record`]), written to a
-//! [`Sink`] — a file, a Fluvio topic, the board — before OTLP success is answered (at least
+//! [`EventSink`] — a file, a Fluvio topic, the board — before OTLP success is answered (at least
 //! once: an exporter that sees no success sends again).
 //!
 //! What holds, as a network service: a body is bounded as it arrives and inflated
@@ -49,12 +49,12 @@ pub const BODY_TIME: Duration = Duration::from_secs(30);
 
 /// Where the records go. `write` returns once they are stored (a file flushed, a topic's
 /// acknowledgement); an error is answered 503, so the exporter sends them again.
-pub trait Sink: Send + Sync + 'static {
-    fn write(
-        &self,
-        records: Vec<Rec>,
-    ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + '_>>;
+pub trait EventSink: Send + Sync + 'static {
+    fn write(&self, records: Vec<Rec>) -> Written<'_>;
 }
+
+/// What [`EventSink::write`] returns: a future that settles once the records are stored, or fail.
+pub type Written<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
 
 /// `google.rpc.Status`, the body of an OTLP failure (not part of `opentelemetry-proto`).
 #[derive(Clone, PartialEq, prost::Message)]
@@ -135,7 +135,7 @@ fn fingerprint(encoding: Encoding, gzip: bool, body: &[u8]) -> u64 {
 
 /// The receiver's state: the sink, the token, the bounds.
 pub struct Receiver {
-    pub sink: Arc<dyn Sink>,
+    pub sink: Arc<dyn EventSink>,
     /// The bearer token every request must carry, when one is set.
     pub token: Option<String>,
     pub limits: Limits,
@@ -150,7 +150,7 @@ pub struct Receiver {
 
 impl Receiver {
     pub fn new(
-        sink: Arc<dyn Sink>,
+        sink: Arc<dyn EventSink>,
         token: Option<String>,
         limits: Limits,
         slots: usize,

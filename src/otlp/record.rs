@@ -60,7 +60,7 @@ impl Refused {
 }
 
 #[derive(Serialize)]
-struct Out<'a> {
+struct EventRecord<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
     session: &'a str,
@@ -196,7 +196,7 @@ pub fn record(res: &Resource, r: &LogRecord) -> Result<Rec, Refused> {
         (0, 0) => None,
         (0, t) | (t, _) => Some(t),
     };
-    let out = Out {
+    let out = EventRecord {
         kind: "otel/log",
         session,
         agent: agent(&event, res.service),

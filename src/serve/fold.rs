@@ -15,7 +15,7 @@ use crate::record::Rec;
 
 /// What a batch of lines gave.
 #[derive(Debug, Default)]
-pub struct Out {
+pub struct BatchOutput {
     /// The pressure instance's records.
     pub pressure: Vec<Rec>,
     /// The frames instance's frames.
@@ -103,7 +103,7 @@ impl ViewPair {
 
     /// Runs new lines through both instances. While the format is not yet told (auto), lines
     /// wait; after `DETECT_LINES` (200) that do not tell, the log is read as agent-fold frames.
-    pub fn push(&mut self, lines: Vec<Rec>) -> Result<Out> {
+    pub fn push(&mut self, lines: Vec<Rec>) -> Result<BatchOutput> {
         let mut lines = lines;
         if self.views.is_none() {
             if self.input.is_none() {
@@ -111,7 +111,7 @@ impl ViewPair {
                 self.input = match logs::detect(&self.held) {
                     Some(f) => Some(f),
                     None if self.held.len() >= DETECT_LINES => Some(Input::AgentFold),
-                    None => return Ok(Out::default()),
+                    None => return Ok(BatchOutput::default()),
                 };
                 lines = std::mem::take(&mut self.held);
             }
@@ -120,7 +120,7 @@ impl ViewPair {
         let Some((pressure, frames)) = &mut self.views else {
             unreachable!("made above")
         };
-        let mut out = Out::default();
+        let mut out = BatchOutput::default();
         for chunk in lines.chunks(BATCH) {
             let base = self.next;
             self.next += chunk.len() as i64;

@@ -93,11 +93,8 @@ type Batch = (
 /// The OTLP receiver's sink: the module's thread, through a bounded queue.
 struct BoardSink(tokio::sync::mpsc::Sender<Batch>);
 
-impl crate::otlp::Sink for BoardSink {
-    fn write(
-        &self,
-        records: Vec<crate::record::Rec>,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + '_>> {
+impl crate::otlp::EventSink for BoardSink {
+    fn write(&self, records: Vec<crate::record::Rec>) -> crate::otlp::Written<'_> {
         Box::pin(async move {
             let (done, wait) = tokio::sync::oneshot::channel();
             self.0
@@ -207,7 +204,7 @@ struct Gave {
 }
 
 impl Gave {
-    fn parse(out: fold::Out) -> Gave {
+    fn parse(out: fold::BatchOutput) -> Gave {
         Gave {
             records: out
                 .pressure

@@ -52,7 +52,7 @@ fn ws(b: &[u8], i: &mut usize) {
     }
 }
 
-enum Frame {
+enum OpenContainer {
     Array(Vec<RefValue>),
     /// Members so far, and the key (and value start) of the member being read.
     Object(Vec<(String, RefValue, Range<usize>)>, String, usize),
@@ -60,7 +60,7 @@ enum Frame {
 
 /// One value from `i`, nested containers kept on a heap stack.
 fn value(b: &[u8], i: &mut usize) -> Option<RefValue> {
-    let mut stack: Vec<Frame> = Vec::new();
+    let mut stack: Vec<OpenContainer> = Vec::new();
     loop {
         // Read a value, or open a container.
         let mut v = match *b.get(*i)? {
@@ -76,7 +76,7 @@ fn value(b: &[u8], i: &mut usize) -> Option<RefValue> {
                     (b.get(*i) == Some(&b':')).then_some(())?;
                     *i += 1;
                     ws(b, i);
-                    stack.push(Frame::Object(Vec::new(), key, *i));
+                    stack.push(OpenContainer::Object(Vec::new(), key, *i));
                     continue;
                 }
             }
@@ -87,7 +87,7 @@ fn value(b: &[u8], i: &mut usize) -> Option<RefValue> {
                     *i += 1;
                     RefValue::Array(Vec::new())
                 } else {
-                    stack.push(Frame::Array(Vec::new()));
+                    stack.push(OpenContainer::Array(Vec::new()));
                     continue;
                 }
             }
@@ -114,7 +114,7 @@ fn value(b: &[u8], i: &mut usize) -> Option<RefValue> {
             };
             ws(b, i);
             match top {
-                Frame::Array(items) => {
+                OpenContainer::Array(items) => {
                     items.push(v);
                     match b.get(*i)? {
                         b',' => {
@@ -124,7 +124,7 @@ fn value(b: &[u8], i: &mut usize) -> Option<RefValue> {
                         }
                         b']' => {
                             *i += 1;
-                            let Some(Frame::Array(items)) = stack.pop() else {
+                            let Some(OpenContainer::Array(items)) = stack.pop() else {
                                 unreachable!()
                             };
                             v = RefValue::Array(items);
@@ -132,7 +132,7 @@ fn value(b: &[u8], i: &mut usize) -> Option<RefValue> {
                         _ => return None,
                     }
                 }
-                Frame::Object(members, key, vstart) => {
+                OpenContainer::Object(members, key, vstart) => {
                     let range = *vstart..value_end(b, *i);
                     members.push((std::mem::take(key), v, range));
                     match b.get(*i)? {
@@ -150,7 +150,7 @@ fn value(b: &[u8], i: &mut usize) -> Option<RefValue> {
                         }
                         b'}' => {
                             *i += 1;
-                            let Some(Frame::Object(members, _, _)) = stack.pop() else {
+                            let Some(OpenContainer::Object(members, _, _)) = stack.pop() else {
                                 unreachable!()
                             };
                             v = RefValue::Object(members);
@@ -268,7 +268,7 @@ fn string(b: &[u8], i: &mut usize) -> Option<String> {
 }
 
 /// A frame as contract §1 reads it, from the reference parse: the same fields the core's
-/// [`agent_fold_core::Frame`] reads, raw values as byte ranges of the record.
+/// [`agent_fold_core::OpenContainer`] reads, raw values as byte ranges of the record.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RefFrame {
     pub kind: Option<String>,

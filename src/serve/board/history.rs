@@ -46,7 +46,7 @@ fn unpack(v: u32) -> Option<u64> {
 
 /// What a pressure record gives the history.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Figures {
+pub struct HistorySample {
     pub seq: u64,
     pub projected: Option<u64>,
     pub pressure: Option<u64>,
@@ -72,7 +72,7 @@ pub struct Shown(
 pub struct History {
     points: Vec<Point>,
     /// The last record's figures: a compaction is told against them.
-    last: Option<Figures>,
+    last: Option<HistorySample>,
 }
 
 impl History {
@@ -93,7 +93,7 @@ impl History {
     /// Adds a record's figures; an older or equal seq than the last replaces nothing and is
     /// dropped (a re-delivery), an equal seq updates the last point. Returns the change in the
     /// number of points held (thinning can make it negative).
-    pub fn add(&mut self, f: Figures) -> isize {
+    pub fn add(&mut self, f: HistorySample) -> isize {
         let before = self.points.len() as isize;
         let prev = self.last;
         if let Some(p) = prev
@@ -197,7 +197,7 @@ impl History {
 /// A compaction, from what the records say (the page's chart tells it the same way): the
 /// surface shrank (`messageTokens` falls only at a replacement), or where the surface is unknown
 /// (a partial session) the projection fell while the provider's reading held.
-fn compacted(prev: &Figures, now: &Figures) -> bool {
+fn compacted(prev: &HistorySample, now: &HistorySample) -> bool {
     match (prev.message, now.message) {
         (Some(a), Some(b)) => b < a,
         _ => {
@@ -220,8 +220,8 @@ mod tests {
             .collect()
     }
 
-    fn fig(seq: u64, projected: u64, pressure: u64, message: u64) -> Figures {
-        Figures {
+    fn fig(seq: u64, projected: u64, pressure: u64, message: u64) -> HistorySample {
+        HistorySample {
             seq,
             projected: Some(projected),
             pressure: Some(pressure),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::history::Figures;
+use super::history::HistorySample;
 
 /// The most bytes of one pressure record: a real one is under a kilobyte.
 pub const RECORD_BYTES: usize = 16 << 10;
@@ -32,8 +32,8 @@ pub struct Latest {
 
 impl Latest {
     /// What the history keeps of it.
-    pub fn figures(&self, seq: u64) -> Figures {
-        Figures {
+    pub fn figures(&self, seq: u64) -> HistorySample {
+        HistorySample {
             seq,
             projected: self.projected,
             pressure: self.pressure,
