@@ -62,15 +62,9 @@ impl Drawn for HostileLog {
             ops: draw_all(u),
         }
     }
-}
-
-impl HostileLog {
-    pub fn claude(&self) -> bool {
-        self.params & 2 != 0
-    }
 
     /// The log as records, in order.
-    pub fn records(&self) -> Vec<GenRecord> {
+    fn records(&self) -> Vec<GenRecord> {
         let keyed = self.params & 64 != 0;
         let mut seqs = [0u64; 4];
         let mut nodes: [Vec<u64>; 4] = Default::default();
@@ -137,6 +131,16 @@ impl HostileLog {
             out.push((key, body));
         }
         out
+    }
+
+    fn cuts(&self) -> &[u8] {
+        &self.cuts
+    }
+}
+
+impl HostileLog {
+    pub fn claude(&self) -> bool {
+        self.params & 2 != 0
     }
 
     /// One frame (or Claude Code line) of session `s`.
@@ -231,15 +235,5 @@ impl HostileLog {
         }
         nodes.push(seq);
         format!(r#"{{"type":"user/message","session_id":"{s}","seq":{seq},"message":"summary","replaces":{{"from_seq":{from},"to_seq":{to}}}}}"#).into_bytes()
-    }
-
-    /// The invocation boundaries over `n` records: sizes from `cuts`, cycled.
-    pub fn batches(&self, n: usize) -> Vec<std::ops::Range<usize>> {
-        crate::GenLog {
-            frames: Vec::new(),
-            cuts: self.cuts.clone(),
-            keyed: true,
-        }
-        .batches(n)
     }
 }

@@ -4,6 +4,8 @@
 //! tests from a seeded stream of pseudo-random bytes, so `cargo test` explores the same space
 //! the fuzzers do, in seconds.
 
+use std::ops::Range;
+
 use arbitrary::{Arbitrary, Result, Unstructured};
 
 use serde_json::{Value, json};
@@ -146,11 +148,9 @@ impl Drawn for GenLog {
             frames: draw_all(u),
         }
     }
-}
 
-impl GenLog {
     /// The log as records. Malformed records are keyed by their session when `keyed`.
-    pub fn records(&self) -> Vec<GenRecord> {
+    fn records(&self) -> Vec<GenRecord> {
         self.frames
             .iter()
             .enumerate()
@@ -166,22 +166,8 @@ impl GenLog {
             .collect()
     }
 
-    /// The invocation boundaries over `n` records: sizes from `cuts`, cycled.
-    pub fn batches(&self, n: usize) -> Vec<std::ops::Range<usize>> {
-        let mut out = Vec::new();
-        let mut at = 0;
-        let mut i = 0;
-        while at < n {
-            let size = self
-                .cuts
-                .get(i % self.cuts.len().max(1))
-                .map_or(n, |c| (*c as usize).max(1));
-            let end = (at + size).min(n);
-            out.push(at..end);
-            at = end;
-            i += 1;
-        }
-        out
+    fn cuts(&self) -> &[u8] {
+        &self.cuts
     }
 }
 
@@ -262,11 +248,9 @@ impl Drawn for GenSession {
             ops: draw_all(u),
         }
     }
-}
 
-impl GenSession {
     /// The session's frames as records of session `s`, in log order.
-    pub fn records(&self) -> Vec<GenRecord> {
+    fn records(&self) -> Vec<GenRecord> {
         let mut seq = self.start_seq as u64;
         let mut sent: Vec<Vec<u8>> = Vec::new();
         let mut nodes: Vec<u64> = Vec::new();
@@ -396,21 +380,42 @@ impl GenSession {
         out
     }
 
-    pub fn batches(&self, n: usize) -> Vec<std::ops::Range<usize>> {
-        GenLog {
-            frames: Vec::new(),
-            cuts: self.cuts.clone(),
-            keyed: true,
-        }
-        .batches(n)
+    fn cuts(&self) -> &[u8] {
+        &self.cuts
     }
 }
 
-/// A generated input, made by libFuzzer's bytes or by a seed.
+/// A generated log, made by libFuzzer's bytes or by a seed: the records it makes and the
+/// invocations to replay them in.
 pub trait Drawn: Sized + for<'a> Arbitrary<'a> {
     /// Drawn from a seed's bytes: its header, its three cuts, then steps until the bytes run
     /// out.
     fn draw(seed: u64, u: &mut Unstructured) -> Self;
+
+    /// The records it makes, in log order (key, value).
+    fn records(&self) -> Vec<GenRecord>;
+
+    /// The invocation cuts: batch sizes, cycled over the records.
+    fn cuts(&self) -> &[u8];
+
+    /// The invocation boundaries over `n` records: sizes from [`Drawn::cuts`], cycled (a cut of
+    /// 0 is 1; no cuts, one invocation).
+    fn batches(&self, n: usize) -> Vec<Range<usize>> {
+        let cuts = self.cuts();
+        let mut out = Vec::new();
+        let mut at = 0;
+        let mut i = 0;
+        while at < n {
+            let size = cuts
+                .get(i % cuts.len().max(1))
+                .map_or(n, |c| (*c as usize).max(1));
+            let end = (at + size).min(n);
+            out.push(at..end);
+            at = end;
+            i += 1;
+        }
+        out
+    }
 
     fn from_bytes(data: &[u8]) -> Result<Self> {
         Self::arbitrary_take_rest(Unstructured::new(data))

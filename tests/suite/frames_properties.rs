@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use crate::common::frames::*;
 use crate::common::*;
 use agent_fold_core::compact_counters;
-use agent_fold_testkit::{Delta, GenFrame, GenLog};
+use agent_fold_testkit::{Delta, Drawn, GenFrame, GenLog};
 use serde_json::Value;
 
 const SEEDS: u64 = 300;

@@ -12,7 +12,7 @@ use agent_fold::jsonl;
 use agent_fold::module::native_process;
 use agent_fold::record::Rec;
 use agent_fold_core::Processor;
-use agent_fold_testkit::GenSession;
+use agent_fold_testkit::{Drawn, GenSession};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 

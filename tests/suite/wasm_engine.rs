@@ -6,6 +6,7 @@
 use crate::common::frames::*;
 use crate::common::*;
 use agent_fold::jsonl;
+use agent_fold_testkit::Drawn;
 
 fn example() -> Vec<Rec> {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/agent-session.jsonl");

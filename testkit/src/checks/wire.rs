@@ -25,7 +25,7 @@ use fluvio_smartmodule::dataplane::smartmodule::{
 use fluvio_smartmodule::{Record, eyre};
 
 use super::pick;
-use crate::GenLog;
+use crate::{Drawn, GenLog};
 
 /// A length Fluvio's decoder may be run on: it allocates a key or value's length before it
 /// finds the bytes are not there.

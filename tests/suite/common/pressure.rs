@@ -302,6 +302,7 @@ pub fn gen_session(seed: u64, ops: usize) -> agent_fold_testkit::GenSession {
 
 /// A generated session's records.
 pub fn gen_records(g: &agent_fold_testkit::GenSession) -> Vec<Rec> {
+    use agent_fold_testkit::Drawn;
     g.records()
         .into_iter()
         .map(|(key, value)| Rec { key, value })
