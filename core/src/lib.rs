@@ -36,17 +36,27 @@ mod rng;
 mod state;
 pub mod time;
 
+// What an adapter needs: the processor and its records, its params, the frame reader, the
+// checkpoint's errors; and the few helpers the host shares with the module (one estimate, one
+// hash, one generator).
 pub use adapt::Adapter;
 pub use config::{
-    CompactAt, Config, Input, MAX_MAX_SESSIONS, Malformed, PARAMS, Param, ParamError, Projection,
-    Subagents, View, agent_restore_prior, restore_prior,
+    CompactAt, Config, Input, Malformed, PARAMS, Param, ParamError, Projection, Subagents, View,
+    restore_prior,
 };
 pub use estimate::estimate;
-pub use frame::{Field, Frame, MAX_SAFE, Place, kind, object_uints, usage_tokens};
-pub use frames::{compact_counters, compact_counters_with};
+pub use frame::{Frame, kind, usage_tokens};
 pub use hash::fnv1a;
-pub use pressure::{Corrupt, Node, Plan, Replaces, Surface};
 pub use processor::Processor;
 pub use record::{BatchError, Emit, MAX_KEY_LEN, RecordIn, session_key};
 pub use rng::Rng;
 pub use state::checkpoint::{CheckpointError, STATE_VERSION};
+
+/// What the testkit's properties reach into and no adapter needs: the frame reader's fields,
+/// the pressure view's surface and its plans, the reference fold of one page.
+#[doc(hidden)]
+pub mod testing {
+    pub use crate::frame::{Field, MAX_SAFE, Place, object_uints};
+    pub use crate::frames::{compact_counters, compact_counters_with};
+    pub use crate::pressure::{Corrupt, Node, Plan, Replaces, Surface};
+}

@@ -2,9 +2,11 @@
 //! module runs here, in fluvio-smartengine, as `agent-fold run` runs it (so offsets are the
 //! input's own); each record it makes is produced keyed by its session; the consumer offset is
 //! committed only after the cluster acknowledged what came from the records below it. The loop
-//! is [`pump`], generic over the [`cluster`] client and the [`memory`] stand-ins of the tests.
+//! is [`pump`], generic over the [`cluster`] client and the tests' in-memory stand-ins (`memory`,
+//! built for the tests and with feature `test-doubles`).
 
 pub mod cluster;
+#[cfg(any(test, feature = "test-doubles"))]
 pub mod memory;
 pub mod pump;
 pub mod telemetry;

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::common::frames::*;
 use crate::common::*;
-use agent_fold_core::compact_counters;
+use agent_fold_core::testing::compact_counters;
 use agent_fold_testkit::{Delta, Drawn, GenFrame, GenLog};
 use serde_json::Value;
 

@@ -3,9 +3,8 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use agent_fold_core::{
-    Config, Frame, Malformed, Processor, RecordIn, Subagents, compact_counters_with, session_key,
-};
+use agent_fold_core::testing::compact_counters_with;
+use agent_fold_core::{Config, Frame, Malformed, Processor, RecordIn, Subagents, session_key};
 use serde_json::{Value, json};
 
 use super::frames::{frames_of, main_counter};

@@ -2,8 +2,9 @@
 
 use std::collections::HashMap;
 
+use agent_fold_core::testing::{Field, MAX_SAFE};
 use agent_fold_core::{
-    Config, Emit, Field, Frame, MAX_KEY_LEN, MAX_SAFE, Malformed, RecordIn, Subagents, session_key,
+    Config, Emit, Frame, MAX_KEY_LEN, Malformed, RecordIn, Subagents, session_key,
 };
 use serde_json::Value;
 

@@ -1,7 +1,8 @@
 //! The readers: the core's fast paths against the naive references (contract §1, §3).
 
 use agent_fold_core::json::Isa;
-use agent_fold_core::{Field, Frame, Place, estimate, object_uints, usage_tokens};
+use agent_fold_core::testing::{Field, Place, object_uints};
+use agent_fold_core::{Frame, estimate, usage_tokens};
 
 use super::show;
 use crate::reference::{self, RefFrame};

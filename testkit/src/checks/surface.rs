@@ -1,7 +1,8 @@
 //! Target `surface_ranges`: the surface fold against contract §3's rule, and generated sessions
 //! through the pressure view.
 
-use agent_fold_core::{Config, Node, Plan, Processor, Replaces, Surface, View};
+use agent_fold_core::testing::{Node, Plan, Replaces, Surface};
+use agent_fold_core::{Config, Processor, View};
 use arbitrary::{Arbitrary, Unstructured};
 use serde_json::Value;
 
