@@ -18,7 +18,9 @@ use prost::Message;
 use serde_json::{Value, json};
 
 use crate::common::real_data;
-use crate::harness::{Response, TIMEOUT, agent_fold, binary, post, sample, scratch, succeeded};
+use crate::harness::{
+    Response, TIMEOUT, agent_fold, assert_otlp_counted, binary, post, sample, scratch, succeeded,
+};
 
 /// A collector started as a user starts it; the port read from the line it prints.
 struct Collector {
@@ -195,19 +197,7 @@ fn exporters_requests_become_the_records_input_otel_reads() {
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
         assert_eq!(g, w, "record {i}");
     }
-    let m = c.metrics();
-    assert_eq!(
-        sample(&m, "agent_fold_collect_otlp_events_written_total", &[]),
-        want.len() as f64
-    );
-    assert_eq!(
-        sample(
-            &m,
-            "agent_fold_collect_otlp_requests_total",
-            &[("status", "200")]
-        ),
-        requests as f64
-    );
+    assert_otlp_counted(&c.metrics(), "agent_fold_collect", want.len(), requests);
     // The file is what the module reads.
     let out = out.to_str().unwrap();
     let run = [

@@ -618,6 +618,24 @@ pub fn real_session() -> Option<std::path::PathBuf> {
     crate::common::real_data("claude-code/ae4a77f8-aedd-4bc1-888f-c94edc91af04")
 }
 
+/// The OTLP receiver's counters under `prefix` (`agent_fold_collect`, `agent_fold_serve`): `written`
+/// events written to the sink, `answered` requests answered 200.
+pub fn assert_otlp_counted(
+    scrape: &prometheus_parse::Scrape,
+    prefix: &str,
+    written: usize,
+    answered: usize,
+) {
+    let events = format!("{prefix}_otlp_events_written_total");
+    assert_eq!(sample(scrape, &events, &[]), written as f64, "{events}");
+    let requests = format!("{prefix}_otlp_requests_total");
+    assert_eq!(
+        sample(scrape, &requests, &[("status", "200")]),
+        answered as f64,
+        "{requests}"
+    );
+}
+
 /// A sample's value in a scrape: the first of `name` whose labels include `labels`.
 pub fn sample(scrape: &prometheus_parse::Scrape, name: &str, labels: &[(&str, &str)]) -> f64 {
     scrape

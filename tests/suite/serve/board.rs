@@ -410,17 +410,10 @@ fn an_agent_s_otlp_export_reaches_the_board() {
             .as_str()
             .is_some_and(|m| m.starts_with("claude-"))
     );
-    let m = s.metrics();
-    assert_eq!(
-        sample(&m, "agent_fold_serve_otlp_events_written_total", &[]),
-        records.len() as f64
-    );
-    assert_eq!(
-        sample(
-            &m,
-            "agent_fold_serve_otlp_requests_total",
-            &[("status", "200")]
-        ),
-        bodies.len() as f64
+    harness::assert_otlp_counted(
+        &s.metrics(),
+        "agent_fold_serve",
+        records.len(),
+        bodies.len(),
     );
 }

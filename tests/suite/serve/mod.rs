@@ -356,12 +356,9 @@ fn a_vanished_log_is_reported_the_server_keeps_serving_and_recovers() {
     let again = frame("s-1", 0, "request/header", json!({"context_window": 2000}))
         + &frame("s-2", 7, "user/message", json!({"message": "new"}));
     append(&log, again.as_bytes());
-    let reset = events.next_of("board").json();
+    let (why, reset) = next_reset(&mut events);
     assert!(
-        reset["status"]["reset"]
-            .as_str()
-            .unwrap()
-            .contains("came back"),
+        why.contains("came back"),
         "the pages get the board again: {reset}"
     );
     let state = s.wait_state("live again", |st| {
@@ -376,14 +373,8 @@ fn a_vanished_log_is_reported_the_server_keeps_serving_and_recovers() {
         frame("s-1", 0, "request/header", json!({"context_window": 5})),
     )
     .unwrap();
-    let reset = events.next_of("board").json();
-    assert!(
-        reset["status"]["reset"]
-            .as_str()
-            .unwrap()
-            .contains("truncated"),
-        "{reset}"
-    );
+    let (why, reset) = next_reset(&mut events);
+    assert!(why.contains("truncated"), "{reset}");
     s.wait_state("only s-1", |st| {
         st["sessions"].as_array().unwrap().len() == 1 && session(st, "s-1").is_some()
     });
@@ -603,4 +594,15 @@ fn a_claude_code_session_directory_is_adapted_by_the_module() {
         assert_eq!(state["status"]["message"], "following (claude-code)");
         assert_eq!(state["status"]["skipped"], 0);
     }
+}
+
+/// The next whole board the pages get, and why they were reset (its `status.reset`; empty when
+/// it says nothing).
+fn next_reset(events: &mut harness::Events) -> (String, Value) {
+    let board = events.next_of("board").json();
+    let why = board["status"]["reset"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    (why, board)
 }
