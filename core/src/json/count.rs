@@ -113,8 +113,6 @@ pub(crate) fn count(isa: Isa, b: &[u8]) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::xorshift;
-
     /// The escaped bytes one at a time: a backslash not itself escaped escapes the next byte.
     fn naive_escaped(bytes: &[u8]) -> Vec<bool> {
         let mut out = vec![false; bytes.len()];
@@ -128,10 +126,10 @@ mod tests {
 
     #[test]
     fn escapes_across_windows_match_one_byte_at_a_time() {
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut rng = crate::Rng::from_state(0x9e37_79b9_7f4a_7c15);
         for _ in 0..3000 {
             let bytes: Vec<u8> = (0..256)
-                .map(|_| match xorshift(&mut x) % 3 {
+                .map(|_| match rng.next_u64() % 3 {
                     0 => b'a',
                     _ => b'\\',
                 })

@@ -398,15 +398,6 @@ fn escape_unit(s: &str) -> Option<u16> {
     u16::from_str_radix(s.get(2..6)?, 16).ok()
 }
 
-/// xorshift64: the tests' pseudo-random texts, deterministic.
-#[cfg(test)]
-pub(crate) fn xorshift(x: &mut u64) -> u64 {
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    *x
-}
-
 /// Texts that are no JSON object, each for a different reason (shared by the readers' tests).
 #[cfg(test)]
 pub(crate) const NOT_OBJECTS: [&[u8]; 10] = [
