@@ -13,7 +13,7 @@
 pub mod cross;
 mod report;
 
-pub use report::{Stats, Summary, render, stats, summarize, thousands};
+pub use report::{AccuracySummary, ErrorStats, render, stats, summarize, thousands};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -93,7 +93,7 @@ pub struct Measured {
 }
 
 /// What one session showed, record by record, in the order the records came.
-type Shown = HashMap<String, Vec<Record>>;
+type ShownBySession = HashMap<String, Vec<Record>>;
 
 /// One `context/pressure` record's figures.
 #[derive(Debug, Clone, Copy, Default)]
@@ -108,7 +108,7 @@ struct Record {
 
 /// The module over `lines` under `config` with one projection method: its
 /// `context/pressure` records by session.
-fn shown_by(lines: &[Rec], config: &Config, method: Projection) -> Result<Shown> {
+fn shown_by(lines: &[Rec], config: &Config, method: Projection) -> Result<ShownBySession> {
     let mut p = Processor::new(&Config {
         view: View::Pressure,
         projection: method,
@@ -117,7 +117,7 @@ fn shown_by(lines: &[Rec], config: &Config, method: Projection) -> Result<Shown>
     let emits = p
         .process(&inputs(lines, 0))
         .map_err(|e| anyhow!("record {}: {}", e.index, e.message))?;
-    let mut by: Shown = HashMap::new();
+    let mut by: ShownBySession = HashMap::new();
     for e in emits {
         let Emit::New { value, .. } = e else { continue };
         let Ok(v) = serde_json::from_slice::<Value>(&value) else {
@@ -145,7 +145,7 @@ fn shown_by(lines: &[Rec], config: &Config, method: Projection) -> Result<Shown>
 }
 
 /// The latest of a session's records below `seq` (records come in `seq` order).
-fn before(shown: &Shown, session: &str, seq: u64) -> Option<Record> {
+fn before(shown: &ShownBySession, session: &str, seq: u64) -> Option<Record> {
     let records = shown.get(session)?;
     let at = records.partition_point(|r| r.seq < seq);
     at.checked_sub(1).map(|i| records[i])
@@ -300,7 +300,7 @@ pub fn measure_path(
     path: &Path,
     input: Option<Input>,
     params: &[(String, String)],
-) -> Result<(Input, Summary)> {
+) -> Result<(Input, AccuracySummary)> {
     let log = Log::read(path, input)?;
     let measured = log.measure(&config_for(log.input, params)?)?;
     Ok((log.input, summarize(&measured)))

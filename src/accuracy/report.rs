@@ -8,7 +8,7 @@ use super::{AutoCompaction, METHODS, Measured, Reading};
 
 /// Median, p90 and mean of errors against the readings.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Stats {
+pub struct ErrorStats {
     pub n: usize,
     pub median_abs: f64,
     pub p90_abs: f64,
@@ -35,8 +35,8 @@ fn p90(sorted: &[f64]) -> f64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
-/// Stats of `(shown, reading)` pairs.
-pub fn stats(pairs: &[(u64, u64)]) -> Stats {
+/// The error statistics of `(shown, reading)` pairs.
+pub fn stats(pairs: &[(u64, u64)]) -> ErrorStats {
     let mut abs: Vec<f64> = pairs
         .iter()
         .map(|&(s, r)| (s as f64 - r as f64).abs())
@@ -48,7 +48,7 @@ pub fn stats(pairs: &[(u64, u64)]) -> Stats {
     abs.sort_by(f64::total_cmp);
     rel.sort_by(f64::total_cmp);
     let signed: f64 = pairs.iter().map(|&(s, r)| s as f64 - r as f64).sum();
-    Stats {
+    ErrorStats {
         n: pairs.len(),
         median_abs: median(&abs),
         p90_abs: p90(&abs),
@@ -65,11 +65,11 @@ pub fn stats(pairs: &[(u64, u64)]) -> Stats {
 /// The report's figures: per method, stats over the readings that had a projection and how
 /// often it was closer than the last reading; the last-reading meter's stats over the same.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Summary {
+pub struct AccuracySummary {
     pub readings: usize,
     pub scored: usize,
-    pub projection: [Stats; 3],
-    pub last: Stats,
+    pub projection: [ErrorStats; 3],
+    pub last: ErrorStats,
     /// Per method: readings where the projection was closer than the last reading, farther, tied.
     pub closer: [(usize, usize, usize); 3],
     pub no_projection: usize,
@@ -77,13 +77,13 @@ pub struct Summary {
     pub auto_compactions: Vec<AutoCompaction>,
 }
 
-pub fn summarize(m: &Measured) -> Summary {
+pub fn summarize(m: &Measured) -> AccuracySummary {
     let readings = &m.readings[..];
     let with: Vec<&Reading> = readings
         .iter()
         .filter(|r| r.projected.iter().all(Option::is_some))
         .collect();
-    let per = |m: usize| -> (Stats, (usize, usize, usize)) {
+    let per = |m: usize| -> (ErrorStats, (usize, usize, usize)) {
         let pairs: Vec<(u64, u64)> = with
             .iter()
             .map(|r| (r.projected[m].unwrap_or(0), r.reading))
@@ -102,9 +102,9 @@ pub fn summarize(m: &Measured) -> Summary {
         }
         (stats(&pairs), c)
     };
-    let per: [(Stats, (usize, usize, usize)); 3] = std::array::from_fn(per);
+    let per: [(ErrorStats, (usize, usize, usize)); 3] = std::array::from_fn(per);
     let last: Vec<(u64, u64)> = with.iter().map(|r| (r.last, r.reading)).collect();
-    Summary {
+    AccuracySummary {
         readings: m.total,
         scored: readings.len(),
         projection: per.map(|p| p.0),
@@ -169,7 +169,7 @@ pub(crate) fn against(shown: u64, reading: u64) -> String {
 }
 
 /// The report of one log, as text.
-pub fn render(label: &str, input: Input, s: &Summary) -> String {
+pub fn render(label: &str, input: Input, s: &AccuracySummary) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -191,7 +191,7 @@ pub fn render(label: &str, input: Input, s: &Summary) -> String {
     if s.scored == 0 {
         return o;
     }
-    let row = |o: &mut String, name: &str, st: &Stats| {
+    let row = |o: &mut String, name: &str, st: &ErrorStats| {
         let _ = writeln!(
             o,
             "  {:<28} {:>13} {:>11} {:>11} {:>9} {:>11}",

@@ -950,7 +950,7 @@ fn plot_of_the_real_logs() {
 fn measure_all(
     paths: &[(PathBuf, Input)],
     params: &[(String, String)],
-) -> Vec<(String, Input, accuracy::Summary)> {
+) -> Vec<(String, Input, accuracy::AccuracySummary)> {
     paths
         .iter()
         .map(|(p, input)| {
@@ -962,7 +962,7 @@ fn measure_all(
         .collect()
 }
 
-fn accuracy_text(measured: &[(String, Input, accuracy::Summary)]) -> String {
+fn accuracy_text(measured: &[(String, Input, accuracy::AccuracySummary)]) -> String {
     let mut o = String::new();
     for (name, input, s) in measured {
         o.push_str(&accuracy::render(name, *input, s));

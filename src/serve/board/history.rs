@@ -58,7 +58,7 @@ pub struct HistorySample {
 
 /// One point as the page gets it: `[seq, projected, pressure, capacity, compactAt, compaction]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Shown(
+pub struct ShownPoint(
     pub u64,
     pub Option<u64>,
     pub Option<u64>,
@@ -159,7 +159,7 @@ impl History {
     }
 
     /// The points after `after` (all of them for `None`), oldest first.
-    pub fn shown(&self, after: Option<u64>) -> Vec<Shown> {
+    pub fn shown(&self, after: Option<u64>) -> Vec<ShownPoint> {
         let start = match after {
             Some(s) => self.points.partition_point(|p| p.seq <= s),
             None => 0,
@@ -167,7 +167,7 @@ impl History {
         self.points[start..]
             .iter()
             .map(|p| {
-                Shown(
+                ShownPoint(
                     p.seq,
                     unpack(p.projected),
                     unpack(p.pressure),
@@ -262,7 +262,7 @@ mod tests {
         assert_eq!(h.add(fig(1, 120, 100, 10)), 0);
         assert_eq!(
             h.shown(None),
-            [Shown(
+            [ShownPoint(
                 1,
                 Some(120),
                 Some(100),

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use super::history::Shown;
+use super::history::ShownPoint;
 use super::row::Latest;
 
 /// The most rows one answer carries.
@@ -220,7 +220,7 @@ pub struct Answer {
 /// A session's history as the page draws it.
 #[derive(Serialize)]
 pub struct HistoryOut {
-    pub points: Vec<Shown>,
+    pub points: Vec<ShownPoint>,
 }
 
 /// `GET /api/sessions/{id}`.

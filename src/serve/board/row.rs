@@ -183,7 +183,7 @@ pub struct Folded {
 
 /// The fields of a folded frame that the page shows: the rest is not kept.
 #[derive(Deserialize, serde::Serialize)]
-struct Shown {
+struct ShownFrame {
     #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
     kind: Option<serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -203,7 +203,7 @@ impl Folded {
         if !bytes.windows(15).any(|w| w == b"\"folded_frames\"") {
             return None;
         }
-        let frame: Shown = serde_json::from_slice(bytes).ok()?;
+        let frame: ShownFrame = serde_json::from_slice(bytes).ok()?;
         if frame.folded_frames < 2 {
             return None;
         }
