@@ -15,7 +15,7 @@ use crate::record::Rec;
 
 /// What the relay did, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event {
+pub enum ClusterEvent {
     /// A history read for look-back: `[from, to)` asked.
     Read { partition: u32, from: i64, to: i64 },
     /// The live stream (re)started at an offset.
@@ -64,7 +64,7 @@ pub struct ClusterState {
     pub out: Vec<Rec>,
     /// Sent and not yet flushed.
     pub pending: Vec<Rec>,
-    pub journal: Vec<Event>,
+    pub journal: Vec<ClusterEvent>,
     pub faults: Faults,
     pub opens: u32,
     pub flushes: usize,
@@ -201,7 +201,7 @@ impl Log for MemLog {
     async fn read(&mut self, from: i64, to: i64) -> Result<Vec<AtOffset>> {
         let mut st = self.cluster.state();
         let (partition, p) = (self.partition, self.partition as usize);
-        st.journal.push(Event::Read {
+        st.journal.push(ClusterEvent::Read {
             partition,
             from,
             to,
@@ -218,7 +218,7 @@ impl Log for MemLog {
         self.cluster
             .state()
             .journal
-            .push(Event::Seek { partition, from });
+            .push(ClusterEvent::Seek { partition, from });
         self.cursor = Some(from);
         Ok(())
     }
@@ -259,7 +259,7 @@ impl Log for MemLog {
         let mut st = self.cluster.state();
         let partition = self.partition;
         st.committed[partition as usize] = Some(next);
-        st.journal.push(Event::Committed { partition, next });
+        st.journal.push(ClusterEvent::Committed { partition, next });
         Ok(())
     }
 }
@@ -295,7 +295,7 @@ impl Sink for MemSink {
         }
         let mut st = self.cluster.state();
         st.pending.push(record);
-        st.journal.push(Event::Sent);
+        st.journal.push(ClusterEvent::Sent);
         Ok(())
     }
 
@@ -309,7 +309,7 @@ impl Sink for MemSink {
             bail!("produce timed out waiting for the acknowledgement");
         }
         let len = st.out.len();
-        st.journal.push(Event::Acked(len));
+        st.journal.push(ClusterEvent::Acked(len));
         Ok(())
     }
 }
@@ -354,13 +354,13 @@ pub fn duplicates(expected: &[Rec], out: &[Rec]) -> Result<usize, String> {
 
 /// Whether every commit in `journal` came after the acknowledgement of every record sent
 /// before it.
-pub fn commits_follow_acks(journal: &[Event]) -> Result<(), String> {
+pub fn commits_follow_acks(journal: &[ClusterEvent]) -> Result<(), String> {
     let mut unacked = 0;
     for (i, e) in journal.iter().enumerate() {
         match e {
-            Event::Sent => unacked += 1,
-            Event::Acked(_) => unacked = 0,
-            Event::Committed { next, .. } if unacked > 0 => {
+            ClusterEvent::Sent => unacked += 1,
+            ClusterEvent::Acked(_) => unacked = 0,
+            ClusterEvent::Committed { next, .. } if unacked > 0 => {
                 return Err(format!(
                     "event {i}: offset {next} committed with {unacked} records unacknowledged"
                 ));

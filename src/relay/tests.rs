@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::memory::{Cluster, Event};
+use super::memory::{Cluster, ClusterEvent};
 use super::pump::{self, Control, Exit, Settings};
 use crate::corpus::corpus;
 use crate::module::{Module, Source};
@@ -95,7 +95,7 @@ pub(crate) fn no_loss(expected: &[Rec], out: &[Rec]) -> usize {
 }
 
 #[track_caller]
-pub(crate) fn commits_follow_acks(journal: &[Event]) {
+pub(crate) fn commits_follow_acks(journal: &[ClusterEvent]) {
     super::memory::commits_follow_acks(journal).unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -104,7 +104,7 @@ fn commits(c: &Cluster) -> Vec<i64> {
         .journal
         .iter()
         .filter_map(|e| match e {
-            Event::Committed { next, .. } => Some(*next),
+            ClusterEvent::Committed { next, .. } => Some(*next),
             _ => None,
         })
         .collect()
@@ -181,7 +181,7 @@ fn a_gap_is_refetched_from_the_expected_offset() {
         .journal
         .iter()
         .filter_map(|e| match e {
-            Event::Seek { from, .. } => Some(*from),
+            ClusterEvent::Seek { from, .. } => Some(*from),
             _ => None,
         })
         .collect();
@@ -222,12 +222,12 @@ fn a_restart_rebuilds_through_look_back_from_before_the_committed_offset() {
         assert_eq!(
             st.journal[..2],
             [
-                Event::Read {
+                ClusterEvent::Read {
                     partition: 0,
                     from,
                     to: 1800
                 },
-                Event::Seek {
+                ClusterEvent::Seek {
                     partition: 0,
                     from: 1800
                 }
@@ -271,7 +271,7 @@ fn invocations_cut_by_bytes_through_restarts_give_what_one_invocation_gives() {
     let reads = st
         .journal
         .iter()
-        .filter(|e| matches!(e, Event::Read { .. }))
+        .filter(|e| matches!(e, ClusterEvent::Read { .. }))
         .count();
     assert!(
         reads >= 2 * 1000 / 97,
@@ -413,7 +413,7 @@ fn rounds_settle_every_commit_every_on_a_pause_and_on_stop() {
         st.journal
             .iter()
             .filter_map(|e| match e {
-                Event::Committed { next, .. } => Some(*next),
+                ClusterEvent::Committed { next, .. } => Some(*next),
                 _ => None,
             })
             .collect()
@@ -463,7 +463,7 @@ fn rounds_settle_every_commit_every_on_a_pause_and_on_stop() {
             .state()
             .journal
             .iter()
-            .filter(|e| **e == Event::Sent)
+            .filter(|e| **e == ClusterEvent::Sent)
             .count()
             < 300
         {
@@ -557,7 +557,7 @@ fn a_commit_below_the_first_stored_offset_resumes_at_it() {
     let st = c.state();
     assert_eq!(
         st.journal[0],
-        Event::Seek {
+        ClusterEvent::Seek {
             partition: 0,
             from: 100
         }

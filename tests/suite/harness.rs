@@ -461,14 +461,14 @@ impl<R: BufRead> Read for Chunked<R> {
 
 /// One Server-Sent Event.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Event {
+pub struct SseEvent {
     pub id: Option<String>,
     pub kind: String,
     pub data: String,
     pub retry: Option<u64>,
 }
 
-impl Event {
+impl SseEvent {
     pub fn json(&self) -> Value {
         serde_json::from_str(&self.data)
             .unwrap_or_else(|e| panic!("event data is JSON ({e}): {}", self.data))
@@ -491,9 +491,9 @@ pub struct Events {
 impl Events {
     /// The next event (comments skipped); fails after [`TIMEOUT`] without one, keep-alive
     /// comments or not.
-    pub fn next(&mut self) -> Event {
+    pub fn next(&mut self) -> SseEvent {
         let deadline = Instant::now() + TIMEOUT;
-        let mut e = Event {
+        let mut e = SseEvent {
             id: None,
             kind: "message".to_owned(),
             data: String::new(),
@@ -540,7 +540,7 @@ impl Events {
     }
 
     /// The next event of `kind`, those of other kinds skipped.
-    pub fn next_of(&mut self, kind: &str) -> Event {
+    pub fn next_of(&mut self, kind: &str) -> SseEvent {
         loop {
             let e = self.next();
             if e.kind == kind {
@@ -551,7 +551,7 @@ impl Events {
 
     /// The board's events (`board` and `delta`) until one carries a row of session `id` that
     /// `ok` holds of: that row, and the event.
-    pub fn next_row(&mut self, id: &str, ok: impl Fn(&Value) -> bool) -> (Value, Event) {
+    pub fn next_row(&mut self, id: &str, ok: impl Fn(&Value) -> bool) -> (Value, SseEvent) {
         loop {
             let e = self.next();
             if let Some(row) = row_of(&e.json()["rows"], id).filter(|r| ok(r)) {

@@ -149,7 +149,7 @@ fn a_stop_during_the_look_back_ends_the_relay_between_two_calls() {
         c.state()
             .journal
             .iter()
-            .filter(|e| matches!(e, agent_fold::relay::memory::Event::Read { .. }))
+            .filter(|e| matches!(e, agent_fold::relay::memory::ClusterEvent::Read { .. }))
             .count()
     };
     let s = settings();

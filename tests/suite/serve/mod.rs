@@ -44,7 +44,7 @@ fn seq_of(state: &Value, id: &str) -> Option<u64> {
 }
 
 /// The sessions a board event's rows name, sorted.
-fn named(e: &harness::Event) -> Vec<String> {
+fn named(e: &harness::SseEvent) -> Vec<String> {
     let v = e.json();
     let mut s: Vec<String> = agent_fold_testkit::strings_of(&v["rows"], "session")
         .into_iter()
