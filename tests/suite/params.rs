@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use agent_fold_core::{Config, PARAMS, Param};
+use agent_fold_core::{Config, PARAMS, Param, ParamError};
 
 fn repo_file(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(name);
@@ -128,6 +128,16 @@ fn every_param_in_the_table_is_one_init_takes_and_its_default_parses() {
         if !p.default.is_empty() {
             Config::from_params([(p.name, p.default)])
                 .unwrap_or_else(|e| panic!("the default of {}: {e}", p.name));
+        }
+    }
+    // Every row is a param `init` reads: a value of it is taken or refused as a bad value,
+    // never left unhandled.
+    for p in PARAMS {
+        let read = std::panic::catch_unwind(|| Config::from_params([(p.name, "\u{1}")]));
+        match read {
+            Ok(Ok(_)) | Ok(Err(ParamError::BadValue { .. })) => {}
+            Ok(Err(e)) => panic!("PARAMS lists {}, which init refuses: {e}", p.name),
+            Err(_) => panic!("PARAMS lists {}, which init does not read", p.name),
         }
     }
     let err = Config::from_params([("no_such_param", "1")]).expect_err("an unknown param");
