@@ -37,9 +37,10 @@ enum Command {
     /// emit=pressure over the event topic, each record produced keyed by its session, the
     /// consumer offset committed only after the produce is acknowledged (at-least-once)
     Relay(relay::Args),
-    /// Serve a local web page with one live context meter per session: from an agent log
-    /// followed as it grows (run through the module), pressure records on stdin (-), or a
-    /// Fluvio topic of them (--topic); prints the page's URL
+    /// Serve the fleet board: one row per live session, ranked by how close it is to compacting,
+    /// each opening its meter and whole chart, with alerts; from agents' logs followed as they
+    /// grow (a file or directory), pressure records on stdin (-), a Fluvio topic of them
+    /// (--topic) or agents' OTLP exports (--otlp); prints the page's URL
     Serve(serve::Args),
     /// A Claude Code status line: reads the session's JSON on stdin, runs the module over its
     /// transcript (only what it gained since the last call) and prints one line: occupancy,

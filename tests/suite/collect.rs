@@ -11,6 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use agent_fold_core::{Emit, Processor, RecordIn};
 use opentelemetry_proto::tonic::collector::logs::v1::{
     ExportLogsServiceRequest, ExportLogsServiceResponse,
 };
@@ -487,9 +488,11 @@ fn a_listener_beyond_loopback_needs_a_token_and_a_bad_flag_is_refused_first() {
 }
 
 /// Against a live cluster: a derived Claude Code export through `collect --topic` reaches the
-/// topic, each record keyed by its session, acknowledged before the exporter heard success.
+/// topic, each record keyed by its session, acknowledged before the exporter heard success; then
+/// `agent-fold relay -e input=otel` makes of the topic the pressure records the module makes of
+/// the same records natively.
 #[test]
-fn the_records_reach_a_topic_keyed_by_session() {
+fn the_records_reach_a_topic_keyed_by_session_and_the_relay_adapts_them() {
     use crate::common::fluvio::{Topic, cluster, fluvio, turn};
     let _turn = turn();
     if !cluster() {
@@ -530,4 +533,69 @@ fn the_records_reach_a_topic_keyed_by_session() {
         assert_eq!(key, want["session"].as_str().unwrap(), "keyed by session");
     }
     assert_eq!(c.get("/healthz").status, 200);
+
+    // The relay over that topic, the OTel adapter in the engine.
+    let sibling = Topic(format!("{}-pressure", topic.0));
+    let relay = Command::new(env!("CARGO_BIN_EXE_agent-fold"))
+        .args(["relay", "--topic", &topic.0, "-e", "input=otel"])
+        .args(["--idle-exit", "5", "--wasm"])
+        .arg(agent_fold::module::default_wasm_path())
+        .output()
+        .expect("run the relay");
+    assert!(
+        relay.status.success(),
+        "{}",
+        String::from_utf8_lossy(&relay.stderr)
+    );
+    let relayed = fluvio(
+        &[
+            "consume",
+            &sibling.0,
+            "-B",
+            "-d",
+            "--maxbytes",
+            "100000000",
+            "-F",
+            "{{key}}\t{{value}}",
+        ],
+        None,
+    )
+    .expect("consume the sibling topic");
+    let values: Vec<Vec<u8>> = got
+        .iter()
+        .map(|(_, v)| v.to_string().into_bytes())
+        .collect();
+    let inputs: Vec<RecordIn> = got
+        .iter()
+        .zip(&values)
+        .map(|((k, _), v)| RecordIn::new(Some(k.as_bytes()), v))
+        .collect();
+    let mut native = Processor::from_params([("input", "otel"), ("emit", "pressure")]).unwrap();
+    let want: Vec<String> = native
+        .process(&inputs)
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| match e {
+            Emit::New { key, value, .. } => Some(format!(
+                "{}\t{}",
+                String::from_utf8_lossy(&key),
+                String::from_utf8_lossy(&value)
+            )),
+            _ => None,
+        })
+        .collect();
+    let have: Vec<&str> = relayed.lines().collect();
+    assert!(
+        want.iter()
+            .any(|l| l.contains("\"type\":\"context/pressure\"")),
+        "the export gives pressure records"
+    );
+    assert_eq!(have, want, "the relay's records are the native module's");
+    println!(
+        "collect → {}: {} records keyed by session; relay -e input=otel → {}: {} records, = native",
+        topic.0,
+        got.len(),
+        sibling.0,
+        have.len()
+    );
 }

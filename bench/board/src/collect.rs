@@ -135,7 +135,10 @@ pub fn run(bin: &Path, transcript: &Path, total: usize, clients: usize) -> Resul
     let err = child.stderr.take().expect("piped");
     let collector = Proc(child);
     let mut line = String::new();
-    BufReader::new(err).read_line(&mut line)?;
+    let mut err = BufReader::new(err);
+    err.read_line(&mut line)?;
+    // The rest drained, so that the collector's logging never meets a closed pipe.
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
     let port: u16 = line
         .split("http://127.0.0.1:")
         .nth(1)

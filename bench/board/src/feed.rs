@@ -20,7 +20,10 @@ use crate::Args;
 
 /// What was fed.
 pub struct Fed {
+    /// Records written: pressure records to stdin, frames to a topic.
     pub records: u64,
+    /// Pressure records the server should read: those written, or those the relay makes.
+    pub pressure: u64,
     pub sessions: usize,
     /// Per rule, the crossings per session in what was fed.
     pub crossings: BTreeMap<String, BTreeMap<String, u64>>,
@@ -77,9 +80,17 @@ impl Source {
         })
     }
 
-    /// The next thousand frames, and the pressure records they make.
-    fn next(&mut self) -> Result<(Vec<Rec>, Vec<Vec<u8>>)> {
-        let frames: Vec<Rec> = self.corpus.by_ref().take(1000).collect();
+    /// The next thousand frames, each with the pressure records the module makes of it.
+    fn next(&mut self) -> Result<Vec<(Rec, Vec<Vec<u8>>)>> {
+        // `fluvio produce` reads lines of text and ends at one that is not UTF-8 (the corpus
+        // has a few malformed records that are not): both paths leave them out, so that the
+        // relay's records and the crossings counted here come from the same frames.
+        let frames: Vec<Rec> = self
+            .corpus
+            .by_ref()
+            .take(1000)
+            .filter(|r| std::str::from_utf8(&r.value).is_ok())
+            .collect();
         let ins: Vec<RecordIn> = frames
             .iter()
             .map(|r| RecordIn::new(r.key.as_deref(), &r.value))
@@ -88,14 +99,13 @@ impl Source {
             .module
             .process(&ins)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let records = out
-            .into_iter()
-            .filter_map(|e| match e {
-                Emit::New { value, .. } => Some(value),
-                _ => None,
-            })
-            .collect();
-        Ok((frames, records))
+        let mut made: Vec<Vec<Vec<u8>>> = vec![Vec::new(); frames.len()];
+        for e in out {
+            if let Emit::New { at, value, .. } = e {
+                made[at].push(value);
+            }
+        }
+        Ok(frames.into_iter().zip(made).collect())
     }
 }
 
@@ -115,17 +125,18 @@ struct Figures {
     pressure: Option<u64>,
 }
 
-/// Makes the event topic of a relay run (fresh).
+/// `fluvio ARGS` against the local cluster.
+fn fluvio(args: &[&str]) -> Result<std::process::Output> {
+    std::process::Command::new("fluvio")
+        .args(args)
+        .output()
+        .context("running fluvio (on PATH, reaching a cluster)")
+}
+
+/// Makes the event topic of a relay run (a name of its own: the local SC can stall for a
+/// minute creating a topic right after one of the same name was deleted).
 pub fn topic(name: &str) -> Result<()> {
-    let run = |args: &[&str]| {
-        std::process::Command::new("fluvio")
-            .args(args)
-            .output()
-            .context("running fluvio (on PATH, reaching a cluster)")
-    };
-    let _ = run(&["topic", "delete", name]);
-    let _ = run(&["topic", "delete", &format!("{name}-pressure")]);
-    let out = run(&["topic", "create", name])?;
+    let out = fluvio(&["topic", "create", name])?;
     if !out.status.success() {
         bail!(
             "fluvio topic create {name}: {}",
@@ -133,6 +144,13 @@ pub fn topic(name: &str) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Deletes a relay run's topics.
+pub fn delete_topics(name: &str) {
+    for t in [name.to_owned(), format!("{name}-pressure")] {
+        let _ = fluvio(&["topic", "delete", &t]);
+    }
 }
 
 impl Feeder {
@@ -151,7 +169,10 @@ impl Feeder {
             let mut sink = Sink::open(stdin, &topic)?;
             let mut started = Instant::now();
             let mut sent = 0u64;
-            let (mut frames, mut records) = (Vec::new().into_iter(), Vec::new().into_iter());
+            let mut pressure = 0u64;
+            // What goes next: a pressure record (stdin) or a frame with the records the
+            // module makes of it (a topic: the relay makes them), counted as it is sent.
+            let mut queue: std::vec::IntoIter<(Option<Rec>, Vec<Vec<u8>>)> = Vec::new().into_iter();
             while !halt.load(Ordering::Relaxed) {
                 // The warm-up: `warm` records as fast as they go; then the rate: what is due
                 // by now, in steps of 10 ms.
@@ -169,29 +190,28 @@ impl Feeder {
                 }
                 let stamp = now();
                 while sent < due {
-                    // Stdin takes pressure records; a topic takes frames (the relay makes
-                    // the records), each counted as the module makes them.
-                    let next = match &sink {
-                        Sink::Stdin(_) => records.next().map(|r| (None, r)),
-                        Sink::Topic(..) => frames.next().map(|f: Rec| (Some(f), Vec::new())),
-                    };
-                    let Some((frame, record)) = next else {
-                        let (f, r) = source.next()?;
-                        if matches!(sink, Sink::Topic(..)) {
-                            for rec in &r {
-                                observe(&mut crossings, &mut sessions, rec);
+                    let Some((frame, records)) = queue.next() else {
+                        let batch = source.next()?;
+                        queue = match &sink {
+                            Sink::Stdin(_) => batch
+                                .into_iter()
+                                .flat_map(|(_, r)| r)
+                                .map(|r| (None, vec![r]))
+                                .collect::<Vec<_>>(),
+                            Sink::Topic(..) => {
+                                batch.into_iter().map(|(f, r)| (Some(f), r)).collect()
                             }
                         }
-                        frames = f.into_iter();
-                        records = r.into_iter();
+                        .into_iter();
                         continue;
                     };
+                    for r in &records {
+                        observe(&mut crossings, &mut sessions, r);
+                    }
+                    pressure += records.len() as u64;
                     match frame {
                         Some(f) => sink.frame(&f, &stamp)?,
-                        None => {
-                            observe(&mut crossings, &mut sessions, &record);
-                            sink.record(&restamp(&record, &stamp))?;
-                        }
+                        None => sink.record(&restamp(&records[0], &stamp))?,
                     }
                     sent += 1;
                 }
@@ -200,6 +220,7 @@ impl Feeder {
             sink.finish()?;
             Ok(Fed {
                 records: sent,
+                pressure,
                 sessions: sessions.len(),
                 crossings: crossings.counts(),
             })
@@ -241,6 +262,9 @@ fn observe(crossings: &mut Crossings, sessions: &mut BTreeSet<String>, record: &
     sessions.insert(s);
 }
 
+/// What `fluvio produce` says.
+const PRODUCE_LOG: &str = "/tmp/board-bench-produce.log";
+
 /// Where the load goes: the server's stdin, or the event topic through `fluvio produce`.
 enum Sink {
     Stdin(std::io::BufWriter<ChildStdin>),
@@ -257,7 +281,7 @@ impl Sink {
                     .args(["produce", topic, "--key-separator", "\u{1f}"])
                     .stdin(std::process::Stdio::piped())
                     .stdout(std::process::Stdio::null())
-                    .stderr(std::process::Stdio::null())
+                    .stderr(std::fs::File::create(PRODUCE_LOG)?)
                     .spawn()
                     .context("running fluvio produce")?;
                 let w = std::io::BufWriter::new(child.stdin.take().expect("piped"));
@@ -279,11 +303,14 @@ impl Sink {
         let Sink::Topic(_, w) = self else {
             unreachable!("frames go to a topic")
         };
-        w.write_all(f.key.as_deref().unwrap_or_default())?;
-        w.write_all("\u{1f}".as_bytes())?;
-        w.write_all(&restamp(&f.value, stamp))?;
-        w.write_all(b"\n")?;
-        Ok(())
+        let mut line = f.key.clone().unwrap_or_default();
+        line.push(0x1f);
+        line.extend_from_slice(&restamp(&f.value, stamp));
+        line.push(b'\n');
+        w.write_all(&line).with_context(|| {
+            let said = std::fs::read_to_string(PRODUCE_LOG).unwrap_or_default();
+            format!("fluvio produce ended: {}", said.trim())
+        })
     }
 
     fn flush(&mut self) -> Result<()> {

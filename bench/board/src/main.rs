@@ -60,7 +60,8 @@ struct Args {
     /// stdin (`serve -`) or relay (a live cluster: produce, relay, `serve --topic`)
     #[arg(long, default_value = "stdin")]
     via: String,
-    /// With --via relay: the event topic to make and fill
+    /// With --via relay: the event topic to make and fill, the run's pid added (both topics are
+    /// deleted at the end)
     #[arg(long, default_value = "af-board-bench")]
     topic: String,
     /// Instead: the OTLP receiver's rate, on this transcript's derived events
@@ -144,14 +145,38 @@ fn percentile(v: &mut [f64], p: f64) -> f64 {
     v[i]
 }
 
+/// The server's `records_read_total`, from its `/metrics` (Prometheus text).
+fn read_total(url: &str) -> Option<u64> {
+    use std::io::{Read, Write};
+    let host = url.strip_prefix("http://")?.trim_end_matches('/');
+    let mut s = std::net::TcpStream::connect(host).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("agent_fold_serve_records_read_total "))?
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .map(|v| v as u64)
+}
+
 fn main() -> Result<()> {
-    let args = Args::parse();
+    let mut args = Args::parse();
+    if args.via == "relay" {
+        args.topic = format!("{}-{}", args.topic, std::process::id());
+    }
     if let Some(t) = &args.collect {
         return collect::run(&args.bin, t, args.requests, args.clients);
     }
     let rules: Vec<Rule> = RULES.iter().map(|r| Rule::parse(r).unwrap()).collect();
     let hook = Receiver::start(false)?;
-    let (server, url, _relay) = match args.via.as_str() {
+    let (server, url, relay) = match args.via.as_str() {
         "stdin" => {
             let (p, u) = serve(&args, &["-"], hook.port)?;
             (p, u, None)
@@ -214,6 +239,20 @@ fn main() -> Result<()> {
         std::thread::sleep(Duration::from_secs(5));
     }
     let fed = feeder.stop()?;
+    // Until the server has read every record (a relay behind catches up), then the webhook's
+    // last deliveries.
+    let caught_up = Instant::now();
+    while caught_up.elapsed() < Duration::from_secs(300)
+        && read_total(&url).is_some_and(|n| n < fed.pressure)
+    {
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    println!(
+        "caught up {:.0} s after the feed stopped: {} of {} pressure records read",
+        caught_up.elapsed().as_secs_f64(),
+        read_total(&url).unwrap_or(0),
+        fed.pressure
+    );
     std::thread::sleep(Duration::from_secs(5));
     let latency = browser.latency()?;
     let late = page::Page::late_chart(&url)?;
@@ -221,13 +260,23 @@ fn main() -> Result<()> {
     let rows = browser.rows()?;
     drop(browser);
     drop(server);
+    if relay.is_some() {
+        drop(relay);
+        feed::delete_topics(&args.topic);
+    }
 
     // The report.
     let secs = started.elapsed().as_secs_f64();
     println!(
-        "\nfed {} pressure records ({:.0}/s), {} sessions, {} rows on the board",
+        "\nfed {} {} ({:.0}/s), {} pressure records in all, {} sessions, {} rows on the board",
         fed.records,
+        if args.via == "relay" {
+            "frames"
+        } else {
+            "pressure records"
+        },
         fed.records as f64 / secs,
+        fed.pressure,
         fed.sessions,
         rows
     );

@@ -238,7 +238,16 @@ struct Inner {
     board: Option<(u64, Bytes)>,
     /// The delta from one version to another, shared by the pages that were at the first.
     delta: Option<(u64, u64, Bytes)>,
+    /// The rules firing for sessions evicted while some fired, the latest [`FIRING_KEPT`]: a
+    /// session that comes back does not alert again for a crossing it was alerted of.
+    /// Each with the eviction's number, which `evicted_order` holds too.
+    evicted_firing: HashMap<Arc<str>, (Firing, u64)>,
+    evicted_order: VecDeque<(Arc<str>, u64)>,
+    evictions: u64,
 }
+
+/// Evicted sessions whose firing rules are remembered (about 100 bytes each).
+const FIRING_KEPT: usize = 65_536;
 
 /// Figures of the board, for `/metrics`: read without its lock.
 #[derive(Debug, Default)]
@@ -398,6 +407,9 @@ impl Board {
                 points: 0,
                 board: None,
                 delta: None,
+                evicted_firing: HashMap::new(),
+                evicted_order: VecDeque::new(),
+                evictions: 0,
             }),
             head: watch::Sender::new(0),
             run: base36(nanos ^ u128::from(std::process::id())),
@@ -690,6 +702,8 @@ impl Changes<'_> {
         let inner = &mut *self.inner;
         inner.sessions.clear();
         inner.by_activity.clear();
+        inner.evicted_firing.clear();
+        inner.evicted_order.clear();
         inner.changes.clear();
         inner.points = 0;
         inner.status.records = 0;
@@ -731,6 +745,10 @@ impl Changes<'_> {
             inner.tiebreak += 1;
             let order = (at, inner.tiebreak);
             inner.by_activity.insert(order, Arc::clone(id));
+            let firing = inner
+                .evicted_firing
+                .remove(id)
+                .map_or_else(Firing::default, |(f, _)| f);
             inner.sessions.insert(
                 Arc::clone(id),
                 Session {
@@ -746,7 +764,7 @@ impl Changes<'_> {
                     live: true,
                     history: History::default(),
                     folds: VecDeque::new(),
-                    firing: Firing::default(),
+                    firing,
                     order,
                     row: None,
                     version: 0,
@@ -761,8 +779,25 @@ impl Changes<'_> {
         let Some((_, id)) = self.inner.by_activity.pop_first() else {
             return false;
         };
-        if let Some(s) = self.inner.sessions.remove(&id) {
-            self.inner.points -= s.history.len();
+        let inner = &mut *self.inner;
+        if let Some(s) = inner.sessions.remove(&id) {
+            inner.points -= s.history.len();
+            if s.firing != Firing::default() {
+                inner.evictions += 1;
+                let n = inner.evictions;
+                inner.evicted_firing.insert(Arc::clone(&id), (s.firing, n));
+                inner.evicted_order.push_back((Arc::clone(&id), n));
+                while inner.evicted_order.len() > FIRING_KEPT {
+                    let (old, m) = inner
+                        .evicted_order
+                        .pop_front()
+                        .expect("longer than the bound");
+                    // Unless evicted again since (a later number stands in the map).
+                    if inner.evicted_firing.get(&old).is_some_and(|e| e.1 == m) {
+                        inner.evicted_firing.remove(&old);
+                    }
+                }
+            }
         }
         self.board.counters.evicted.fetch_add(1, Ordering::Relaxed);
         self.touch(&id);

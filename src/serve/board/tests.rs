@@ -219,6 +219,36 @@ fn alerts_fire_once_per_crossing_and_never_wait_for_the_webhook() {
     assert_eq!(b.counters.alerts_dropped.load(Ordering::Relaxed), 1);
 }
 
+/// A session evicted while an alert fires and then back is not alerted again for the same
+/// crossing: the board remembers what fired for the sessions it let go; a new crossing alerts.
+#[test]
+fn a_session_back_after_eviction_is_not_alerted_twice_for_one_crossing() {
+    let b = Board::new(
+        Config {
+            rules: vec![Rule::parse("until<20000").unwrap()],
+            max_sessions: 1,
+            ..Config::default()
+        },
+        "test",
+        None,
+        None,
+    );
+    let alerts = || b.counters.alerts[0].load(Ordering::Relaxed);
+    b.batch(|c| apply(c, &rec("a", 1, 10_000)).unwrap());
+    assert_eq!(alerts(), 1);
+    b.batch(|c| apply(c, &rec("b", 1, 50_000)).unwrap());
+    assert_eq!(b.counters.evicted.load(Ordering::Relaxed), 1, "a went");
+    b.batch(|c| apply(c, &rec("a", 2, 9_000)).unwrap());
+    assert_eq!(alerts(), 1, "a is still across the same crossing");
+    let row: Value = serde_json::from_str(b.session("a", None).unwrap().row.get()).unwrap();
+    assert_eq!(row["alerts"], serde_json::json!(["until<20000"]));
+    b.batch(|c| {
+        apply(c, &rec("a", 3, 100_000)).unwrap();
+        apply(c, &rec("a", 4, 5_000)).unwrap();
+    });
+    assert_eq!(alerts(), 2, "a new crossing alerts");
+}
+
 /// The history the detail draws: every record's figures, the compaction marked, `after` for
 /// what a page lacks.
 #[test]
