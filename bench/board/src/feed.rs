@@ -60,6 +60,12 @@ fn restamp(value: &[u8], stamp: &str) -> Vec<u8> {
     out
 }
 
+/// The module's `max_sessions`, here and in the relay: room for the live sessions and those
+/// that ended recently, so that none comes back partial (contract §4).
+pub fn max_sessions(args: &Args) -> usize {
+    args.sessions * 4
+}
+
 /// Frames of the corpus and the pressure records the module makes of them, a batch at a time.
 struct Source {
     corpus: Corpus,
@@ -68,7 +74,7 @@ struct Source {
 
 impl Source {
     fn new(args: &Args) -> Result<Source> {
-        let cap = (args.sessions * 4).to_string();
+        let cap = max_sessions(args).to_string();
         Ok(Source {
             corpus: Corpus::new(CorpusConfig {
                 seed: args.seed,

@@ -186,7 +186,9 @@ fn main() -> Result<()> {
             feed::topic(&args.topic)?;
             let relay = Proc(
                 Command::new(&args.bin)
-                    .args(["relay", "--topic", &args.topic, "--wasm"])
+                    .args(["relay", "--topic", &args.topic, "-e"])
+                    .arg(format!("max_sessions={}", feed::max_sessions(&args)))
+                    .arg("--wasm")
                     .arg(agent_fold::module::default_wasm_path())
                     .stdout(Stdio::null())
                     .stderr(Stdio::null())
@@ -239,6 +241,7 @@ fn main() -> Result<()> {
         std::thread::sleep(Duration::from_secs(5));
     }
     let fed = feeder.stop()?;
+    let fed_secs = started.elapsed().as_secs_f64();
     // Until the server has read every record (a relay behind catches up), then the webhook's
     // last deliveries.
     let caught_up = Instant::now();
@@ -266,17 +269,17 @@ fn main() -> Result<()> {
     }
 
     // The report.
-    let secs = started.elapsed().as_secs_f64();
     println!(
-        "\nfed {} {} ({:.0}/s), {} pressure records in all, {} sessions, {} rows on the board",
+        "\nfed {} {} ({:.0}/s), {} pressure records in all ({:.0}/s), {} sessions, {} rows on the board",
         fed.records,
         if args.via == "relay" {
             "frames"
         } else {
             "pressure records"
         },
-        fed.records as f64 / secs,
+        fed.records as f64 / fed_secs,
         fed.pressure,
+        fed.pressure as f64 / fed_secs,
         fed.sessions,
         rows
     );
@@ -315,7 +318,7 @@ fn main() -> Result<()> {
         lo as f64 / 1e6,
         hi as f64 / 1e6
     );
-    let cpu = samples.last().map_or(0.0, |s| s.2) / secs;
+    let cpu = samples.last().map_or(0.0, |s| s.2 / s.0.max(1.0));
     println!("CPU over the run: {:.0}% of one core", cpu * 100.0);
     let mut l = latency.clone();
     println!(
