@@ -46,7 +46,7 @@ pub use frame::{Field, Frame, MAX_SAFE, Place, kind, object_uints, usage_tokens}
 pub use frames::{compact_counters, compact_counters_with};
 pub use hash::fnv1a;
 pub use pressure::{Corrupt, Node, Plan, Replaces, Surface};
-pub use processor::Processor;
+pub use processor::{Probe, Processor};
 pub use record::{BatchError, Emit, MAX_KEY_LEN, RecordIn, session_key};
 pub use rng::Rng;
 pub use state::checkpoint::{CheckpointError, STATE_VERSION};
