@@ -821,6 +821,24 @@ mod tests {
         assert_eq!(bad, s.malformed);
     }
 
+    /// Small events are about 200 B a record, mostly thinking counters.
+    #[test]
+    fn small_events_are_small() {
+        let mut c = Corpus::new(CorpusConfig {
+            small: true,
+            ..CorpusConfig::default()
+        });
+        let _: Vec<Rec> = c.by_ref().take(20_000).collect();
+        let s = c.stats();
+        let average = s.bytes as f64 / s.records as f64;
+        assert!((150.0..=300.0).contains(&average), "{s}");
+        assert!(s.counters as f64 / s.records as f64 > 0.7, "{s}");
+        assert!(
+            s.malformed > 0 && s.compactions > 0 && s.subagent > 0,
+            "{s}"
+        );
+    }
+
     /// A fleet's sessions start mid-life, name their reserve, and compact on their own past
     /// their threshold: the figures a board alerts on come and go.
     #[test]
