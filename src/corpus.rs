@@ -35,6 +35,12 @@ pub struct CorpusConfig {
     /// 200,000 window), and an automatic compaction (`compact/start` with `trigger` and
     /// `preTokens`) once a session's context passes 167,000.
     pub fleet: bool,
+    /// Small events, as most of a live stream's records are (about 200 B a record): turns that
+    /// nearly all think, in runs of 1–50 counters (counters about three quarters of the
+    /// records), user messages of 10–200 B, assistant texts of 10–120 B, tool calls' input of
+    /// 10–60 B, tool results of 10–200 B, summaries of 100–400 B, and headers of a 100–400 B
+    /// system prompt and 1–3 short tools.
+    pub small: bool,
 }
 
 impl Default for CorpusConfig {
@@ -44,6 +50,7 @@ impl Default for CorpusConfig {
             active_sessions: 64,
             keyed: true,
             fleet: false,
+            small: false,
         }
     }
 }
@@ -282,6 +289,19 @@ fn json_text(rng: &mut Rng, len: usize, out: &mut String, scratch: &mut String) 
     json_str(out, scratch);
 }
 
+/// [`json_text`] cut to at most `len` bytes of text (on a character's boundary): a small
+/// event's text, which a sentence would overshoot.
+fn json_text_cut(rng: &mut Rng, len: usize, out: &mut String, scratch: &mut String) {
+    scratch.clear();
+    text(rng, len, scratch);
+    let mut end = len.min(scratch.len());
+    while !scratch.is_char_boundary(end) {
+        end -= 1;
+    }
+    scratch.truncate(end);
+    json_str(out, scratch);
+}
+
 /// A deterministic stream of agent-log records.
 pub struct Corpus {
     rng: Rng,
@@ -343,8 +363,16 @@ impl Corpus {
             } else {
                 0
             },
-            tools: self.rng.range(8, 30) as u32,
-            system_len: self.rng.log_range(800, 8000),
+            tools: if self.config.small {
+                self.rng.range(1, 3) as u32
+            } else {
+                self.rng.range(8, 30) as u32
+            },
+            system_len: if self.config.small {
+                self.rng.log_range(100, 400)
+            } else {
+                self.rng.log_range(800, 8000)
+            },
         };
         s.plan.push_back(Planned::Header);
         s.plan.push_back(Planned::User);
@@ -352,7 +380,7 @@ impl Corpus {
     }
 
     /// Plans a session's next turn.
-    fn plan_turn(rng: &mut Rng, s: &mut Session, fleet: bool) {
+    fn plan_turn(rng: &mut Rng, s: &mut Session, fleet: bool, small: bool) {
         let p = &mut s.plan;
         let due = fleet && s.context > FLEET_COMPACT_AT && s.surface.len() >= 3;
         if due || (s.surface.len() >= 8 && rng.chance(0.035)) {
@@ -368,17 +396,19 @@ impl Corpus {
             p.push_back(Planned::Header);
         }
         let run = |rng: &mut Rng| -> u64 {
-            // Most runs are short; a few long ones are what folding is for.
-            if !rng.chance(0.6) {
+            // Most runs are short; a few long ones are what folding is for. Small events are
+            // a stream's thinking: nearly every turn thinks, and its runs are longer.
+            let (thinks, short, middle) = if small { (0.95, 40, 80) } else { (0.6, 72, 94) };
+            if !rng.chance(thinks) {
                 return 0;
             }
             let x = rng.next_u64() % 100;
-            if x < 72 {
-                rng.range(1, 2)
-            } else if x < 94 {
-                rng.range(3, 10)
+            if x < short {
+                rng.range(1, if small { 4 } else { 2 })
+            } else if x < middle {
+                rng.range(if small { 5 } else { 3 }, if small { 15 } else { 10 })
             } else {
-                rng.range(11, 50)
+                rng.range(if small { 16 } else { 11 }, 50)
             }
         };
         for _ in 0..run(rng) {
@@ -422,7 +452,7 @@ impl Corpus {
         let rng = &mut self.rng;
         let s = &mut self.live[at];
         if s.plan.is_empty() {
-            Self::plan_turn(rng, s, self.config.fleet);
+            Self::plan_turn(rng, s, self.config.fleet, self.config.small);
         }
         let step = s.plan.pop_front().expect("a turn plans at least one frame");
         // A dispatch's sub-agent frames carry its parent; the prompt is its first.
@@ -482,6 +512,8 @@ impl Corpus {
             );
         }
         let scratch = &mut self.scratch;
+        let small = self.config.small;
+        let json_text = if small { json_text_cut } else { json_text };
         let mut message_len = 0u64;
         match step {
             Planned::Header => {
@@ -495,10 +527,18 @@ impl Corpus {
                     }
                     let name = TOOL_NAMES[t as usize % TOOL_NAMES.len()];
                     let _ = write!(o, "{{\"name\":\"{name}{}\",\"description\":", t / 16);
-                    let n = rng.range(120, 600) as usize;
+                    let n = if small {
+                        rng.range(20, 80)
+                    } else {
+                        rng.range(120, 600)
+                    } as usize;
                     json_text(rng, n, &mut o, scratch);
                     o.push_str(",\"input_schema\":{\"type\":\"object\",\"properties\":{");
-                    let props = rng.range(1, 6);
+                    let props = if small {
+                        rng.range(1, 2)
+                    } else {
+                        rng.range(1, 6)
+                    };
                     for p in 0..props {
                         if p > 0 {
                             o.push(',');
@@ -523,10 +563,11 @@ impl Corpus {
             Planned::User | Planned::Summary => {
                 let start = o.len();
                 o.push_str(",\"message\":{\"role\":\"user\",\"content\":");
-                let len = if step == Planned::Summary {
-                    rng.range(600, 4000)
-                } else {
-                    rng.log_range(40, 3000)
+                let len = match (step == Planned::Summary, small) {
+                    (true, false) => rng.range(600, 4000),
+                    (true, true) => rng.range(100, 400),
+                    (false, false) => rng.log_range(40, 3000),
+                    (false, true) => rng.log_range(10, 200),
                 };
                 json_text(rng, len as usize, &mut o, scratch);
                 o.push('}');
@@ -552,7 +593,11 @@ impl Corpus {
             Planned::Assistant { tool, .. } => {
                 let start = o.len();
                 o.push_str(",\"message\":{\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\",\"content\":[{\"type\":\"text\",\"text\":");
-                let n = rng.log_range(30, 1500) as usize;
+                let n = if small {
+                    rng.log_range(10, 120)
+                } else {
+                    rng.log_range(30, 1500)
+                } as usize;
                 json_text(rng, n, &mut o, scratch);
                 o.push('}');
                 match tool {
@@ -568,7 +613,11 @@ impl Corpus {
                             ",{{\"type\":\"tool_use\",\"id\":\"toolu_{:016x}\",\"name\":\"{name}\",\"input\":{{\"command\":",
                             rng.next_u64()
                         );
-                        let n = rng.range(20, 300) as usize;
+                        let n = if small {
+                            rng.range(10, 60)
+                        } else {
+                            rng.range(20, 300)
+                        } as usize;
                         json_text(rng, n, &mut o, scratch);
                         o.push_str("}}");
                     }
@@ -591,10 +640,10 @@ impl Corpus {
             Planned::ToolResult { .. } | Planned::TaskResult => {
                 self.stats.tool_results += 1;
                 let start = o.len();
-                let len = if sub {
-                    rng.log_range(100, 4096)
-                } else {
-                    rng.log_range(100, 20 * 1024)
+                let len = match (sub, small) {
+                    (_, true) => rng.log_range(10, 200),
+                    (true, false) => rng.log_range(100, 4096),
+                    (false, false) => rng.log_range(100, 20 * 1024),
                 };
                 let _ = write!(
                     o,
@@ -718,6 +767,10 @@ pub struct Args {
     /// A live fleet: sessions joined mid-life, compacting on their own near their threshold
     #[arg(long)]
     pub fleet: bool,
+    /// Small events (about 200 B a record: mostly thinking counters, short messages and tool
+    /// results, small headers)
+    #[arg(long)]
+    pub small: bool,
 }
 
 /// The command line: `agent-fold corpus …`: the generated corpus on stdout, its shape on stderr.
@@ -727,6 +780,7 @@ pub fn main(args: &Args) -> Result<i32> {
         active_sessions: args.sessions,
         keyed: !args.unkeyed,
         fleet: args.fleet,
+        small: args.small,
     };
     let mut c = Corpus::new(config);
     let stdout = std::io::stdout();
@@ -767,6 +821,24 @@ mod tests {
         assert_eq!(bad, s.malformed);
     }
 
+    /// Small events are about 200 B a record, mostly thinking counters.
+    #[test]
+    fn small_events_are_small() {
+        let mut c = Corpus::new(CorpusConfig {
+            small: true,
+            ..CorpusConfig::default()
+        });
+        let _: Vec<Rec> = c.by_ref().take(20_000).collect();
+        let s = c.stats();
+        let average = s.bytes as f64 / s.records as f64;
+        assert!((150.0..=300.0).contains(&average), "{s}");
+        assert!(s.counters as f64 / s.records as f64 > 0.7, "{s}");
+        assert!(
+            s.malformed > 0 && s.compactions > 0 && s.subagent > 0,
+            "{s}"
+        );
+    }
+
     /// A fleet's sessions start mid-life, name their reserve, and compact on their own past
     /// their threshold: the figures a board alerts on come and go.
     #[test]
@@ -776,6 +848,7 @@ mod tests {
             active_sessions: 20,
             keyed: true,
             fleet: true,
+            small: false,
         };
         let recs: Vec<Rec> = Corpus::new(config).take(20_000).collect();
         let has = |r: &Rec, s: &str| String::from_utf8_lossy(&r.value).contains(s);

@@ -27,8 +27,8 @@ pub const MAX_SAFE: u64 = 1 << 53;
 pub const NAME_BYTES: usize = 128;
 
 /// A non-empty string of at most [`NAME_BYTES`] bytes.
-fn short_name(raw: &str) -> Option<Cow<'_, str>> {
-    json::string(raw).filter(|s| !s.is_empty() && s.len() <= NAME_BYTES)
+fn short_name(s: Option<Cow<'_, str>>) -> Option<Cow<'_, str>> {
+    s.filter(|s| !s.is_empty() && s.len() <= NAME_BYTES)
 }
 
 /// One field that may be absent, well-formed, or present with a value the spec refuses.
@@ -46,6 +46,96 @@ pub struct Place {
     pub range: Option<Range<usize>>,
     /// The key occurs more than once: a fold would leave a stale copy beside its sum.
     pub repeated: bool,
+}
+
+/// The top-level members a view reads (contract §1), by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Name {
+    Type,
+    Seq,
+    Timestamp,
+    Delta,
+    FoldedFrames,
+    FoldedFrom,
+    Extras,
+    SessionId,
+    Message,
+    MessageChars,
+    Usage,
+    System,
+    Tools,
+    ContextWindow,
+    Replaces,
+    Trigger,
+    PreTokens,
+    AutoCompactTokens,
+    CompactReserve,
+    CompactRestore,
+    AnchorSeq,
+    RestoreShown,
+    Agent,
+    Model,
+}
+
+impl Name {
+    /// The member a key names, if a view reads it: the key's length picks the few names it
+    /// may be, each compared a word at a time (every member of every record comes here).
+    #[inline]
+    fn of(key: &[u8]) -> Option<Name> {
+        let is = |name: &[u8]| json::same(key, name);
+        match key.len() {
+            3 => is(b"seq").then_some(Name::Seq),
+            4 => is(b"type").then_some(Name::Type),
+            5 => [
+                (&b"usage"[..], Name::Usage),
+                (b"tools", Name::Tools),
+                (b"agent", Name::Agent),
+                (b"model", Name::Model),
+            ]
+            .into_iter()
+            .find_map(|(n, f)| is(n).then_some(f)),
+            6 => [(&b"extras"[..], Name::Extras), (b"system", Name::System)]
+                .into_iter()
+                .find_map(|(n, f)| is(n).then_some(f)),
+            7 => [
+                (&b"message"[..], Name::Message),
+                (b"trigger", Name::Trigger),
+            ]
+            .into_iter()
+            .find_map(|(n, f)| is(n).then_some(f)),
+            8 => is(b"replaces").then_some(Name::Replaces),
+            9 => [
+                (&b"timestamp"[..], Name::Timestamp),
+                (b"preTokens", Name::PreTokens),
+            ]
+            .into_iter()
+            .find_map(|(n, f)| is(n).then_some(f)),
+            10 => [
+                (&b"session_id"[..], Name::SessionId),
+                (b"anchor_seq", Name::AnchorSeq),
+            ]
+            .into_iter()
+            .find_map(|(n, f)| is(n).then_some(f)),
+            11 => is(b"folded_from").then_some(Name::FoldedFrom),
+            13 => [
+                (&b"folded_frames"[..], Name::FoldedFrames),
+                (b"message_chars", Name::MessageChars),
+                (b"restore_shown", Name::RestoreShown),
+            ]
+            .into_iter()
+            .find_map(|(n, f)| is(n).then_some(f)),
+            14 => is(b"context_window").then_some(Name::ContextWindow),
+            15 => [
+                (&b"compact_reserve"[..], Name::CompactReserve),
+                (b"compact_restore", Name::CompactRestore),
+            ]
+            .into_iter()
+            .find_map(|(n, f)| is(n).then_some(f)),
+            19 => is(b"auto_compact_tokens").then_some(Name::AutoCompactTokens),
+            22 => is(b"estimated_tokens_delta").then_some(Name::Delta),
+            _ => None,
+        }
+    }
 }
 
 /// The fields of one frame that the views read, borrowed from the record.
@@ -99,25 +189,29 @@ impl<'a> Frame<'a> {
     }
 
     /// Records one top-level member; the last of a repeated key wins.
+    #[inline(always)]
     fn set(&mut self, bytes: &'a [u8], m: Member<'a>) {
         let raw = m.value;
         let name = m.name();
-        match &*name {
-            "type" => self.kind = json::string(raw),
-            "seq" => self.seq = json::uint(raw),
-            "timestamp" => self.stamp = json::is_string(raw).then_some(raw),
-            "estimated_tokens_delta" => {
+        let Some(field) = Name::of(name.as_bytes()) else {
+            return;
+        };
+        match field {
+            Name::Type => self.kind = m.string(),
+            Name::Seq => self.seq = json::uint(raw),
+            Name::Timestamp => self.stamp = json::is_string(raw).then_some(raw),
+            Name::Delta => {
                 mark(bytes, &mut self.delta_place, raw);
                 self.delta = json::uint(raw).filter(|d| *d <= MAX_SAFE);
             }
-            "folded_frames" => {
+            Name::FoldedFrames => {
                 mark(bytes, &mut self.frames_place, raw);
                 self.folded_frames = match json::uint(raw) {
                     Some(n) if (1..=MAX_SAFE).contains(&n) => Field::Valid(n),
                     _ => Field::Invalid,
                 };
             }
-            "folded_from" => {
+            Name::FoldedFrom => {
                 mark(bytes, &mut self.from_place, raw);
                 self.folded_from = if json::is_string(raw) {
                     Field::Valid(raw)
@@ -126,27 +220,28 @@ impl<'a> Frame<'a> {
                 };
             }
             // Only `parent_tool_use_id` of `extras` is read: any other key there changes nothing.
-            "extras" => {
+            Name::Extras => {
                 self.subagent = json::get(raw, "parent_tool_use_id").is_some_and(json::is_string)
             }
-            "session_id" => self.session_id = json::string(raw),
-            "message" => self.message = Some(raw),
-            "message_chars" => self.message_chars = json::uint(raw).filter(|n| *n <= MAX_SAFE),
-            "usage" => self.usage = raw.starts_with('{').then_some(raw),
-            "system" => self.system = Some(raw),
-            "tools" => self.tools = Some(raw),
-            "context_window" => self.context_window = json::uint(raw).filter(|w| *w >= 1),
-            "replaces" => self.replaces = (raw != "null").then_some(raw),
-            "trigger" => self.auto_trigger = json::string(raw).as_deref() == Some("auto"),
-            "preTokens" => self.pre_tokens = json::uint(raw).filter(|n| *n >= 1),
-            "auto_compact_tokens" => self.auto_compact_tokens = json::uint(raw).filter(|n| *n >= 1),
-            "compact_reserve" => self.compact_reserve = json::uint(raw),
-            "compact_restore" => self.compact_restore = json::uint(raw),
-            "anchor_seq" => self.anchor_seq = json::uint(raw),
-            "restore_shown" => self.restore_shown = raw == "true",
-            "agent" => self.agent = short_name(raw),
-            "model" => self.model = short_name(raw),
-            _ => {}
+            Name::SessionId => self.session_id = m.string(),
+            Name::Message => self.message = Some(raw),
+            Name::MessageChars => self.message_chars = json::uint(raw).filter(|n| *n <= MAX_SAFE),
+            Name::Usage => self.usage = raw.starts_with('{').then_some(raw),
+            Name::System => self.system = Some(raw),
+            Name::Tools => self.tools = Some(raw),
+            Name::ContextWindow => self.context_window = json::uint(raw).filter(|w| *w >= 1),
+            Name::Replaces => self.replaces = (raw != "null").then_some(raw),
+            Name::Trigger => self.auto_trigger = m.string().as_deref() == Some("auto"),
+            Name::PreTokens => self.pre_tokens = json::uint(raw).filter(|n| *n >= 1),
+            Name::AutoCompactTokens => {
+                self.auto_compact_tokens = json::uint(raw).filter(|n| *n >= 1)
+            }
+            Name::CompactReserve => self.compact_reserve = json::uint(raw),
+            Name::CompactRestore => self.compact_restore = json::uint(raw),
+            Name::AnchorSeq => self.anchor_seq = json::uint(raw),
+            Name::RestoreShown => self.restore_shown = raw == "true",
+            Name::Agent => self.agent = short_name(m.string()),
+            Name::Model => self.model = short_name(m.string()),
         }
     }
 
@@ -160,7 +255,8 @@ impl<'a> Frame<'a> {
     }
     /// Whether this frame is a counter of the given type.
     pub fn is_counter(&self, counter_type: &str) -> bool {
-        self.kind() == Some(counter_type)
+        self.kind()
+            .is_some_and(|k| json::same(k.as_bytes(), counter_type.as_bytes()))
     }
     /// `seq`, when it is an integer ≥ 0.
     pub fn seq(&self) -> Option<u64> {

@@ -47,7 +47,7 @@ pub use config::{
 pub use estimate::estimate;
 pub use frame::{Frame, kind, usage_tokens};
 pub use hash::fnv1a;
-pub use processor::Processor;
+pub use processor::{Probe, Processor};
 pub use record::{BatchError, Emit, MAX_KEY_LEN, RecordIn, session_key};
 pub use rng::Rng;
 pub use state::checkpoint::{CheckpointError, STATE_VERSION};

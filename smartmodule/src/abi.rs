@@ -49,14 +49,22 @@ unsafe fn call(ptr: *mut u8, len: usize, f: impl FnOnce(&mut Processor, &[u8]) -
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn init(ptr: *mut u8, len: usize, version: i16) -> i32 {
+    #[cfg(feature = "probe")]
+    let f = crate::probe::init;
+    #[cfg(not(feature = "probe"))]
+    let f = crate::init;
     // SAFETY: the engine's call, as `call` needs it.
-    unsafe { call(ptr, len, |p, input| crate::init(p, input, version)) }
+    unsafe { call(ptr, len, |p, input| f(p, input, version)) }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn array_map(ptr: *mut u8, len: usize, version: i16) -> i32 {
+    #[cfg(feature = "probe")]
+    let f = crate::probe::array_map;
+    #[cfg(not(feature = "probe"))]
+    let f = crate::array_map;
     // SAFETY: as above.
-    unsafe { call(ptr, len, |p, input| crate::array_map(p, input, version)) }
+    unsafe { call(ptr, len, |p, input| f(p, input, version)) }
 }
 
 #[unsafe(no_mangle)]

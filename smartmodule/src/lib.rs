@@ -22,6 +22,8 @@ use fluvio_smartmodule::{Record, RecordData, eyre};
 
 #[cfg(target_arch = "wasm32")]
 mod abi;
+#[cfg(feature = "probe")]
+pub mod probe;
 pub mod wire;
 
 use wire::{Output, Stored};

@@ -111,6 +111,15 @@ impl<'a> Cursor<'a> {
             self.i += 1;
             return Ok((((b >> 1) as i64) ^ -((b & 1) as i64), true));
         }
+        // Two, the length of a record or value of 64 B to 8 KiB: canonical when the second
+        // byte is not zero (else one byte would have held it).
+        if let Some(&[lo, hi]) = self.b.get(self.i..self.i + 2)
+            && hi < 0x80
+        {
+            self.i += 2;
+            let z = (lo & 0x7f) as u64 | (hi as u64) << 7;
+            return Ok((((z >> 1) as i64) ^ -((z & 1) as i64), hi != 0));
+        }
         self.long_varint()
     }
 

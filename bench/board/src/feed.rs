@@ -81,6 +81,7 @@ impl Source {
                 active_sessions: args.sessions,
                 keyed: true,
                 fleet: true,
+                small: false,
             }),
             module: Processor::from_params([("emit", "pressure"), ("max_sessions", cap.as_str())])?,
         })

@@ -29,15 +29,46 @@ pub struct Member<'a> {
     pub key: &'a str,
     pub escaped: bool,
     pub value: &'a str,
+    /// The value is a string without an escape.
+    pub plain: bool,
 }
 
-impl Member<'_> {
+/// Whether two byte strings are equal, eight bytes at a time. A slice's `==` is a call to a
+/// byte-at-a-time `memcmp` in wasm32, and names, kinds and session keys are compared on every
+/// record.
+#[inline]
+pub fn same(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let (mut x, mut y) = (a.chunks_exact(8), b.chunks_exact(8));
+    let word = |c: &[u8]| u64::from_le_bytes(c.try_into().expect("eight bytes"));
+    for (p, q) in (&mut x).zip(&mut y) {
+        if word(p) != word(q) {
+            return false;
+        }
+    }
+    x.remainder().iter().zip(y.remainder()).all(|(p, q)| p == q)
+}
+
+impl<'a> Member<'a> {
+    /// The value's text when it is a string, unescaped (as [`string`] reads it): a string the
+    /// scan saw no escape in is its quotes' inside, without a second look.
+    #[inline]
+    pub fn string(&self) -> Option<Cow<'a, str>> {
+        if self.plain {
+            let v: &'a str = self.value;
+            return Some(Cow::Borrowed(&v[1..v.len() - 1]));
+        }
+        string(self.value)
+    }
+
     /// Whether the key, unescaped, is `name` (a lone surrogate reads as U+FFFD, so an odd key
     /// never matches a field's name).
     #[inline]
     pub fn is(&self, name: &str) -> bool {
         if !self.escaped {
-            return self.key == name;
+            return same(self.key.as_bytes(), name.as_bytes());
         }
         unescape(self.key) == name
     }
@@ -69,13 +100,14 @@ unsafe fn walk_avx2<'a>(bytes: &'a [u8], f: &mut impl FnMut(Member<'a>)) -> Res<
 /// A member as [`Scanner::member`] read it.
 ///
 /// SAFETY: the scanner checked every string as UTF-8, and JSON outside strings is ASCII.
-fn as_member<'a>((key, escaped, value): (&'a [u8], bool, &'a [u8])) -> Member<'a> {
+fn as_member<'a>((key, escaped, value, plain): (&'a [u8], bool, &'a [u8], bool)) -> Member<'a> {
     // SAFETY: as above.
     unsafe {
         Member {
             key: std::str::from_utf8_unchecked(key),
             escaped,
             value: std::str::from_utf8_unchecked(value),
+            plain,
         }
     }
 }
@@ -207,10 +239,24 @@ pub fn is_string(raw: &str) -> bool {
 
 /// A JSON integer ≥ 0 that fits a `u64`; fractions, exponents and signs are refused.
 pub fn uint(raw: &str) -> Option<u64> {
-    if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {
+    if raw.is_empty() {
         return None;
     }
-    raw.parse().ok()
+    // Up to 19 digits cannot overflow, and need no checked multiply (a 128-bit product in
+    // wasm32, a library call).
+    let mut n: u64 = 0;
+    for (i, b) in raw.bytes().enumerate() {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        n = if i < 19 {
+            n * 10 + d as u64
+        } else {
+            n.checked_mul(10)?.checked_add(d as u64)?
+        };
+    }
+    Some(n)
 }
 
 /// The text of a string's inside (between its quotes), its escapes resolved; a lone surrogate
@@ -274,6 +320,30 @@ pub(crate) fn chars_on(isa: Isa, b: &[u8]) -> Option<u64> {
     count::count(isa, b)
 }
 
+/// The decimal digits of `n`, written into `buf`: the one number writer of the records and the
+/// checkpoints (no `core::fmt` on a record's path: in wasm32 its machinery costs more than the
+/// record's other fields together).
+pub fn uint_text(n: u64, buf: &mut [u8; 20]) -> &str {
+    let mut i = buf.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    // SAFETY: the bytes from `i` are ASCII digits.
+    unsafe { std::str::from_utf8_unchecked(&buf[i..]) }
+}
+
+/// Writes `n` in decimal.
+pub fn write_uint(out: &mut Vec<u8>, n: u64) {
+    let mut buf = [0; 20];
+    out.extend_from_slice(uint_text(n, &mut buf).as_bytes());
+}
+
 /// Writes `s` as a JSON string (quotes, `"` `\` and control characters escaped).
 pub fn write_string(out: &mut Vec<u8>, s: &[u8]) {
     out.push(b'"');
@@ -294,8 +364,16 @@ fn write_string_body(out: &mut Vec<u8>, s: &[u8]) {
             0x08 => b"\\b",
             0x0c => b"\\f",
             0..=0x1f => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
                 out.extend_from_slice(&s[start..i]);
-                out.extend_from_slice(format!("\\u{c:04x}").as_bytes());
+                out.extend_from_slice(&[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[(c >> 4) as usize],
+                    HEX[(c & 15) as usize],
+                ]);
                 start = i + 1;
                 continue;
             }

@@ -279,9 +279,10 @@ impl<'a, B: Block> Scanner<'a, B> {
     }
 
     /// `"key" : value`, from the key's opening quote: the key as it stands between its quotes,
-    /// whether it holds an escape, and the value's text.
+    /// whether it holds an escape, the value's text, and whether the value is a string without
+    /// an escape (its text is then its quotes' inside, as the scan has seen).
     #[inline(always)]
-    pub fn member(&mut self) -> Res<(&'a [u8], bool, &'a [u8])> {
+    pub fn member(&mut self) -> Res<(&'a [u8], bool, &'a [u8], bool)> {
         self.eat(b'"')?;
         let start = self.i;
         let escaped = self.string()?;
@@ -290,8 +291,14 @@ impl<'a, B: Block> Scanner<'a, B> {
         self.eat(b':')?;
         self.ws();
         let vstart = self.i;
-        self.value()?;
-        Ok((key, escaped, &self.b[vstart..self.i]))
+        let plain = if self.peek() == Some(b'"') {
+            self.i += 1;
+            !self.string()?
+        } else {
+            self.value()?;
+            false
+        };
+        Ok((key, escaped, &self.b[vstart..self.i], plain))
     }
 
     /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`

@@ -81,18 +81,22 @@ impl Projector {
         };
         match session {
             Some(s) => {
-                let before = self.figures(s);
+                // A change that only moves the cursor (most frames: counters) shows nothing new,
+                // unless the session is over `max_nodes` and the apply trims it.
+                let quiet = change.as_ref().is_none_or(Change::inert)
+                    && s.surface.len() <= self.params.max_nodes;
+                let before = (!quiet).then(|| self.figures(s));
                 match s.apply(change.as_ref(), seq, self.params.max_nodes) {
                     Err(why) => Outcome::Refused {
                         seq: Some(seq),
                         why,
                     },
-                    Ok(()) => {
-                        let now = self.figures(s);
-                        Outcome::Applied {
-                            now: (now != before).then_some(now),
-                        }
-                    }
+                    Ok(()) => Outcome::Applied {
+                        now: before.and_then(|before| {
+                            let now = self.figures(s);
+                            (now != before).then_some(now)
+                        }),
+                    },
                 }
             }
             None => {

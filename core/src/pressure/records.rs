@@ -1,36 +1,45 @@
 //! The records the pressure view writes: `context/pressure` and `context/error` (contract §3, §5).
 
-use std::io::Write;
-
 use super::session::{Figures, Refusal};
+use crate::json::{write_string, write_uint};
 use crate::record::Emit;
 use crate::state::checkpoint::STATE_VERSION;
 
 fn session_json(out: &mut Vec<u8>, key: Option<&[u8]>) {
     match key {
-        Some(k) => crate::json::write_string(out, String::from_utf8_lossy(k).as_bytes()),
+        Some(k) => write_string(out, String::from_utf8_lossy(k).as_bytes()),
         None => out.extend_from_slice(b"null"),
     }
 }
 
+/// `,"name":n`, or `null`.
 fn opt(out: &mut Vec<u8>, name: &str, v: Option<u64>) {
+    out.extend_from_slice(b",\"");
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b"\":");
     match v {
-        Some(n) => write!(out, ",\"{name}\":{n}"),
-        None => write!(out, ",\"{name}\":null"),
+        Some(n) => write_uint(out, n),
+        None => out.extend_from_slice(b"null"),
     }
-    .expect("writing to a Vec");
 }
 
 /// Thousandths as a JSON number: `1.344`, `0.25`, `4`.
 fn milli(out: &mut Vec<u8>, m: u64) {
     let (whole, frac) = (m / 1000, m % 1000);
-    if frac == 0 {
-        write!(out, "{whole}")
-    } else {
-        let digits = format!("{frac:03}");
-        write!(out, "{whole}.{}", digits.trim_end_matches('0'))
+    write_uint(out, whole);
+    if frac != 0 {
+        let digits = [frac / 100, frac / 10 % 10, frac % 10].map(|d| b'0' + d as u8);
+        let len = 3 - digits.iter().rev().take_while(|d| **d == b'0').count();
+        out.push(b'.');
+        out.extend_from_slice(&digits[..len]);
     }
-    .expect("writing to a Vec");
+}
+
+/// `,"stateVersion":5}`: the end of every record.
+fn end(out: &mut Vec<u8>) {
+    out.extend_from_slice(b",\"stateVersion\":");
+    write_uint(out, STATE_VERSION);
+    out.push(b'}');
 }
 
 /// A `context/pressure` record of session `key`, answering the frame at `at`.
@@ -44,7 +53,8 @@ pub(crate) fn pressure_record(
     let mut out = Vec::with_capacity(320);
     out.extend_from_slice(b"{\"type\":\"context/pressure\",\"session\":");
     session_json(&mut out, Some(key));
-    write!(out, ",\"seq\":{seq}").expect("writing to a Vec");
+    out.extend_from_slice(b",\"seq\":");
+    write_uint(&mut out, seq);
     if let Some(stamp) = stamp {
         out.extend_from_slice(b",\"timestamp\":");
         out.extend_from_slice(stamp.as_bytes());
@@ -69,11 +79,13 @@ pub(crate) fn pressure_record(
     }
     for (name, v) in [("agent", &f.names.agent), ("model", &f.names.model)] {
         if let Some(v) = v {
-            write!(out, ",\"{name}\":").expect("writing to a Vec");
-            crate::json::write_string(&mut out, v.as_bytes());
+            out.extend_from_slice(b",\"");
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b"\":");
+            write_string(&mut out, v.as_bytes());
         }
     }
-    write!(out, ",\"stateVersion\":{STATE_VERSION}}}").expect("writing to a Vec");
+    end(&mut out);
     Emit::New {
         at,
         key: key.to_vec(),
@@ -90,8 +102,8 @@ pub(crate) fn error_record(at: usize, key: &[u8], seq: Option<u64>, refusal: &Re
     session_json(&mut out, named.then_some(key));
     opt(&mut out, "seq", seq);
     out.extend_from_slice(b",\"error\":");
-    crate::json::write_string(&mut out, refusal.to_string().as_bytes());
-    write!(out, ",\"stateVersion\":{STATE_VERSION}}}").expect("writing to a Vec");
+    write_string(&mut out, refusal.to_string().as_bytes());
+    end(&mut out);
     Emit::New {
         at,
         key: key.to_vec(),

@@ -224,9 +224,14 @@ fn replaces(raw: &str) -> Option<Replaces> {
 impl Change {
     /// Reads what a main frame would change. `Ok(None)`: nothing (it only moves the cursor).
     pub fn read(v: &Frame) -> Result<Option<Change>, Refusal> {
-        let header = v.kind() == Some(REQUEST_HEADER);
-        let sample = match (v.kind(), v.usage()) {
-            (Some(ASSISTANT_MESSAGE), Some(usage)) => Some(usage_tokens(usage)),
+        let is = |kind: &str| {
+            v.kind()
+                .is_some_and(|k| crate::json::same(k.as_bytes(), kind.as_bytes()))
+        };
+        let header = is(REQUEST_HEADER);
+        let compact_start = is(COMPACT_START);
+        let sample = match v.usage() {
+            Some(usage) if is(ASSISTANT_MESSAGE) => Some(usage_tokens(usage)),
             _ => None,
         };
         // Content the log measured but does not carry joins the surface like a message
@@ -264,10 +269,8 @@ impl Change {
             capacity: header.then_some(v.context_window()).flatten(),
             sample,
             node,
-            auto_compact: (v.kind() == Some(COMPACT_START))
-                .then(|| v.auto_compaction())
-                .flatten(),
-            restore_shown: (v.kind() == Some(COMPACT_START)).then(|| v.restore_shown()),
+            auto_compact: compact_start.then(|| v.auto_compaction()).flatten(),
+            restore_shown: compact_start.then(|| v.restore_shown()),
             agent_compact: header.then(|| v.auto_compact_tokens()).flatten(),
             agent: header
                 .then(|| v.agent().map(std::sync::Arc::from))
@@ -279,6 +282,25 @@ impl Change {
             restore_prior: header.then(|| v.compact_restore()).flatten(),
             anchor_seq: sample.and(v.anchor_seq()).filter(|a| *a < seq),
         }))
+    }
+}
+
+impl Change {
+    /// Whether the change holds nothing but its seq: applied, it only moves the cursor, and
+    /// what the session shows cannot change (a counter, a tool call).
+    pub fn inert(&self) -> bool {
+        self.system.is_none()
+            && self.tools.is_none()
+            && self.capacity.is_none()
+            && self.sample.is_none()
+            && self.node.is_none()
+            && self.auto_compact.is_none()
+            && self.restore_shown.is_none()
+            && self.agent_compact.is_none()
+            && self.agent.is_none()
+            && self.model.is_none()
+            && self.reserve.is_none()
+            && self.restore_prior.is_none()
     }
 }
 
@@ -298,6 +320,17 @@ fn kept_price(kept: Kept, scale: impl Fn(u64) -> i128) -> i128 {
 
 /// `d × n / d_` rounded to the nearest integer, halves away from zero, exactly.
 fn scaled(d: i128, n: u64, den: u64) -> i128 {
+    // Scale 1 (an uncalibrated session): `d` itself. A product within 64 bits is divided in
+    // 64 bits, which wasm32 has natively (a 128-bit division is a library call there).
+    if n == den {
+        return d;
+    }
+    if let (Ok(a), Ok(n)) = (u32::try_from(d.unsigned_abs()), u32::try_from(n)) {
+        let (m, den) = (a as u64 * n as u64, den);
+        let (q, r) = (m / den, m % den);
+        let q = if r >= den - r { q + 1 } else { q } as i128;
+        return if d < 0 { -q } else { q };
+    }
     let m = d.unsigned_abs() * n as u128;
     let (q, r) = (m / den as u128, m % den as u128);
     let q = if r >= den as u128 - r { q + 1 } else { q };

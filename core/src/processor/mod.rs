@@ -20,6 +20,24 @@ use crate::state::lru::{EntryId, Lru};
 
 type Page = frames::Page<EntryId>;
 
+/// How far [`Processor::probe`] runs: each stage adds one phase of an invocation to the one
+/// before it.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Probe {
+    /// Each record walked as a JSON object, nothing read from its members.
+    Walk,
+    /// Each record read as a frame, and its session key taken.
+    Scan,
+    /// And its session's entry found (made when missing).
+    Lookup,
+    /// The whole view over the records (the fold, the projection), as `look_back` runs it:
+    /// state kept, no record made.
+    View,
+    /// [`Processor::process`]: the records made too.
+    Records,
+}
+
 /// One module instance.
 pub struct Processor {
     view: View,
@@ -381,6 +399,45 @@ impl Processor {
                 }
             })
             .collect()
+    }
+
+    /// One invocation run only as far as `stage`, for the bench's count of each phase's fuel
+    /// (`bench --phases`, docs/bench.md): no other caller. Records made are returned only at
+    /// [`Probe::Records`]; every earlier stage returns none.
+    #[doc(hidden)]
+    pub fn probe(&mut self, records: &[RecordIn], stage: Probe) -> Vec<Emit> {
+        match stage {
+            Probe::Walk => {
+                for rec in records {
+                    std::hint::black_box(json::is_object(rec.value));
+                }
+                Vec::new()
+            }
+            Probe::Scan => {
+                for rec in records {
+                    let v = Frame::parse(rec.value);
+                    std::hint::black_box(session_key(rec.key, v.as_ref()));
+                }
+                Vec::new()
+            }
+            Probe::Lookup => {
+                let mut page = Page::default();
+                for rec in records {
+                    let v = Frame::parse(rec.value);
+                    let k = session_key(rec.key, v.as_ref());
+                    if k.len() <= MAX_KEY_LEN {
+                        std::hint::black_box(self.entry(&k, &mut page));
+                    }
+                }
+                Vec::new()
+            }
+            Probe::View => {
+                self.epoch += 1;
+                self.replay(records);
+                Vec::new()
+            }
+            Probe::Records => self.process(records).unwrap_or_default(),
+        }
     }
 
     /// How many sessions hold state.

@@ -8,7 +8,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashSet;
-use std::fmt::{self, Write as _};
+use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
@@ -43,7 +43,7 @@ impl Members {
 
     pub fn uint(&mut self, name: &str, n: u64) {
         self.name(name);
-        let _ = write!(self.out, "{n}");
+        self.out.push_str(crate::json::uint_text(n, &mut [0; 20]));
     }
 
     pub fn opt_uint(&mut self, name: &str, n: Option<u64>) {

@@ -22,18 +22,32 @@ struct Slot<V> {
     chain: u32,
 }
 
-/// The session index's hash: a folded multiply per eight bytes of key, several times cheaper
-/// than SipHash on the 36-byte ids agents use. Seeded per map from std's random state where
-/// the platform has one (in wasm32-unknown-unknown std's keys are fixed, as SipHash's are).
+/// The session index's hash: a multiply per eight bytes of key, several times cheaper than
+/// SipHash on the 36-byte ids agents use, and on wasm32 made of its native 64-bit multiply (a
+/// 128-bit product is a library call there, paid for every record's lookup). Seeded per map
+/// from std's random state where the platform has one (in wasm32-unknown-unknown std's keys
+/// are fixed, as SipHash's are).
 #[derive(Clone, Copy)]
 struct KeyHash(u64);
 
 const MUL: u64 = 0x9e37_79b9_7f4a_7c15;
 
+/// One word into the state: a 64-bit multiply, its high half folded back down.
 #[inline]
-fn mix(a: u64, b: u64) -> u64 {
-    let p = a as u128 * b as u128;
-    (p as u64) ^ ((p >> 64) as u64)
+fn mix(h: u64, w: u64) -> u64 {
+    let p = (h ^ w).wrapping_mul(MUL);
+    p ^ (p >> 29)
+}
+
+/// MurmurHash3's finaliser: every bit of the state reaches every bit of the hash (the index
+/// takes its bucket from the low bits and its tag from the high ones).
+#[inline]
+fn finish(mut h: u64) -> u64 {
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
 }
 
 impl KeyHash {
@@ -45,18 +59,15 @@ impl KeyHash {
         let mut h = self.0 ^ key.len() as u64;
         let mut chunks = key.chunks_exact(8);
         for c in &mut chunks {
-            h = mix(
-                h ^ u64::from_le_bytes(c.try_into().expect("eight bytes")),
-                MUL,
-            );
+            h = mix(h, u64::from_le_bytes(c.try_into().expect("eight bytes")));
         }
         let rest = chunks.remainder();
         if !rest.is_empty() {
             let mut w = [0u8; 8];
             w[..rest.len()].copy_from_slice(rest);
-            h = mix(h ^ u64::from_le_bytes(w), MUL);
+            h = mix(h, u64::from_le_bytes(w));
         }
-        mix(h, 0x2d35_8dcc_aa6c_78a5)
+        finish(h)
     }
 }
 
@@ -149,13 +160,17 @@ impl<V> Lru<V> {
         self.cap
     }
 
-    /// The entry of `key`, without changing its recency.
+    /// The entry of `key`, without changing its recency. A run of records of one session finds
+    /// it as the most recently used, without hashing.
     pub fn peek(&self, key: &[u8]) -> Option<EntryId> {
+        if self.newest != NIL && crate::json::same(&self.entries[self.newest as usize].key, key) {
+            return Some(self.newest);
+        }
         let h = self.hasher.hash(key);
         let mut at = *self.index.get(&h)?;
         while at != NIL {
             let e = &self.entries[at as usize];
-            if *e.key == *key {
+            if crate::json::same(&e.key, key) {
                 return Some(at);
             }
             at = e.chain;
@@ -165,6 +180,9 @@ impl<V> Lru<V> {
 
     /// Makes the entry the most recently used.
     pub fn touch(&mut self, id: EntryId) {
+        if id == self.newest {
+            return;
+        }
         self.unlink(id);
         self.link_newest(id);
     }

@@ -21,7 +21,7 @@ mod store;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use agent_fold::corpus::{Corpus, CorpusConfig};
+use agent_fold::corpus::{Corpus, CorpusConfig, Stats};
 use agent_fold::module::{default_wasm_path, read_wasm};
 use agent_fold::record::Rec;
 use anyhow::{Result, bail};
@@ -66,6 +66,24 @@ pub struct Args {
     /// view (and with --before, the earlier module's): does it run?
     #[arg(long, value_name = "MB")]
     lookback_mb: Option<usize>,
+    /// Only the modules against the reference modules at batch 10,000 (and the engine's output
+    /// against the native core's), on both corpora: no other batch, memory or state phase
+    #[arg(long)]
+    pub references: bool,
+    /// Records in the small-event corpus (default: as many as in the main one)
+    #[arg(long, value_parser = number)]
+    small_records: Option<usize>,
+    /// Also each phase's fuel per record, on both corpora: the probe build of the module
+    /// (`scripts/bench.sh --phases` builds it) run to each stage
+    #[arg(long)]
+    pub phases: bool,
+    /// The probe build of the module (with --phases)
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "target/wasm-probe/wasm32-unknown-unknown/release/agent_fold_smartmodule.wasm"
+    )]
+    probe: PathBuf,
     /// Only this: one session of N messages through the engine (pressure view, default params,
     /// so `max_nodes` bounds it), and the least store it runs in (contract §3.7)
     #[arg(long, value_name = "N", value_parser = number)]
@@ -100,6 +118,74 @@ fn history(corpus: &[Rec]) -> &[Rec] {
     &corpus[..n]
 }
 
+/// `records` records of the generator's corpus (`small`: the small-event shape), and its shape.
+fn generate(seed: u64, records: usize, small: bool) -> (Vec<Rec>, Stats) {
+    let mut generator = Corpus::new(CorpusConfig {
+        seed,
+        small,
+        ..CorpusConfig::default()
+    });
+    let corpus: Vec<Rec> = generator.by_ref().take(records).collect();
+    (corpus, generator.stats().clone())
+}
+
+/// The phases at `batches`: the reference modules and both views in the engine (and an earlier
+/// module's at batch 10,000), the native core (its output is what the engine's is checked
+/// against), and with `naive`, the naive baseline.
+fn phase_specs(
+    batches: &[usize],
+    floor: &[u8],
+    identity: &[u8],
+    wasm: &[u8],
+    before: Option<&[u8]>,
+    naive: bool,
+) -> Vec<Spec> {
+    let mut specs = Vec::new();
+    for &batch in batches {
+        specs.push(Spec::Engine("floor", floor.to_vec(), vec![], batch));
+        specs.push(Spec::Engine("identity", identity.to_vec(), vec![], batch));
+        for view in ["frames", "pressure"] {
+            specs.push(Spec::Engine(view, wasm.to_vec(), params(view), batch));
+        }
+    }
+    if let Some(before) = before {
+        specs.push(Spec::Engine(
+            "frames (before)",
+            before.to_vec(),
+            params("frames"),
+            10_000,
+        ));
+        specs.push(Spec::Engine(
+            "pressure (before)",
+            before.to_vec(),
+            params("pressure"),
+            10_000,
+        ));
+    }
+    for &batch in batches {
+        specs.push(Spec::Native("frames", batch));
+        specs.push(Spec::Native("pressure", batch));
+    }
+    if naive {
+        specs.push(Spec::Naive);
+    }
+    specs
+}
+
+/// The reference modules emitted every record.
+fn check_references(rows: &[phases::Row], records: usize) -> Result<()> {
+    for name in ["engine floor", "engine identity"] {
+        if !rows
+            .iter()
+            .filter(|r| r.name == name)
+            .all(|r| r.out == records)
+        {
+            bail!("the {name} module did not emit every record");
+        }
+    }
+    Ok(())
+}
+
 fn main() -> Result<()> {
     use clap::Parser;
     let args = Args::parse();
@@ -130,55 +216,86 @@ fn main() -> Result<()> {
         .unwrap_or(if args.quick { 20_000 } else { 200_000 });
 
     eprintln!("bench: generating {records} records (seed {})", args.seed);
-    let mut generator = Corpus::new(CorpusConfig {
-        seed: args.seed,
-        ..CorpusConfig::default()
-    });
-    let corpus: Vec<Rec> = generator.by_ref().take(records).collect();
-    let stats = generator.stats().clone();
+    let (corpus, stats) = generate(args.seed, records, false);
+    let small_records = args.small_records.unwrap_or(records);
+    eprintln!(
+        "bench: generating {small_records} small-event records (seed {})",
+        args.seed
+    );
+    let (small, small_stats) = generate(args.seed, small_records, true);
 
-    let mut specs = Vec::new();
-    for &batch in &BATCHES {
-        specs.push(Spec::Engine("floor", floor.clone(), vec![], batch));
-        specs.push(Spec::Engine("identity", identity.clone(), vec![], batch));
-        for view in ["frames", "pressure"] {
-            specs.push(Spec::Engine(view, wasm.clone(), params(view), batch));
-        }
-    }
+    let batches: &[usize] = if args.references {
+        &BATCHES[2..]
+    } else {
+        &BATCHES
+    };
     let before = args.before.as_deref().map(read_wasm).transpose()?;
-    if let Some(before) = &before {
-        for view in ["frames", "pressure"] {
-            let name = if view == "frames" {
-                "frames (before)"
-            } else {
-                "pressure (before)"
-            };
-            specs.push(Spec::Engine(name, before.clone(), params(view), 10_000));
-        }
-    }
-    for &batch in &BATCHES {
-        specs.push(Spec::Native("frames", batch));
-        specs.push(Spec::Native("pressure", batch));
-    }
-    specs.push(Spec::Naive);
+    let specs = phase_specs(
+        batches,
+        &floor,
+        &identity,
+        &wasm,
+        before.as_deref(),
+        !args.references,
+    );
     let packed = PackedRecords::of(&corpus);
     let ins = packed.inputs();
     eprintln!("bench: {} phases, interleaved", specs.len());
     let mut rows = phases::timed(&specs, &corpus, &ins)?;
+    check_references(&rows, corpus.len())?;
+
+    let small_specs = phase_specs(
+        &BATCHES[2..],
+        &floor,
+        &identity,
+        &wasm,
+        before.as_deref(),
+        false,
+    );
+    let small_packed = PackedRecords::of(&small);
+    let small_ins = small_packed.inputs();
+    eprintln!(
+        "bench: the small-event corpus, {} phases, interleaved",
+        small_specs.len()
+    );
+    let small_rows = phases::timed(&small_specs, &small, &small_ins)?;
+    check_references(&small_rows, small.len())?;
+
+    let probes = if args.phases {
+        eprintln!("bench: each phase's fuel (the probe module)");
+        let probe = read_wasm(&args.probe)?;
+        let mut probes = Vec::new();
+        for (name, c) in [("large", &corpus), ("small", &small)] {
+            for view in ["frames", "pressure"] {
+                probes.push((name, view, phases::probe_fuel(&probe, view, c)?));
+            }
+        }
+        probes
+    } else {
+        Vec::new()
+    };
+
+    let small_report = report::Small {
+        stats: &small_stats,
+        rows: &small_rows,
+    };
+    if args.references {
+        let md = report::Report::references_only(
+            &args,
+            &stats,
+            &rows,
+            &small_report,
+            &probes,
+            started.elapsed(),
+        );
+        print!("{md}");
+        return Ok(());
+    }
+
     eprintln!("bench: peak RSS, one phase at a time");
     for (row, spec) in rows.iter_mut().zip(&specs) {
         row.rss_mib = phases::peak_rss(spec, &corpus, &ins)?;
     }
-    for name in ["engine floor", "engine identity"] {
-        let all = rows
-            .iter()
-            .filter(|r| r.name == name)
-            .all(|r| r.out == corpus.len());
-        if !all {
-            bail!("the {name} module did not emit every record");
-        }
-    }
-
     eprintln!("bench: store memory per call");
     let pages: Vec<&[Rec]> = corpus.chunks(10_000).take(2).collect();
     let [first, second] = [pages[0], pages.get(1).copied().unwrap_or(pages[0])];
@@ -231,6 +348,8 @@ fn main() -> Result<()> {
         args: &args,
         stats: &stats,
         rows: &rows,
+        small: &small_report,
+        probes: &probes,
         store: &store,
         lookbacks: &lookbacks,
         sessions,

@@ -283,3 +283,30 @@ pub fn peak_rss(spec: &Spec, corpus: &[Rec], records: &[RecordIn]) -> Result<Opt
     drop(phase);
     Ok(growth)
 }
+
+/// The probe's stages, in order (`smartmodule/src/probe.rs`), then the whole call.
+pub const PROBE_STAGES: [&str; 7] = ["read", "walk", "scan", "lookup", "view", "records", "whole"];
+
+/// Fuel per record of the probe module at each of [`PROBE_STAGES`], one view, batch 10,000:
+/// deterministic, so one pass each.
+pub fn probe_fuel(probe: &[u8], view: &str, corpus: &[Rec]) -> Result<Vec<f64>> {
+    let mut fuel = Vec::new();
+    for stage in PROBE_STAGES {
+        let mut params = vec![("emit".to_string(), view.to_string())];
+        if stage != "whole" {
+            params.push(("probe".to_string(), stage.to_string()));
+        }
+        let mut instance = Instance::new(probe, &params, None)
+            .map_err(|e| anyhow!("the probe module ({view}, {stage}): {e:#}"))?;
+        let _ = instance.metrics(); // zero the counters (init's fuel)
+        for (k, sub) in corpus.chunks(10_000).enumerate() {
+            let output = instance.call(Instance::input(sub, (k * 10_000) as i64))?;
+            if let Some(e) = output.error {
+                bail!("the probe module ({view}, {stage}): {e}");
+            }
+        }
+        let used = instance.metrics().map_or(0, |m| m.fuel_used());
+        fuel.push(used as f64 / corpus.len().max(1) as f64);
+    }
+    Ok(fuel)
+}

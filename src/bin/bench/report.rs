@@ -20,10 +20,21 @@ pub struct SessionState {
     pub per_node_1k: (f64, f64),
 }
 
+/// The small-event corpus's shape and phases (batch 10,000 only).
+pub struct Small<'a> {
+    pub stats: &'a Stats,
+    pub rows: &'a [Row],
+}
+
+/// Per corpus and view, fuel per record at each of the probe's stages.
+pub type Probes<'a> = [(&'a str, &'a str, Vec<f64>)];
+
 pub struct Report<'a> {
     pub args: &'a Args,
     pub stats: &'a Stats,
     pub rows: &'a [Row],
+    pub small: &'a Small<'a>,
+    pub probes: &'a Probes<'a>,
     pub store: &'a [StoreRow],
     pub lookbacks: &'a [LookBack],
     pub sessions: SessionState,
@@ -42,13 +53,40 @@ fn mib(bytes: i64) -> String {
 
 impl Report<'_> {
     fn get(&self, name: &str, batch: Option<usize>) -> Option<&Row> {
-        self.rows
-            .iter()
-            .find(|r| r.name == name && r.batch == batch)
+        get(self.rows, name, batch)
+    }
+
+    /// The report of `bench --references`: the reference tables of both corpora, engine
+    /// against native, and the phases when measured.
+    pub fn references_only(
+        args: &Args,
+        stats: &Stats,
+        rows: &[Row],
+        small: &Small,
+        probes: &Probes,
+        elapsed: Duration,
+    ) -> String {
+        let mut md = String::new();
+        let _ = writeln!(
+            md,
+            "# agent-fold bench (references, batch 10,000)\n\nCorpus (seed {}): {stats}.\n\n\
+             Small-event corpus (seed {}): {}.",
+            args.seed, args.seed, small.stats
+        );
+        let _ = writeln!(
+            md,
+            "\n## The corpus, against the reference modules, batch 10,000"
+        );
+        references_table(&mut md, rows);
+        same_as_native(&mut md, rows, &[10_000]);
+        small_section(&mut md, small);
+        phases_table(&mut md, probes);
+        let _ = writeln!(md, "\nTotal bench time {:.0} s.", elapsed.as_secs_f64());
+        md
     }
 
     fn find(&self, name: &str, batch: Option<usize>) -> &Row {
-        self.get(name, batch).expect("a measured phase")
+        find(self.rows, name, batch)
     }
 
     pub fn markdown(&self) -> String {
@@ -118,52 +156,8 @@ impl Report<'_> {
 
     /// Each module at batch 10,000 against the floor and the identity module.
     fn references(&self, md: &mut String) {
-        let b = Some(10_000);
-        let floor = self.find("engine floor", b);
-        let identity = self.find("engine identity", b);
-        let _ = writeln!(
-            md,
-            "\n## Against the reference modules, batch 10,000\n\n\
-             | module | MB/s | × floor | × identity | fuel/record | identity's fuel ÷ its |\n\
-             |---|---:|---:|---:|---:|---:|"
-        );
-        let names = [
-            "floor",
-            "identity",
-            "frames (before)",
-            "pressure (before)",
-            "frames",
-            "pressure",
-        ];
-        for name in names {
-            let Some(r) = self.get(&format!("engine {name}"), b) else {
-                continue; // an earlier module only with --before
-            };
-            // The floor burns next to no fuel: a ratio to it would say nothing.
-            let by_fuel = match (identity.fuel, r.fuel) {
-                (Some(i), Some(f)) if f >= r.records as u64 => {
-                    format!("{:.2}", i as f64 / f as f64)
-                }
-                _ => "–".to_string(),
-            };
-            let _ = writeln!(
-                md,
-                "| {name} | {:.0} | {:.2} | {:.2} | {} | {by_fuel} |",
-                r.mbps(),
-                r.rps() / floor.rps(),
-                r.rps() / identity.rps(),
-                r.fuel_per_record()
-                    .map_or("–".to_string(), |f| format!("{f:.0}")),
-            );
-        }
-        let _ = writeln!(
-            md,
-            "\nThe floor module hands its input's encoded records (`raw_bytes`, already a \
-             `Vec<Record>` encoding) back as its output with one copy, decoding nothing: what the \
-             engine spends around any module. The identity module is Fluvio's generated \
-             `array_map` around a function that returns its record. Fuel is deterministic: the \
-             same module on the same input burns the same fuel, however busy the machine."
-        );
+        let _ = writeln!(md, "\n## Against the reference modules, batch 10,000");
+        references_table(md, self.rows);
     }
 
     fn ratios(&self, md: &mut String) {
@@ -211,23 +205,9 @@ impl Report<'_> {
                 of("pressure")
             );
         }
-        let mut same = Vec::new();
-        for &b in &BATCHES {
-            for view in ["frames", "pressure"] {
-                let e = self.find(&format!("engine {view}"), Some(b));
-                let n = self.find(&format!("native {view}"), Some(b));
-                let agree = e.out == n.out && e.digest == n.digest;
-                same.push(format!(
-                    "{view}@{b} {}",
-                    if agree { "same" } else { "DIFFERENT" }
-                ));
-            }
-        }
-        let _ = writeln!(
-            md,
-            "- engine vs native output, byte for byte: {}",
-            same.join(", ")
-        );
+        same_as_native(md, self.rows, &BATCHES);
+        small_section(md, self.small);
+        phases_table(md, self.probes);
     }
 
     fn store_memory(&self, md: &mut String) {
@@ -331,4 +311,139 @@ impl Report<'_> {
             );
         }
     }
+}
+
+fn get<'r>(rows: &'r [Row], name: &str, batch: Option<usize>) -> Option<&'r Row> {
+    rows.iter().find(|r| r.name == name && r.batch == batch)
+}
+
+fn find<'r>(rows: &'r [Row], name: &str, batch: Option<usize>) -> &'r Row {
+    get(rows, name, batch).expect("a measured phase")
+}
+
+/// Each module at batch 10,000 against the floor and the identity module.
+fn references_table(md: &mut String, rows: &[Row]) {
+    let b = Some(10_000);
+    let floor = find(rows, "engine floor", b);
+    let identity = find(rows, "engine identity", b);
+    let _ = writeln!(
+        md,
+        "\n| module | MB/s | × floor | × identity | fuel/record | identity's fuel ÷ its |\n\
+         |---|---:|---:|---:|---:|---:|"
+    );
+    let names = [
+        "floor",
+        "identity",
+        "frames (before)",
+        "pressure (before)",
+        "frames",
+        "pressure",
+    ];
+    for name in names {
+        let Some(r) = get(rows, &format!("engine {name}"), b) else {
+            continue; // an earlier module only with --before
+        };
+        // The floor burns next to no fuel: a ratio to it would say nothing.
+        let by_fuel = match (identity.fuel, r.fuel) {
+            (Some(i), Some(f)) if f >= r.records as u64 => {
+                format!("{:.2}", i as f64 / f as f64)
+            }
+            _ => "–".to_string(),
+        };
+        let _ = writeln!(
+            md,
+            "| {name} | {:.0} | {:.2} | {:.2} | {} | {by_fuel} |",
+            r.mbps(),
+            r.rps() / floor.rps(),
+            r.rps() / identity.rps(),
+            r.fuel_per_record()
+                .map_or("–".to_string(), |f| format!("{f:.0}")),
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\nThe floor module hands its input's encoded records (`raw_bytes`, already a \
+         `Vec<Record>` encoding) back as its output with one copy, decoding nothing: what the \
+         engine spends around any module. The identity module is Fluvio's generated \
+         `array_map` around a function that returns its record. Fuel is deterministic: the \
+         same module on the same input burns the same fuel, however busy the machine."
+    );
+}
+
+/// Whether each view's output in the engine is the native core's, byte for byte.
+fn same_as_native(md: &mut String, rows: &[Row], batches: &[usize]) {
+    let mut same = Vec::new();
+    for &b in batches {
+        for view in ["frames", "pressure"] {
+            let e = find(rows, &format!("engine {view}"), Some(b));
+            let n = find(rows, &format!("native {view}"), Some(b));
+            let agree = e.out == n.out && e.digest == n.digest;
+            same.push(format!(
+                "{view}@{b} {}",
+                if agree { "same" } else { "DIFFERENT" }
+            ));
+        }
+    }
+    let _ = writeln!(
+        md,
+        "- engine vs native output, byte for byte: {}",
+        same.join(", ")
+    );
+}
+
+/// The small-event corpus against the reference modules.
+fn small_section(md: &mut String, small: &Small) {
+    let _ = writeln!(
+        md,
+        "\n## Small events, against the reference modules, batch 10,000\n\n\
+         The generator's small-event shape (`CorpusConfig::small`): {}.",
+        small.stats
+    );
+    references_table(md, small.rows);
+    let _ = writeln!(md);
+    same_as_native(md, small.rows, &[10_000]);
+}
+
+/// Each phase's fuel per record: the differences between the probe's stages.
+fn phases_table(md: &mut String, probes: &Probes) {
+    if probes.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "\n## Fuel per record by phase, batch 10,000\n\n\
+         The probe build of the module (feature `probe`) stops each call after a phase and hands \
+         back no record; a phase's fuel is the difference between the stages around it. Fuel \
+         counts each wasm instruction twice.\n"
+    );
+    let head: Vec<String> = probes
+        .iter()
+        .map(|(corpus, view, _)| format!("{view}, {corpus}"))
+        .collect();
+    let _ = writeln!(md, "| phase | {} |", head.join(" | "));
+    let _ = writeln!(md, "|---|{}", "---:|".repeat(probes.len()));
+    const NAMES: [&str; 7] = [
+        "input read (the call's records decoded)",
+        "JSON walk (each record checked as an object)",
+        "field scan (the fields the views read, the session key)",
+        "session lookup",
+        "fold / projection",
+        "records made (folded frames, pressure records)",
+        "output written",
+    ];
+    for (i, name) in NAMES.iter().enumerate() {
+        let cells: Vec<String> = probes
+            .iter()
+            .map(|(_, _, f)| {
+                let before = if i == 0 { 0.0 } else { f[i - 1] };
+                format!("{:.0}", f[i] - before)
+            })
+            .collect();
+        let _ = writeln!(md, "| {name} | {} |", cells.join(" | "));
+    }
+    let totals: Vec<String> = probes
+        .iter()
+        .map(|(_, _, f)| format!("{:.0}", f[f.len() - 1]))
+        .collect();
+    let _ = writeln!(md, "| **the whole call** | {} |", totals.join(" | "));
 }
