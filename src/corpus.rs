@@ -243,6 +243,18 @@ const TOOL_NAMES: &[&str] = &[
     "KillShell",
 ];
 
+/// A draw from `small`'s range in the small-event corpus, else from `large`'s.
+fn range_sized(rng: &mut Rng, small: bool, small_range: (u64, u64), large: (u64, u64)) -> u64 {
+    let (lo, hi) = if small { small_range } else { large };
+    rng.range(lo, hi)
+}
+
+/// [`range_sized`], drawn on a log scale.
+fn log_range_sized(rng: &mut Rng, small: bool, small_range: (u64, u64), large: (u64, u64)) -> u64 {
+    let (lo, hi) = if small { small_range } else { large };
+    rng.log_range(lo, hi)
+}
+
 /// Text of about `len` bytes: prose, code, logs, a little CJK.
 fn text(rng: &mut Rng, len: usize, out: &mut String) {
     let start = out.len();
@@ -527,18 +539,10 @@ impl Corpus {
                     }
                     let name = TOOL_NAMES[t as usize % TOOL_NAMES.len()];
                     let _ = write!(o, "{{\"name\":\"{name}{}\",\"description\":", t / 16);
-                    let n = if small {
-                        rng.range(20, 80)
-                    } else {
-                        rng.range(120, 600)
-                    } as usize;
+                    let n = range_sized(rng, small, (20, 80), (120, 600)) as usize;
                     json_text(rng, n, &mut o, scratch);
                     o.push_str(",\"input_schema\":{\"type\":\"object\",\"properties\":{");
-                    let props = if small {
-                        rng.range(1, 2)
-                    } else {
-                        rng.range(1, 6)
-                    };
+                    let props = range_sized(rng, small, (1, 2), (1, 6));
                     for p in 0..props {
                         if p > 0 {
                             o.push(',');
@@ -593,11 +597,7 @@ impl Corpus {
             Planned::Assistant { tool, .. } => {
                 let start = o.len();
                 o.push_str(",\"message\":{\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\",\"content\":[{\"type\":\"text\",\"text\":");
-                let n = if small {
-                    rng.log_range(10, 120)
-                } else {
-                    rng.log_range(30, 1500)
-                } as usize;
+                let n = log_range_sized(rng, small, (10, 120), (30, 1500)) as usize;
                 json_text(rng, n, &mut o, scratch);
                 o.push('}');
                 match tool {
@@ -613,11 +613,7 @@ impl Corpus {
                             ",{{\"type\":\"tool_use\",\"id\":\"toolu_{:016x}\",\"name\":\"{name}\",\"input\":{{\"command\":",
                             rng.next_u64()
                         );
-                        let n = if small {
-                            rng.range(10, 60)
-                        } else {
-                            rng.range(20, 300)
-                        } as usize;
+                        let n = range_sized(rng, small, (10, 60), (20, 300)) as usize;
                         json_text(rng, n, &mut o, scratch);
                         o.push_str("}}");
                     }

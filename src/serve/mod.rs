@@ -359,11 +359,14 @@ async fn state_route(State(app): State<App>) -> Response {
         limit: usize::MAX,
         ..board::query::Query::default()
     };
+    // The status first: the sessions that follow are as of it or later, never earlier (a
+    // client that waits for a count of records then finds every one of them applied).
+    let status = app.board.status();
     let answer = app.board.query(&q);
     let body = serde_json::json!({
         "v": answer.v,
         "id": app.board.event_id(answer.v),
-        "status": app.board.status(),
+        "status": status,
         "sessions": answer.sessions,
     });
     json(

@@ -536,17 +536,15 @@ fn the_records_reach_a_topic_keyed_by_session_and_the_relay_adapts_them() {
 
     // The relay over that topic, the OTel adapter in the engine.
     let sibling = Topic(format!("{}-pressure", topic.0));
-    let relay = Command::new(env!("CARGO_BIN_EXE_agent-fold"))
-        .args(["relay", "--topic", &topic.0, "-e", "input=otel"])
-        .args(["--idle-exit", "5", "--wasm"])
-        .arg(agent_fold::module::default_wasm_path())
-        .output()
-        .expect("run the relay");
-    assert!(
-        relay.status.success(),
-        "{}",
-        String::from_utf8_lossy(&relay.stderr)
-    );
+    let wasm = agent_fold::module::default_wasm_path();
+    let wasm = wasm.to_str().expect("a UTF-8 path");
+    crate::harness::succeeded(crate::harness::agent_fold(
+        &["relay", "--topic", &topic.0, "-e", "input=otel"]
+            .into_iter()
+            .chain(["--idle-exit", "5", "--wasm", wasm])
+            .collect::<Vec<_>>(),
+        None,
+    ));
     let relayed = fluvio(
         &[
             "consume",
