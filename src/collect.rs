@@ -44,20 +44,16 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
     /// The largest request body, as it arrives
-    #[arg(long, value_name = "BYTES", default_value_t = 8 << 20,
-          value_parser = clap::value_parser!(u64).range(1024..=1 << 30))]
+    #[arg(long, value_name = "BYTES", default_value_t = 8 << 20, value_parser = crate::flags::within(1024..=1 << 30))]
     pub max_body: u64,
     /// The largest request body once inflated (gzip)
-    #[arg(long, value_name = "BYTES", default_value_t = 32 << 20,
-          value_parser = clap::value_parser!(u64).range(1024..=1 << 30))]
+    #[arg(long, value_name = "BYTES", default_value_t = 32 << 20, value_parser = crate::flags::within(1024..=1 << 30))]
     pub max_inflated: u64,
     /// Requests decoded at once; more wait up to 5 s, then are told 503 with Retry-After
-    #[arg(long, value_name = "N", default_value_t = 8,
-          value_parser = clap::value_parser!(u64).range(1..=1024))]
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = crate::flags::within(1..=1024))]
     pub in_flight: u64,
     /// Connections served at once (exporters keep theirs open); more are closed at once
-    #[arg(long, value_name = "N", default_value_t = 2048,
-          value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    #[arg(long, value_name = "N", default_value_t = 2048, value_parser = crate::flags::within(1..=100_000))]
     pub max_connections: u64,
     /// A request's head must arrive within SECS of the connection (or of the last response)
     #[arg(long, value_name = "SECS", value_parser = crate::flags::secs, default_value = "10")]

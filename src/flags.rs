@@ -61,6 +61,11 @@ pub fn format(s: &str) -> Result<Format, String> {
     }
 }
 
+/// A whole number within `range`; one outside is refused, naming the range.
+pub fn within(range: std::ops::RangeInclusive<u64>) -> clap::builder::RangedU64ValueParser {
+    clap::value_parser!(u64).range(range)
+}
+
 /// `--header-timeout SECS`, `--idle SECS` and the like: a positive number of seconds, a year at
 /// most.
 pub fn secs(s: &str) -> Result<std::time::Duration, String> {

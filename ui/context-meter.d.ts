@@ -97,6 +97,11 @@ export interface ContextMeterEventMap extends HTMLElementEventMap {
   openchange: CustomEvent<ContextMeterOpenChangeDetail>;
 }
 
+/** The name of one of the meter's own events. */
+type MeterEvent = keyof ContextMeterEventMap;
+/** A listener for the meter's event `K`, called with the meter as `this`. */
+type MeterListener<K extends MeterEvent> = (this: ContextMeter, ev: ContextMeterEventMap[K]) => unknown;
+
 export class ContextMeter extends HTMLElement {
   static readonly observedAttributes: string[];
   /** The least time in ms between two announcements of the panel's live region (default 5000). */
@@ -126,26 +131,10 @@ export class ContextMeter extends HTMLElement {
   /** Forgets figures, warning, seq, record and the session bound to. */
   reset(): void;
 
-  addEventListener<K extends keyof ContextMeterEventMap>(
-    type: K,
-    listener: (this: ContextMeter, ev: ContextMeterEventMap[K]) => unknown,
-    options?: boolean | AddEventListenerOptions,
-  ): void;
-  addEventListener(
-    type: string,
-    listener: EventListenerOrEventListenerObject,
-    options?: boolean | AddEventListenerOptions,
-  ): void;
-  removeEventListener<K extends keyof ContextMeterEventMap>(
-    type: K,
-    listener: (this: ContextMeter, ev: ContextMeterEventMap[K]) => unknown,
-    options?: boolean | EventListenerOptions,
-  ): void;
-  removeEventListener(
-    type: string,
-    listener: EventListenerOrEventListenerObject,
-    options?: boolean | EventListenerOptions,
-  ): void;
+  addEventListener<K extends MeterEvent>(type: K, listener: MeterListener<K>, options?: boolean | AddEventListenerOptions): void;
+  addEventListener(type: string, listener: EventListenerOrEventListenerObject, options?: boolean | AddEventListenerOptions): void;
+  removeEventListener<K extends MeterEvent>(type: K, listener: MeterListener<K>, options?: boolean | EventListenerOptions): void;
+  removeEventListener(type: string, listener: EventListenerOrEventListenerObject, options?: boolean | EventListenerOptions): void;
 }
 
 declare global {

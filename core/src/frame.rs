@@ -82,59 +82,39 @@ impl Name {
     /// may be, each compared a word at a time (every member of every record comes here).
     #[inline]
     fn of(key: &[u8]) -> Option<Name> {
-        let is = |name: &[u8]| json::same(key, name);
-        match key.len() {
-            3 => is(b"seq").then_some(Name::Seq),
-            4 => is(b"type").then_some(Name::Type),
-            5 => [
-                (&b"usage"[..], Name::Usage),
-                (b"tools", Name::Tools),
-                (b"agent", Name::Agent),
-                (b"model", Name::Model),
-            ]
-            .into_iter()
-            .find_map(|(n, f)| is(n).then_some(f)),
-            6 => [(&b"extras"[..], Name::Extras), (b"system", Name::System)]
-                .into_iter()
-                .find_map(|(n, f)| is(n).then_some(f)),
-            7 => [
-                (&b"message"[..], Name::Message),
-                (b"trigger", Name::Trigger),
-            ]
-            .into_iter()
-            .find_map(|(n, f)| is(n).then_some(f)),
-            8 => is(b"replaces").then_some(Name::Replaces),
-            9 => [
-                (&b"timestamp"[..], Name::Timestamp),
-                (b"preTokens", Name::PreTokens),
-            ]
-            .into_iter()
-            .find_map(|(n, f)| is(n).then_some(f)),
-            10 => [
-                (&b"session_id"[..], Name::SessionId),
-                (b"anchor_seq", Name::AnchorSeq),
-            ]
-            .into_iter()
-            .find_map(|(n, f)| is(n).then_some(f)),
-            11 => is(b"folded_from").then_some(Name::FoldedFrom),
-            13 => [
-                (&b"folded_frames"[..], Name::FoldedFrames),
-                (b"message_chars", Name::MessageChars),
-                (b"restore_shown", Name::RestoreShown),
-            ]
-            .into_iter()
-            .find_map(|(n, f)| is(n).then_some(f)),
-            14 => is(b"context_window").then_some(Name::ContextWindow),
-            15 => [
-                (&b"compact_reserve"[..], Name::CompactReserve),
-                (b"compact_restore", Name::CompactRestore),
-            ]
-            .into_iter()
-            .find_map(|(n, f)| is(n).then_some(f)),
-            19 => is(b"auto_compact_tokens").then_some(Name::AutoCompactTokens),
-            22 => is(b"estimated_tokens_delta").then_some(Name::Delta),
-            _ => None,
-        }
+        use Name::*;
+        let names: &[(&[u8], Name)] = match key.len() {
+            3 => &[(b"seq", Seq)],
+            4 => &[(b"type", Type)],
+            5 => &[
+                (b"usage", Usage),
+                (b"tools", Tools),
+                (b"agent", Agent),
+                (b"model", Model),
+            ],
+            6 => &[(b"extras", Extras), (b"system", System)],
+            7 => &[(b"message", Message), (b"trigger", Trigger)],
+            8 => &[(b"replaces", Replaces)],
+            9 => &[(b"timestamp", Timestamp), (b"preTokens", PreTokens)],
+            10 => &[(b"session_id", SessionId), (b"anchor_seq", AnchorSeq)],
+            11 => &[(b"folded_from", FoldedFrom)],
+            13 => &[
+                (b"folded_frames", FoldedFrames),
+                (b"message_chars", MessageChars),
+                (b"restore_shown", RestoreShown),
+            ],
+            14 => &[(b"context_window", ContextWindow)],
+            15 => &[
+                (b"compact_reserve", CompactReserve),
+                (b"compact_restore", CompactRestore),
+            ],
+            19 => &[(b"auto_compact_tokens", AutoCompactTokens)],
+            22 => &[(b"estimated_tokens_delta", Delta)],
+            _ => &[],
+        };
+        names
+            .iter()
+            .find_map(|&(n, f)| json::same(key, n).then_some(f))
     }
 }
 

@@ -47,28 +47,24 @@ unsafe fn call(ptr: *mut u8, len: usize, f: impl FnOnce(&mut Processor, &[u8]) -
     reply.code
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn init(ptr: *mut u8, len: usize, version: i16) -> i32 {
-    #[cfg(feature = "probe")]
-    let f = crate::probe::init;
-    #[cfg(not(feature = "probe"))]
-    let f = crate::init;
-    // SAFETY: the engine's call, as `call` needs it.
-    unsafe { call(ptr, len, |p, input| f(p, input, version)) }
+#[cfg(not(feature = "probe"))]
+use crate as entered;
+/// The functions `init` and `array_map` export: the probe's, which time each phase, when built
+/// with the `probe` feature.
+#[cfg(feature = "probe")]
+use crate::probe as entered;
+
+/// An export the engine calls with `(ptr, len, version)`: `call` around the module's `$f`.
+macro_rules! export {
+    ($name:ident, $f:path) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(ptr: *mut u8, len: usize, version: i16) -> i32 {
+            // SAFETY: the engine's call, as `call` needs it.
+            unsafe { call(ptr, len, |p, input| $f(p, input, version)) }
+        }
+    };
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn array_map(ptr: *mut u8, len: usize, version: i16) -> i32 {
-    #[cfg(feature = "probe")]
-    let f = crate::probe::array_map;
-    #[cfg(not(feature = "probe"))]
-    let f = crate::array_map;
-    // SAFETY: as above.
-    unsafe { call(ptr, len, |p, input| f(p, input, version)) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn look_back(ptr: *mut u8, len: usize, version: i16) -> i32 {
-    // SAFETY: as above.
-    unsafe { call(ptr, len, |p, input| crate::look_back(p, input, version)) }
-}
+export!(init, entered::init);
+export!(array_map, entered::array_map);
+export!(look_back, crate::look_back);

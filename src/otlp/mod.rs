@@ -446,22 +446,15 @@ pub fn token_for(listen: SocketAddr, file: Option<&std::path::Path>) -> Result<O
 /// The receiver's metrics as Prometheus text.
 pub fn metrics_text(t: &mut Text, prefix: &str, c: &Counters) {
     let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed) as f64;
-    let answered: Vec<(&str, f64)> = Counters::STATUSES
-        .iter()
-        .zip(&c.answered)
-        .map(|(s, n)| (*s, load(n)))
-        .collect();
     t.labelled(
         (&format!("{prefix}_otlp_requests_total"), Kind::Counter),
         "OTLP requests answered, by HTTP status.",
         "status",
-        &answered,
+        Counters::STATUSES
+            .iter()
+            .copied()
+            .zip(c.answered.iter().map(load)),
     );
-    let refused: Vec<(&str, f64)> = Refused::ALL
-        .iter()
-        .zip(&c.refused)
-        .map(|(r, n)| (r.label(), load(n)))
-        .collect();
     t.labelled(
         (
             &format!("{prefix}_otlp_events_refused_total"),
@@ -469,37 +462,19 @@ pub fn metrics_text(t: &mut Text, prefix: &str, c: &Counters) {
         ),
         "Log records that were no agent event, by reason (OTLP partial success).",
         "reason",
-        &refused,
+        Refused::ALL
+            .iter()
+            .map(|r| r.label())
+            .zip(c.refused.iter().map(load)),
     );
-    t.ones(
-        prefix,
-        &[
-            (
-                "otlp_events_written_total",
-                Kind::Counter,
-                "Agent events written to the sink.",
-                load(&c.written),
-            ),
-            (
-                "otlp_bytes_total",
-                Kind::Counter,
-                "Request body bytes received, as they arrived.",
-                load(&c.bytes),
-            ),
-            (
-                "otlp_in_flight",
-                Kind::Gauge,
-                "Requests being handled now.",
-                load(&c.in_flight),
-            ),
-            (
-                "otlp_sink_failures_total",
-                Kind::Counter,
-                "Writes the sink failed (answered 503: the exporter sends again).",
-                load(&c.sink_failures),
-            ),
-        ],
-    );
+    #[rustfmt::skip]
+    let singles = [
+        ("otlp_events_written_total", Kind::Counter, "Agent events written to the sink.", load(&c.written)),
+        ("otlp_bytes_total", Kind::Counter, "Request body bytes received, as they arrived.", load(&c.bytes)),
+        ("otlp_in_flight", Kind::Gauge, "Requests being handled now.", load(&c.in_flight)),
+        ("otlp_sink_failures_total", Kind::Counter, "Writes the sink failed (answered 503: the exporter sends again).", load(&c.sink_failures)),
+    ];
+    t.ones(prefix, &singles);
 }
 
 #[cfg(test)]

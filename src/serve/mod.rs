@@ -65,13 +65,11 @@ pub struct Args {
     #[arg(long, value_name = "SECS", value_parser = flags::secs, default_value = "1800")]
     pub idle: Duration,
     /// Sessions the board keeps, live and idle; past it the one idle longest goes
-    #[arg(long, value_name = "N", default_value_t = 20_000,
-          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    #[arg(long, value_name = "N", default_value_t = 20_000, value_parser = crate::flags::within(1..=1_000_000))]
     pub max_sessions: u64,
     /// History points the board keeps over all sessions (32 bytes each; a session keeps at most
     /// 512); past it the session idle longest goes
-    #[arg(long, value_name = "N", default_value_t = 4_194_304,
-          value_parser = clap::value_parser!(u64).range(1_000..=100_000_000))]
+    #[arg(long, value_name = "N", default_value_t = 4_194_304, value_parser = crate::flags::within(1_000..=100_000_000))]
     pub history_points: u64,
     /// Alert when a session crosses a rule, once per crossing: until<20000, occupancy>0.9,
     /// used>150k, pressure>=180000 (repeatable; a tracing event, the webhook, /metrics)
@@ -87,8 +85,7 @@ pub struct Args {
     pub allow_hosts: Vec<String>,
     /// Connections served at once (pages, /events streams, scrapes); more are closed at once.
     /// Never more than half the open-file limit
-    #[arg(long, value_name = "N", default_value_t = 256,
-          value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = crate::flags::within(1..=100_000))]
     pub max_connections: u64,
     /// A request's head must arrive within SECS of the connection (or of the last response)
     #[arg(long, value_name = "SECS", value_parser = flags::secs, default_value = "10")]

@@ -20,85 +20,21 @@ pub fn render(app: &App) -> String {
     let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed) as f64;
     let mut t = Text::default();
     let (counter, gauge) = (Kind::Counter, Kind::Gauge);
+    #[rustfmt::skip]
     let singles = [
-        (
-            "records_read_total",
-            counter,
-            "Records read from the source (log lines, OTLP events, or pressure records), since the last reset.",
-            held.status.records as f64,
-        ),
-        (
-            "records_skipped_total",
-            counter,
-            "Records read that were skipped (not what the source should carry), since the last reset.",
-            held.status.skipped as f64,
-        ),
-        (
-            "messages_total",
-            counter,
-            "Messages sent to pages on /events (the whole board or a coalesced delta).",
-            load(&f.messages),
-        ),
-        (
-            "boards_total",
-            counter,
-            "Whole boards encoded for /events: once per change at most, however many pages ask.",
-            load(&f.boards),
-        ),
-        (
-            "sessions_evicted_total",
-            counter,
-            "Sessions dropped to keep within --max-sessions and --history-points, the idlest first.",
-            load(&f.evicted),
-        ),
-        (
-            "sessions",
-            gauge,
-            "Sessions the board keeps, live and idle.",
-            held.sessions as f64,
-        ),
-        (
-            "live_sessions",
-            gauge,
-            "Sessions active within --idle.",
-            held.live as f64,
-        ),
-        (
-            "history_points",
-            gauge,
-            "History points the board keeps over all sessions.",
-            held.points as f64,
-        ),
-        (
-            "board_bytes",
-            gauge,
-            "Bytes the board holds: each session's latest records, history, folded frames and encoded row.",
-            held.bytes as f64,
-        ),
-        (
-            "sse_clients",
-            gauge,
-            "/events streams open.",
-            load(&f.clients),
-        ),
-        (
-            "connections",
-            gauge,
-            "HTTP connections open.",
-            load(&c.open),
-        ),
-        (
-            "connections_accepted_total",
-            counter,
-            "HTTP connections accepted.",
-            load(&c.accepted),
-        ),
-        (
-            "alerts_dropped_total",
-            counter,
-            "Alerts the webhook's queue had no room for.",
-            load(&f.alerts_dropped),
-        ),
+        ("records_read_total", counter, "Records read from the source (log lines, OTLP events, or pressure records), since the last reset.", held.status.records as f64),
+        ("records_skipped_total", counter, "Records read that were skipped (not what the source should carry), since the last reset.", held.status.skipped as f64),
+        ("messages_total", counter, "Messages sent to pages on /events (the whole board or a coalesced delta).", load(&f.messages)),
+        ("boards_total", counter, "Whole boards encoded for /events: once per change at most, however many pages ask.", load(&f.boards)),
+        ("sessions_evicted_total", counter, "Sessions dropped to keep within --max-sessions and --history-points, the idlest first.", load(&f.evicted)),
+        ("sessions", gauge, "Sessions the board keeps, live and idle.", held.sessions as f64),
+        ("live_sessions", gauge, "Sessions active within --idle.", held.live as f64),
+        ("history_points", gauge, "History points the board keeps over all sessions.", held.points as f64),
+        ("board_bytes", gauge, "Bytes the board holds: each session's latest records, history, folded frames and encoded row.", held.bytes as f64),
+        ("sse_clients", gauge, "/events streams open.", load(&f.clients)),
+        ("connections", gauge, "HTTP connections open.", load(&c.open)),
+        ("connections_accepted_total", counter, "HTTP connections accepted.", load(&c.accepted)),
+        ("alerts_dropped_total", counter, "Alerts the webhook's queue had no room for.", load(&f.alerts_dropped)),
     ];
     t.ones("agent_fold_serve", &singles);
     let state = "agent_fold_serve_source_state";
@@ -111,51 +47,36 @@ pub fn render(app: &App) -> String {
         let v = f64::from(u8::from(s == held.status.state));
         t.sample(state, &[("state", s.name())], v);
     }
-    let occupancy: Vec<(&str, f64)> = Bands::OCCUPANCY
-        .iter()
-        .zip(held.bands.occupancy)
-        .map(|(n, v)| (*n, v as f64))
-        .collect();
+    let bands = |names: &'static [&'static str], counts: &[u64]| {
+        let counts: Vec<f64> = counts.iter().map(|&n| n as f64).collect();
+        names.iter().copied().zip(counts)
+    };
     t.labelled(
         ("agent_fold_serve_live_sessions_by_occupancy", gauge),
         "Live sessions by contextOccupancy: under 0.5, 0.5 to 0.75, 0.75 to 0.9, 0.9 and over, unknown.",
         "band",
-        &occupancy,
+        bands(&Bands::OCCUPANCY, &held.bands.occupancy),
     );
-    let until: Vec<(&str, f64)> = Bands::UNTIL
-        .iter()
-        .zip(held.bands.until)
-        .map(|(n, v)| (*n, v as f64))
-        .collect();
     t.labelled(
         ("agent_fold_serve_live_sessions_by_until_compact", gauge),
         "Live sessions by untilCompactTokens: under 10,000, 10,000 to 50,000, 50,000 and over, unknown.",
         "band",
-        &until,
+        bands(&Bands::UNTIL, &held.bands.until),
     );
     let rules = &app.board.config().rules;
     if !rules.is_empty() {
-        let fired: Vec<(&str, f64)> = rules
-            .iter()
-            .zip(&f.alerts)
-            .map(|(r, n)| (r.text.as_str(), load(n)))
-            .collect();
+        let by_rule = |values: Vec<f64>| rules.iter().map(|r| r.text.as_str()).zip(values);
         t.labelled(
             ("agent_fold_serve_alerts_total", counter),
             "Alerts fired (a session crossing into the rule), by rule.",
             "rule",
-            &fired,
+            by_rule(f.alerts.iter().map(load).collect()),
         );
-        let firing: Vec<(&str, f64)> = rules
-            .iter()
-            .zip(&held.firing)
-            .map(|(r, n)| (r.text.as_str(), *n as f64))
-            .collect();
         t.labelled(
             ("agent_fold_serve_sessions_alerting", gauge),
             "Sessions in an alert's state now (crossed and not yet back past the hysteresis), by rule.",
             "rule",
-            &firing,
+            by_rule(held.firing.iter().map(|&n| n as f64).collect()),
         );
     }
     if let Some(w) = &app.webhook {
@@ -168,7 +89,7 @@ pub fn render(app: &App) -> String {
             ("agent_fold_serve_webhook_posts_total", counter),
             "Alert webhook outcomes: alerts delivered (a 2xx), failed (after the attempts, or a final refusal), attempts retried.",
             "outcome",
-            &outcomes,
+            outcomes,
         );
     }
     if let Some(counters) = app.otlp.get() {
@@ -184,7 +105,7 @@ pub fn render(app: &App) -> String {
         ("agent_fold_serve_refusals_total", counter),
         help,
         "reason",
-        &refused,
+        refused,
     );
     t.finish()
 }

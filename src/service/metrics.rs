@@ -65,16 +65,16 @@ impl Text {
     }
 
     /// A family with one sample per `(label value, value)` of its `label`.
-    pub fn labelled(
+    pub fn labelled<'a>(
         &mut self,
         (name, kind): (&str, Kind),
         help: &str,
         label: &str,
-        values: &[(&str, f64)],
+        values: impl IntoIterator<Item = (&'a str, f64)>,
     ) -> &mut Self {
         self.family(name, kind, help);
         for (v, x) in values {
-            self.sample(name, &[(label, v)], *x);
+            self.sample(name, &[(label, v)], x);
         }
         self
     }

@@ -707,25 +707,6 @@ fn run_on(args: &str, path: &Path) -> Output {
     agent_fold(&all, None)
 }
 
-struct Tmp(PathBuf);
-
-impl Tmp {
-    fn new(name: &str) -> Tmp {
-        let p =
-            std::env::temp_dir().join(format!("agent-fold-adapt-{}-{name}", std::process::id()));
-        Tmp(p)
-    }
-    fn s(&self) -> &str {
-        self.0.to_str().unwrap()
-    }
-}
-
-impl Drop for Tmp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
 /// `run` adapting in the runner (`--input`) and in the module (`-e input=`), in the engine and
 /// native: stdout and the pressure records are the same bytes. `all`: the four ways; else
 /// (each engine instance costs a compile of the module, slow in a debug build) the runner's
@@ -750,14 +731,15 @@ fn four_ways(input: &str, path: &Path, extra: &[&str], all: bool) {
     };
     let big = std::fs::metadata(path).is_ok_and(|m| m.len() > 100_000);
     let batch = if big { "1000" } else { "7" };
+    let dir = crate::harness::scratch(&format!("four-{input}"));
     for (i, how) in ways.into_iter().enumerate() {
-        let p = Tmp::new(&format!("four-{input}-{i}.jsonl"));
+        let p = dir.join(format!("{i}.pressure.jsonl"));
         let mut args = vec!["run", "--batch", batch];
         args.extend(how.iter().copied());
         args.extend(extra);
-        args.extend(["--pressure-out", p.s(), path]);
+        args.extend(["--pressure-out", p.to_str().unwrap(), path]);
         let out = succeeded(agent_fold(&args, None));
-        let pressure = std::fs::read(&p.0).unwrap();
+        let pressure = std::fs::read(&p).unwrap();
         assert!(!out.stdout.is_empty() && !pressure.is_empty());
         match &seen {
             None => seen = Some((out.stdout, pressure)),
@@ -887,15 +869,20 @@ fn svg_facts(svg: &str) -> SvgFacts {
 }
 
 fn plot_case(input: &str, path: &Path, extra: &[&str]) -> SvgFacts {
-    let svg = Tmp::new(&format!(
-        "plot-{input}-{}.svg",
-        path.file_name().unwrap().to_string_lossy()
-    ));
-    let mut args = vec!["run", "--native", "--input", input, "--plot", svg.s()];
+    let dir = crate::harness::scratch(&format!("plot-{input}"));
+    let svg = dir.join("plot.svg");
+    let mut args = vec![
+        "run",
+        "--native",
+        "--input",
+        input,
+        "--plot",
+        svg.to_str().unwrap(),
+    ];
     args.extend(extra);
     args.push(path.to_str().unwrap());
     succeeded(agent_fold(&args, None));
-    svg_facts(&std::fs::read_to_string(&svg.0).unwrap())
+    svg_facts(&std::fs::read_to_string(&svg).unwrap())
 }
 
 #[test]

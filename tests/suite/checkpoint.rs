@@ -3,7 +3,7 @@
 //! what they carried; anything else is refused and leaves the state as it was. Also the
 //! runner's `--checkpoint-out` / `--checkpoint-in`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::common::pressure::*;
 use crate::harness;
@@ -454,30 +454,6 @@ fn duplicate_sessions_are_refused_even_past_the_session_cap() {
 
 // The runner: `--checkpoint-out` after one half, `--checkpoint-in` before the other.
 
-struct Tmp(PathBuf);
-
-impl Tmp {
-    fn new(name: &str) -> Tmp {
-        let dir = std::env::temp_dir().join(format!(
-            "agent-fold-{name}-{}-{:?}",
-            std::process::id(),
-            std::thread::current().id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Tmp(dir)
-    }
-    fn path(&self, f: &str) -> PathBuf {
-        self.0.join(f)
-    }
-}
-
-impl Drop for Tmp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// `agent-fold run ARGS`: its stdout, having checked it succeeded.
 fn agent_fold(args: &[&Path]) -> Vec<u8> {
     harness::succeeded(harness::agent_fold(args, None)).stdout
@@ -489,19 +465,19 @@ fn p(s: &str) -> &Path {
 
 #[test]
 fn the_runner_resumes_from_its_checkpoint_file() {
-    let t = Tmp::new("runner-ckpt");
+    let t = harness::scratch("runner-ckpt");
     let input = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/agent-session.jsonl");
     let text = std::fs::read_to_string(&input).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     let common = ["run", "-e", "capacity=100000", "--batch", "4"].map(p);
 
     // One run, in the engine and natively (with its checkpoint).
-    let full_p = t.path("full.pressure");
+    let full_p = t.join("full.pressure");
     let mut args: Vec<&Path> = common.to_vec();
     args.extend([p("--pressure-out"), &full_p, &input]);
     let full = agent_fold(&args);
     let full_pressure = std::fs::read(&full_p).unwrap();
-    let full_ck = t.path("full.ckpt");
+    let full_ck = t.join("full.ckpt");
     let mut args: Vec<&Path> = common.to_vec();
     args.extend([p("--native"), p("--pressure-out"), &full_p]);
     args.extend([p("--checkpoint-out"), &full_ck, &input]);
@@ -533,13 +509,13 @@ fn the_runner_resumes_from_its_checkpoint_file() {
 fn the_runner_resumes_an_adapted_log_where_it_left_off() {
     // With `--input`, lines are new to the adapter only above its sessions' last offsets: the
     // checkpoint says where the log goes on, so the second half is not taken for re-deliveries.
-    let t = Tmp::new("runner-ckpt-adapt");
+    let t = harness::scratch("runner-ckpt-adapt");
     let input = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/adapt/claude-code/5e551011-0000-4000-8000-000000000001.jsonl");
     let text = std::fs::read_to_string(&input).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     let common = ["run", "--input", "claude-code", "--batch", "3"].map(p);
-    let full_p = t.path("full.pressure");
+    let full_p = t.join("full.pressure");
     let mut args: Vec<&Path> = common.to_vec();
     args.extend([p("--native"), p("--pressure-out"), &full_p, &input]);
     let full = agent_fold(&args);
@@ -579,13 +555,13 @@ impl Halves {
     }
 }
 
-fn in_halves(t: &Tmp, common: &[&Path], lines: &[&str], cut: usize) -> Halves {
-    let (a, b) = (t.path("a.jsonl"), t.path("b.jsonl"));
+fn in_halves(t: &Path, common: &[&Path], lines: &[&str], cut: usize) -> Halves {
+    let (a, b) = (t.join("a.jsonl"), t.join("b.jsonl"));
     let join = |ls: &[&str]| ls.iter().map(|l| format!("{l}\n")).collect::<String>();
     std::fs::write(&a, join(&lines[..cut])).unwrap();
     std::fs::write(&b, join(&lines[cut..])).unwrap();
-    let (pa, pb) = (t.path("a.pressure"), t.path("b.pressure"));
-    let (ck, ck2) = (t.path("a.ckpt"), t.path("b.ckpt"));
+    let (pa, pb) = (t.join("a.pressure"), t.join("b.pressure"));
+    let (ck, ck2) = (t.join("a.ckpt"), t.join("b.ckpt"));
     let mut args: Vec<&Path> = common.to_vec();
     args.extend([p("--pressure-out"), &pa, p("--checkpoint-out"), &ck, &a]);
     let mut stdout = agent_fold(&args);

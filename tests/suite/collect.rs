@@ -221,7 +221,6 @@ fn exporters_requests_become_the_records_input_otel_reads() {
         assert_eq!(last["type"], "context/pressure", "{last}");
         assert!(last["pressureTokens"].as_u64().unwrap() > 1000, "{last}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// What a collector refuses moves nothing: the file is as it was, the written count too.
@@ -397,7 +396,6 @@ fn hostile_requests_get_otlp_s_status_and_move_nothing() {
         1.0
     );
     assert_eq!(c.get("/healthz").status, 200);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A thousand exporters at once, each on a connection of its own: every one is answered 200
@@ -445,7 +443,6 @@ fn a_thousand_concurrent_exporters_are_each_answered_once() {
     sessions.dedup();
     assert_eq!(sessions.len(), ok);
     assert_eq!(c.get("/healthz").status, 200);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -484,7 +481,6 @@ fn a_listener_beyond_loopback_needs_a_token_and_a_bad_flag_is_refused_first() {
         assert_eq!(out.status.code(), Some(*code), "{args:?}: {err}");
         assert!(err.contains(says), "{args:?} should say {says:?}: {err}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Against a live cluster: a derived Claude Code export through `collect --topic` reaches the
@@ -493,7 +489,7 @@ fn a_listener_beyond_loopback_needs_a_token_and_a_bad_flag_is_refused_first() {
 /// the same records natively.
 #[test]
 fn the_records_reach_a_topic_keyed_by_session_and_the_relay_adapts_them() {
-    use crate::common::fluvio::{Topic, cluster, fluvio, turn};
+    use crate::common::fluvio::{Topic, cluster, turn};
     let _turn = turn();
     if !cluster() {
         return;
@@ -506,20 +502,7 @@ fn the_records_reach_a_topic_keyed_by_session_and_the_relay_adapts_them() {
     let c = Collector::start(&["--topic", &topic.0]);
     send_all(&c, &bodies);
     // Every record was acknowledged before its request was answered: all there now.
-    let consumed = fluvio(
-        &[
-            "consume",
-            &topic.0,
-            "-B",
-            "-d",
-            "--maxbytes",
-            "100000000",
-            "-F",
-            "{{key}}\t{{value}}",
-        ],
-        None,
-    )
-    .expect("consume the topic");
+    let consumed = topic.keyed_records();
     let got: Vec<(String, Value)> = consumed
         .lines()
         .map(|l| {
@@ -545,20 +528,7 @@ fn the_records_reach_a_topic_keyed_by_session_and_the_relay_adapts_them() {
             .collect::<Vec<_>>(),
         None,
     ));
-    let relayed = fluvio(
-        &[
-            "consume",
-            &sibling.0,
-            "-B",
-            "-d",
-            "--maxbytes",
-            "100000000",
-            "-F",
-            "{{key}}\t{{value}}",
-        ],
-        None,
-    )
-    .expect("consume the sibling topic");
+    let relayed = sibling.keyed_records();
     let values: Vec<Vec<u8>> = got
         .iter()
         .map(|(_, v)| v.to_string().into_bytes())

@@ -577,13 +577,40 @@ pub fn row_of<'a>(rows: &'a Value, id: &str) -> Option<&'a Value> {
     rows.as_array()?.iter().find(|r| r["session"] == id)
 }
 
-/// A scratch directory under the target's tmp, fresh for each name.
-pub fn scratch(name: &str) -> std::path::PathBuf {
+/// A directory of one test's own under the target's tmp, removed with everything in it when
+/// dropped (a failed test's stays until the next run of its name).
+pub struct Scratch(std::path::PathBuf);
+
+/// A fresh [`Scratch`] named for `name`, unique in this run.
+pub fn scratch(name: &str) -> Scratch {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("serve-{name}-{}", std::process::id()));
+        .join(format!("{name}-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Scratch(dir)
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for Scratch {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
 }
 
 // Not every test crate that includes the harness appends to a log.

@@ -64,9 +64,8 @@ struct MSession {
     first_node: Option<u64>,
     pressure: Option<u64>,
     anchor: Option<u64>,
-    /// Calibration (contract §3): estimated and provider growth over clean sample intervals.
-    est_growth: u64,
-    provider_growth: u64,
+    /// Calibration (contract §3): each clean sample interval's estimated and provider growth.
+    clean: Vec<(u64, u64)>,
     /// A replacement since the last sample: the interval is not clean.
     replaced: bool,
     /// Every node's seq in the order they were made (removed ones too): what `anchor_seq`
@@ -110,7 +109,8 @@ impl MSession {
 
     /// N/D as contract §3 defines it (the test kit's reference, written from the text).
     fn ratio(&self, fixed: bool) -> (u128, u128) {
-        agent_fold_testkit::reference::ratio(self.provider_growth, self.est_growth, fixed)
+        let sum = |f: fn(&(u64, u64)) -> u64| self.clean.iter().map(f).fold(0, u64::saturating_add);
+        agent_fold_testkit::reference::ratio(sum(|c| c.1), sum(|c| c.0), fixed)
     }
 
     /// What the first reading counted beyond the surface it was anchored to, at `scale`.
@@ -407,13 +407,11 @@ impl Model {
                     (Some(_), _) => {}
                 }
             }
-            if let (Some(previous), Some(anchor), false) = (s.pressure, s.anchor, s.replaced) {
-                let d_est = carried as i128 - anchor as i128;
-                let d_provider = p as i128 - previous as i128;
-                if d_est > 0 && d_provider > 0 {
-                    s.est_growth = s.est_growth.saturating_add(d_est as u64);
-                    s.provider_growth = s.provider_growth.saturating_add(d_provider as u64);
-                }
+            if let (Some(previous), Some(anchor), false) = (s.pressure, s.anchor, s.replaced)
+                && let (Some(est @ 1..), Some(provider @ 1..)) =
+                    (carried.checked_sub(anchor), p.checked_sub(previous))
+            {
+                s.clean.push((est, provider));
             }
             s.pressure = Some(p);
             s.anchor = Some(carried);

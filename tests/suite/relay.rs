@@ -276,8 +276,7 @@ fn stderr(o: &Output) -> String {
 #[test]
 fn the_command_line_refuses_bad_params_and_files_before_connecting() {
     // A profile that points nowhere: a refusal must come before any connection attempt.
-    let dir = std::env::temp_dir().join(format!("agent-fold-relay-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::harness::scratch("relay-cli");
     let profile = dir.join("config");
     std::fs::write(&profile, profile_text("127.0.0.1:1")).unwrap();
     let env = [("FLV_PROFILE_PATH", profile.as_path())];
@@ -334,7 +333,6 @@ fn the_command_line_refuses_bad_params_and_files_before_connecting() {
             "{args:?}: the file's text is not shown"
         );
     }
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 fn profile_text(endpoint: &str) -> String {
@@ -368,18 +366,16 @@ fn an_unreachable_cluster_is_retried_with_back_off_then_a_clear_error() {
     assert!(err.contains("retrying in 1.0s (attempt 2 of 3)"), "{err}");
     assert!(err.contains("gave up after 3 attempts"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// A profile of a cluster nothing answers at (a port bound, then released), in its own dir.
-fn unreachable(name: &str) -> (std::path::PathBuf, u16) {
+fn unreachable(name: &str) -> (crate::harness::Scratch, u16) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let dir = std::env::temp_dir().join(format!("agent-fold-relay-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::harness::scratch(&format!("relay-{name}"));
     std::fs::write(
         dir.join("config"),
         profile_text(&format!("127.0.0.1:{port}")),
@@ -459,7 +455,6 @@ fn sigint_and_sigterm_during_the_connect_back_off_exit_0() {
         assert_eq!(code, Some(0), "signal {signal}: {text}");
         assert!(text.contains("stopped before relaying"), "{text}");
     }
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// `GET path` on a loopback port: status and body.
@@ -540,7 +535,6 @@ fn metrics_and_health_answer_from_the_start_parsed_as_prometheus_text() {
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
     let code = exit_code(&mut child);
     assert_eq!(code, Some(0), "{}", err.all());
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -589,5 +583,4 @@ fn logs_are_lines_for_people_or_json_for_machines_filtered_by_rust_log() {
         quiet.contains("gave up after 2 attempts"),
         "the error itself stays: {quiet}"
     );
-    std::fs::remove_dir_all(&dir).ok();
 }

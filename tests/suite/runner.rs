@@ -29,27 +29,6 @@ fn lines(out: &Output) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// A temporary file of this test process, removed when dropped.
-struct TempFile(std::path::PathBuf);
-
-impl TempFile {
-    fn new(name: &str, contents: &str) -> TempFile {
-        let path = std::env::temp_dir().join(format!("agent-fold-{}-{name}", std::process::id()));
-        std::fs::write(&path, contents).expect("a temp file");
-        TempFile(path)
-    }
-
-    fn path(&self) -> &str {
-        self.0.to_str().expect("a UTF-8 temp path")
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
 #[test]
 fn run_folds_the_bundled_example() {
     let out = agent_fold(&["run", EXAMPLE], None);
@@ -127,19 +106,24 @@ fn malformed_fail_exits_non_zero_naming_the_offset() {
 
 #[test]
 fn lookback_lets_the_first_page_fold() {
-    let history = TempFile::new(
-        "history.jsonl",
+    let dir = crate::harness::scratch("lookback");
+    let (history, input) = (dir.join("history.jsonl"), dir.join("input.jsonl"));
+    std::fs::write(
+        &history,
         "{\"type\":\"user/message\",\"id\":\"h0\",\"session_id\":\"x\"}\n",
-    );
-    let input = TempFile::new(
-        "input.jsonl",
+    )
+    .unwrap();
+    std::fs::write(
+        &input,
         concat!(
             "{\"type\":\"thinking/tokens\",\"id\":\"c1\",\"session_id\":\"x\",\"timestamp\":\"t1\",\"estimated_tokens_delta\":1}\n",
             "{\"type\":\"thinking/tokens\",\"id\":\"c2\",\"session_id\":\"x\",\"timestamp\":\"t2\",\"estimated_tokens_delta\":2}\n",
             "{\"type\":\"tool/result\",\"id\":\"r1\",\"session_id\":\"x\"}\n",
         ),
-    );
-    let with = agent_fold(&["run", "--lookback", history.path(), input.path()], None);
+    )
+    .unwrap();
+    let (history, input) = (history.to_str().unwrap(), input.to_str().unwrap());
+    let with = agent_fold(&["run", "--lookback", history, input], None);
     assert!(with.status.success(), "{}", text(&with.stderr));
     assert_eq!(
         text(&with.stdout),
@@ -149,11 +133,11 @@ fn lookback_lets_the_first_page_fold() {
         )
     );
     // Without the history the page's leading counters are served as themselves.
-    let without = agent_fold(&["run", "--native", input.path()], None);
+    let without = agent_fold(&["run", "--native", input], None);
     assert!(without.status.success(), "{}", text(&without.stderr));
     assert_eq!(
         text(&without.stdout),
-        std::fs::read_to_string(input.path()).unwrap()
+        std::fs::read_to_string(input).unwrap()
     );
 }
 
@@ -238,8 +222,7 @@ fn message(seq: u64) -> String {
 /// open (before: nothing until stdin closed), in the frames view and on --pressure-out.
 #[test]
 fn run_on_stdin_answers_each_line_while_the_writer_keeps_the_pipe_open() {
-    let dir = std::env::temp_dir().join(format!("agent-fold-stream-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::harness::scratch("stream");
     let pressure = dir.join("pressure.jsonl");
     let mut child = spawn_run(
         &[
@@ -272,15 +255,14 @@ fn run_on_stdin_answers_each_line_while_the_writer_keeps_the_pipe_open() {
     }
     drop(stdin);
     assert!(child.wait().unwrap().success());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A FIFO is read as a stream too: a writer that holds it open gets each line answered.
 #[cfg(unix)]
 #[test]
 fn run_on_a_fifo_answers_each_line_while_its_writer_holds_it() {
-    let fifo = std::env::temp_dir().join(format!("agent-fold-fifo-{}", std::process::id()));
-    let _ = std::fs::remove_file(&fifo);
+    let dir = crate::harness::scratch("fifo");
+    let fifo = dir.join("fifo");
     let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
     assert!(made.success(), "mkfifo");
     let mut child = spawn_run(&["run", "--native", fifo.to_str().unwrap()], Stdio::null());
@@ -296,5 +278,4 @@ fn run_on_a_fifo_answers_each_line_while_its_writer_holds_it() {
     }
     drop(w);
     assert!(child.wait().unwrap().success());
-    let _ = std::fs::remove_file(&fifo);
 }

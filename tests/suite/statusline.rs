@@ -63,37 +63,16 @@ fn statusline(args: &[&str], stdin: &str) -> StatusOutput {
     }
 }
 
-/// A scratch directory of its own per test.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let p = std::env::temp_dir().join(format!(
-            "agent-fold-statusline-{}-{name}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        Scratch(p)
-    }
-    fn join(&self, rel: &str) -> PathBuf {
-        self.0.join(rel)
-    }
-    /// The repository's Claude Code excerpt, copied in as a transcript of its own.
-    fn excerpt(&self) -> PathBuf {
-        let t = self.join(Path::new(EXCERPT).file_name().unwrap().to_str().unwrap());
-        std::fs::copy(common::data(EXCERPT), &t).unwrap();
-        t
-    }
-    fn cache(&self) -> String {
-        self.join("cache").to_string_lossy().into_owned()
-    }
+/// The repository's Claude Code excerpt, copied into `dir` as a transcript of its own.
+fn excerpt(dir: &Path) -> PathBuf {
+    let t = dir.join(Path::new(EXCERPT).file_name().unwrap());
+    std::fs::copy(common::data(EXCERPT), &t).unwrap();
+    t
 }
 
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// `--cache-dir`'s value: a cache in `dir`.
+fn cache(dir: &Path) -> String {
+    dir.join("cache").to_string_lossy().into_owned()
 }
 
 /// What the library says the session shows after `text`: its latest `context/pressure` record.
@@ -139,9 +118,9 @@ fn boundaries(text: &str) -> Vec<usize> {
 
 #[test]
 fn the_documented_payload_gives_one_line() {
-    let s = Scratch::new("documented");
-    let t = s.excerpt();
-    let out = statusline(&["--cache-dir", &s.cache()], &payload(&t, 200_000));
+    let s = harness::scratch("documented");
+    let t = excerpt(&s);
+    let out = statusline(&["--cache-dir", &cache(&s)], &payload(&t, 200_000));
     let want = expected(&std::fs::read(&t).unwrap(), &session_of(&t), 200_000).expect("a record");
     // The default line, from the record the library gives for the same transcript.
     let used = want["projectedTokens"].as_u64().unwrap();
@@ -164,7 +143,7 @@ fn the_documented_payload_gives_one_line() {
         "{want}"
     );
     let json = statusline(
-        &["--json", "--cache-dir", &s.cache()],
+        &["--json", "--cache-dir", &cache(&s)],
         &payload(&t, 200_000),
     );
     assert_eq!(json_of(&json), Some(want));
@@ -173,7 +152,7 @@ fn the_documented_payload_gives_one_line() {
             "--format",
             "{model}: {used_tokens}/{window_tokens} ({mark}{percent}%)",
             "--cache-dir",
-            &s.cache(),
+            &cache(&s),
         ],
         &payload(&t, 200_000),
     );
@@ -209,7 +188,7 @@ fn real_transcripts_cut_at_every_compaction() {
         cuts.push(lines.len());
         cuts.sort_unstable();
         cuts.dedup();
-        let s = Scratch::new(&name[..8]);
+        let s = harness::scratch(&name[..8]);
         let t = s.join(name);
         let mut file = std::fs::File::create(&t).unwrap();
         let mut written = 0;
@@ -224,10 +203,10 @@ fn real_transcripts_cut_at_every_compaction() {
             file.flush().unwrap();
             written = cut;
             let warm = statusline(
-                &["--json", "--cache-dir", &s.cache()],
+                &["--json", "--cache-dir", &cache(&s)],
                 &payload(&t, 200_000),
             );
-            let cold_dir = s.join(&format!("cold-{cut}"));
+            let cold_dir = s.join(format!("cold-{cut}"));
             let cold = statusline(
                 &["--json", "--cache-dir", cold_dir.to_str().unwrap()],
                 &payload(&t, 200_000),
@@ -244,7 +223,7 @@ fn real_transcripts_cut_at_every_compaction() {
             }
             checked += 1;
         }
-        let line = statusline(&["--cache-dir", &s.cache()], &payload(&t, 200_000));
+        let line = statusline(&["--cache-dir", &cache(&s)], &payload(&t, 200_000));
         assert!(line.stdout.contains("/200k"), "{name}: {}", line.stdout);
     }
     assert!(checked >= 20, "{checked} cuts checked");
@@ -252,8 +231,8 @@ fn real_transcripts_cut_at_every_compaction() {
 
 #[test]
 fn whatever_goes_wrong_is_one_short_line_and_a_reason() {
-    let s = Scratch::new("wrong");
-    let cache = s.cache();
+    let s = harness::scratch("wrong");
+    let cache = cache(&s);
     let bad = |stdin: &str, args: &[&str], why: &str| {
         let mut all = vec!["--cache-dir", cache.as_str()];
         all.extend(args);
@@ -274,7 +253,7 @@ fn whatever_goes_wrong_is_one_short_line_and_a_reason() {
         &[],
         "cannot open the transcript",
     );
-    bad(&payload(&s.0, 200_000), &[], "not a regular file");
+    bad(&payload(&s, 200_000), &[], "not a regular file");
     bad(
         &payload(Path::new("/dev/zero"), 200_000),
         &[],
@@ -294,10 +273,10 @@ fn whatever_goes_wrong_is_one_short_line_and_a_reason() {
 
 #[test]
 fn a_corrupt_or_stale_cache_is_read_anew() {
-    let s = Scratch::new("cache");
+    let s = harness::scratch("cache");
     let src = common::data(EXCERPT);
-    let t = s.excerpt();
-    let args = ["--json", "--cache-dir", &s.cache()];
+    let t = excerpt(&s);
+    let args = ["--json", "--cache-dir", &cache(&s)];
     let first = json_of(&statusline(&args, &payload(&t, 200_000)));
     assert!(first.is_some());
     // Garbage in every cache file: ignored, the transcript read again.

@@ -304,16 +304,22 @@ impl Adapting<'_> {
         }
     }
 
-    /// A line with no mapping: a frame of type `<input>/<kind>` carrying the line as `source`.
+    /// A line with no mapping: a frame of type `<input>/<type>[/<sub>]` carrying the line as
+    /// `source`.
     pub fn pass_through(
         &mut self,
-        kind: &str,
+        line: &Line,
+        sub: Option<&str>,
         id: Id,
         stamp: Option<&str>,
         parent: Option<&str>,
-        line: &Line,
     ) {
-        let kind = format!("{}/{kind}", self.input.name());
+        let base = line.str("type");
+        let base = base.as_deref().unwrap_or("untyped");
+        let kind = match sub {
+            Some(s) => format!("{}/{base}/{s}", self.input.name()),
+            None => format!("{}/{base}", self.input.name()),
+        };
         let mut f = self.frame(&kind, id, stamp, parent);
         f.source(line, &[], &[]);
         self.emit(f);
@@ -323,14 +329,4 @@ impl Adapting<'_> {
 /// A line id's fingerprint: what the adapter remembers of recent nodes.
 pub(crate) fn fingerprint(id: &str) -> u64 {
     crate::hash::fnv1a(id.as_bytes())
-}
-
-/// `type`, with `/<sub>` when the line names a subtype: the pass-through frame's kind.
-pub(crate) fn kind_of(line: &Line, sub: Option<&str>) -> String {
-    let base = line.str("type");
-    let base = base.as_deref().unwrap_or("untyped");
-    match sub {
-        Some(s) => format!("{base}/{s}"),
-        None => base.to_owned(),
-    }
 }

@@ -22,7 +22,7 @@
 //! - Everything else (hook and bash progress, file-history snapshots, other system lines,
 //!   types to come) passes through as `claude-code/<type>[/<subtype>]`.
 
-use super::build::{Adapting, Id, fingerprint, kind_of};
+use super::build::{Adapting, Id, fingerprint};
 use super::claude;
 use super::line::{Line, at, str_at};
 use crate::frame::kind::{COMPACT_END, COMPACT_START, USER_MESSAGE};
@@ -104,8 +104,7 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
                     cx.emit(f);
                 }
                 _ => {
-                    let kind = kind_of(line, data_type.as_deref());
-                    cx.pass_through(&kind, id(), stamp, parent, line);
+                    cx.pass_through(line, data_type.as_deref(), id(), stamp, parent);
                 }
             }
         }
@@ -147,8 +146,7 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
         }
         _ => {
             let sub = line.str("subtype");
-            let kind = kind_of(line, sub.as_deref());
-            cx.pass_through(&kind, id(), stamp, parent, line);
+            cx.pass_through(line, sub.as_deref(), id(), stamp, parent);
         }
     }
 }

@@ -13,7 +13,7 @@
 //! - `result` lines, other stream events and anything else pass through as
 //!   `claude-stream/<type>[/<subtype>]`.
 
-use super::build::{Adapting, Id, fingerprint, kind_of};
+use super::build::{Adapting, Id, fingerprint};
 use super::claude;
 use super::line::{Line, at, str_at};
 use crate::estimate::estimate;
@@ -87,14 +87,12 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
                     cx.emit(f);
                 }
                 None => {
-                    let kind = kind_of(line, event_type.as_deref());
-                    cx.pass_through(&kind, id(), stamp, parent, line);
+                    cx.pass_through(line, event_type.as_deref(), id(), stamp, parent);
                 }
             }
         }
         _ => {
-            let kind = kind_of(line, subtype.as_deref());
-            cx.pass_through(&kind, id(), stamp, parent, line);
+            cx.pass_through(line, subtype.as_deref(), id(), stamp, parent);
         }
     }
 }

@@ -27,7 +27,7 @@
 //! compaction's replacement), so that the pressure view anchors it to the surface its request
 //! carried (contract §3, sample).
 
-use super::build::{Adapting, Id, fingerprint, kind_of};
+use super::build::{Adapting, Id, fingerprint};
 use super::line::{Line, at, is_object, str_at, uint_at};
 use super::state::AdaptState;
 use crate::frame::NAME_BYTES;
@@ -54,8 +54,7 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
                 | "local_shell_call_output"
                 | "tool_search_output" => Some(TOOL_RESULT),
                 _ => {
-                    let kind = kind_of(line, Some(t));
-                    return cx.pass_through(&kind, Id::Numbered, stamp, None, line);
+                    return cx.pass_through(line, Some(t), Id::Numbered, stamp, None);
                 }
             };
             let item = payload.unwrap_or("{}");
@@ -112,8 +111,7 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
                     header(cx, line, ("context_window", w), "event_msg/task_started");
                 }
                 None => {
-                    let kind = kind_of(line, payload_type.as_deref());
-                    cx.pass_through(&kind, Id::Numbered, stamp, None, line);
+                    cx.pass_through(line, payload_type.as_deref(), Id::Numbered, stamp, None);
                 }
             }
         }
@@ -127,8 +125,7 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
                 .map(fingerprint)
                 .filter(|p| cx.st.model != Some(*p));
             if limit.is_none() && print.is_none() {
-                let kind = kind_of(line, payload_type.as_deref());
-                return cx.pass_through(&kind, Id::Numbered, stamp, None, line);
+                return cx.pass_through(line, payload_type.as_deref(), Id::Numbered, stamp, None);
             }
             let mut f = cx.frame(REQUEST_HEADER, Id::Numbered, stamp, None);
             if let Some(l) = limit {
@@ -149,8 +146,7 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
             cx.emit(f);
         }
         _ => {
-            let kind = kind_of(line, payload_type.as_deref());
-            cx.pass_through(&kind, Id::Numbered, stamp, None, line);
+            cx.pass_through(line, payload_type.as_deref(), Id::Numbered, stamp, None);
         }
     }
 }
@@ -232,8 +228,7 @@ fn token_count(cx: &mut Adapting, line: &Line, stamp: Option<&str>) {
         cx.st.total = total;
     }
     if input == 0 || repeat {
-        let kind = kind_of(line, Some("token_count"));
-        return cx.pass_through(&kind, Id::Numbered, stamp, None, line);
+        return cx.pass_through(line, Some("token_count"), Id::Numbered, stamp, None);
     }
     let mut f = cx.frame(ASSISTANT_MESSAGE, Id::Numbered, stamp, None);
     let mut usage = format!(

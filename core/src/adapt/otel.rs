@@ -208,10 +208,7 @@ fn claude_code(cx: &mut Adapting, ev: &Event) {
 fn codex(cx: &mut Adapting, ev: &Event) {
     let a = ev.attrs;
     // Every Codex event names the session's model.
-    let said = Said {
-        model: str_at(a, "model").filter(|m| !m.is_empty()),
-        ..Said::default()
-    };
+    let said = Said::naming(a);
     match ev.short {
         "conversation_starts" => {
             let said = Said {
@@ -266,13 +263,12 @@ fn gemini(cx: &mut Adapting, ev: &Event) {
             };
             match str_at(a, "role").as_deref() {
                 None | Some("main") => {
-                    let model = str_at(a, "model").filter(|m| !m.is_empty());
-                    let window = model.as_deref().map(gemini_window);
+                    let said = Said::naming(a);
+                    let window = said.model.as_deref().map(gemini_window);
                     let said = Said {
-                        model,
                         window,
                         threshold: window.map(|w| w / 2),
-                        ..Said::default()
+                        ..said
                     };
                     announce(cx, ev, said);
                     reading(cx, ev, &usage, None);
@@ -321,6 +317,16 @@ struct Said<'a> {
     reserve: Option<u64>,
     /// The agent's own compaction threshold (contract §3.5).
     threshold: Option<u64>,
+}
+
+impl<'a> Said<'a> {
+    /// The model the attributes name (an empty name is none), and nothing else.
+    fn naming(attrs: Option<&'a str>) -> Said<'a> {
+        Said {
+            model: str_at(attrs, "model").filter(|m| !m.is_empty()),
+            ..Said::default()
+        }
+    }
 }
 
 /// The session's first frame, and whenever what a record says changed: a `request/header`

@@ -288,16 +288,16 @@ mod tests {
 
     #[test]
     fn parameters_are_checked_in_words() {
-        for (k, v, says) in [
-            ("sort", "speed", "sort by one of"),
-            ("order", "up", "asc or desc"),
-            ("limit", "0", "from 1 to"),
-            ("limit", "lots", "from 1 to"),
-            ("all", "yes", "1 or 0"),
-            ("page", "2", "not a parameter"),
+        for (pair, says) in [
+            ("sort=speed", "sort by one of"),
+            ("order=up", "asc or desc"),
+            ("limit=0", "from 1 to"),
+            ("limit=lots", "from 1 to"),
+            ("all=yes", "1 or 0"),
+            ("page=2", "not a parameter"),
         ] {
-            let e = Query::parse([(k, v)]).unwrap_err();
-            assert!(e.contains(says), "{k}={v}: {e}");
+            let e = Query::parse([pair.split_once('=').unwrap()]).unwrap_err();
+            assert!(e.contains(says), "{pair}: {e}");
         }
         let q = Query::parse([("q", "OPUS"), ("limit", "5"), ("all", "1")]).unwrap();
         assert!(q.matches("s", None, Some("claude-opus-4-6")));

@@ -2,6 +2,8 @@
 //! frame's shown fields (contract §2), parsed in the source's own thread, before the board's
 //! lock, each kept as its JSON text for the page.
 
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde::Deserialize;
@@ -49,42 +51,21 @@ impl Latest {
     }
 }
 
-/// The members of a pressure record the board reads; a member of another type reads as absent
-/// (the record is still shown as it came).
-#[derive(Deserialize)]
-struct Members {
-    #[serde(rename = "type")]
-    kind: Option<String>,
-    session: Option<serde_json::Value>,
-    seq: Option<serde_json::Value>,
-    timestamp: Option<serde_json::Value>,
-    #[serde(rename = "pressureTokens")]
-    pressure: Option<serde_json::Value>,
-    #[serde(rename = "projectedTokens")]
-    projected: Option<serde_json::Value>,
-    capacity: Option<serde_json::Value>,
-    #[serde(rename = "contextOccupancy")]
-    occupancy: Option<serde_json::Value>,
-    #[serde(rename = "untilCompactTokens")]
-    until: Option<serde_json::Value>,
-    #[serde(rename = "compactAtTokens")]
-    compact_at: Option<serde_json::Value>,
-    #[serde(rename = "messageTokens")]
-    message: Option<serde_json::Value>,
-    agent: Option<serde_json::Value>,
-    model: Option<serde_json::Value>,
-    error: Option<serde_json::Value>,
-}
+/// A record's members, each as its JSON text, read when asked for; a member of another type
+/// than asked reads as absent (the record is still shown as it came).
+struct Members<'a>(HashMap<Cow<'a, str>, &'a RawValue>);
 
-fn uint(v: &Option<serde_json::Value>) -> Option<u64> {
-    v.as_ref().and_then(serde_json::Value::as_u64)
-}
+impl Members<'_> {
+    fn get<T: serde::de::DeserializeOwned>(&self, name: &str) -> Option<T> {
+        serde_json::from_str(self.0.get(name)?.get()).ok()
+    }
 
-fn name(v: &Option<serde_json::Value>) -> Option<Arc<str>> {
-    v.as_ref()
-        .and_then(serde_json::Value::as_str)
-        .filter(|s| !s.is_empty() && s.len() <= NAME_BYTES)
-        .map(Arc::from)
+    /// An agent or model name: a string of 1 to [`NAME_BYTES`] bytes.
+    fn name(&self, name: &str) -> Option<Arc<str>> {
+        self.get::<String>(name)
+            .filter(|s| !s.is_empty() && s.len() <= NAME_BYTES)
+            .map(Arc::from)
+    }
 }
 
 /// A pressure record read off a source.
@@ -120,17 +101,19 @@ impl PressureRecord {
         if !text.starts_with('{') {
             return Err("not a pressure record: not a JSON object".to_owned());
         }
-        let m: Members = serde_json::from_str(text)
-            .map_err(|_| "not a pressure record: not a JSON object".to_owned())?;
-        let is_error = match m.kind.as_deref() {
+        let m = Members(
+            serde_json::from_str(text)
+                .map_err(|_| "not a pressure record: not a JSON object".to_owned())?,
+        );
+        let is_error = match m.get::<String>("type").as_deref() {
             Some("context/pressure") => false,
             Some("context/error") => true,
             Some(t) => return Err(format!("not a pressure record: type {t:?}")),
             None => return Err("not a pressure record: no type".to_owned()),
         };
-        let Some(id) = m.session.as_ref().and_then(serde_json::Value::as_str) else {
+        let Some(id) = m.get::<String>("session") else {
             // The module's own error about a record it keeps no state for (an over-long key).
-            if is_error && let Some(e) = m.error.as_ref().and_then(serde_json::Value::as_str) {
+            if is_error && let Some(e) = m.get::<String>("error") {
                 return Err(format!("the module said: {e}"));
             }
             return Err("a pressure record without a session string".to_owned());
@@ -143,29 +126,27 @@ impl PressureRecord {
             ));
         }
         let stamp_ms = m
-            .timestamp
-            .as_ref()
-            .and_then(serde_json::Value::as_str)
-            .and_then(agent_fold_core::time::parse_secs)
+            .get::<String>("timestamp")
+            .and_then(|t| agent_fold_core::time::parse_secs(&t))
             .filter(|s| s.is_finite())
             .map(|s| (s * 1000.0) as i64);
-        let seq = uint(&m.seq);
+        let seq = m.get("seq");
         Ok(PressureRecord {
             id: Arc::from(id),
             seq,
             is_error,
             stamp_ms,
-            agent: name(&m.agent),
-            model: name(&m.model),
+            agent: m.name("agent"),
+            model: m.name("model"),
             latest: Latest {
                 seq,
-                pressure: uint(&m.pressure),
-                projected: uint(&m.projected),
-                capacity: uint(&m.capacity),
-                occupancy: m.occupancy.as_ref().and_then(serde_json::Value::as_f64),
-                until: uint(&m.until),
-                compact_at: uint(&m.compact_at),
-                message: uint(&m.message),
+                pressure: m.get("pressureTokens"),
+                projected: m.get("projectedTokens"),
+                capacity: m.get("capacity"),
+                occupancy: m.get("contextOccupancy"),
+                until: m.get("untilCompactTokens"),
+                compact_at: m.get("compactAtTokens"),
+                message: m.get("messageTokens"),
             },
             text: Arc::from(raw),
         })

@@ -293,7 +293,6 @@ fn served_page_shows_each_session_and_follows_the_log_live() {
         js(&mut b, "document.getElementById('status').dataset.state"),
         "live"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The module's last pressure record over the first `n` lines, read at once.
@@ -447,7 +446,6 @@ fn a_real_compaction_drops_the_ring_before_the_next_reading() {
     js(&mut b, &format!("{}.open = false", meter(id)));
     b.viewport(1100, 420, 2.0).unwrap();
     shot(&mut b, "serve-chart.png");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A stateVersion 5 pressure record of `session` as a line for stdin, stamped now (a live

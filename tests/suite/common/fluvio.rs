@@ -81,6 +81,20 @@ impl Topic {
         t
     }
 
+    /// Every record of the topic so far, from the beginning, as `key\tvalue` lines.
+    pub fn keyed_records(&self) -> String {
+        let all = [
+            "-B",
+            "-d",
+            "--maxbytes",
+            "100000000",
+            "-F",
+            "{{key}}\t{{value}}",
+        ];
+        let args: Vec<&str> = ["consume", &self.0].into_iter().chain(all).collect();
+        fluvio(&args, None).unwrap_or_else(|| panic!("consume {}", self.0))
+    }
+
     pub fn produce(&self, lines: &str) {
         assert!(
             fluvio(&["produce", &self.0], Some(lines)).is_some(),

@@ -93,7 +93,6 @@ fn a_directory_of_logs_is_followed_file_by_file() {
         later.as_bytes(),
     );
     s.wait_state("the new log's session", |st| seq_of(st, "f-2") == Some(0));
-    let _ = std::fs::remove_dir_all(&root);
 }
 
 /// Ranked by how close each session is to compacting, sorted and filtered on request, a page at

@@ -117,5 +117,4 @@ fn an_unreachable_cluster_is_reported_and_a_cluster_that_comes_is_used() {
         seq_of(st, "c") == Some(1)
     });
     assert_eq!(state["status"]["state"], "live");
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -148,7 +148,6 @@ fn huge_frames_and_records_are_not_kept_whole() {
     let why = state["status"]["lastSkipped"].as_str().unwrap();
     assert!(why.contains("over the limit of 16384"), "{why}");
     assert_eq!(state["sessions"].as_array().unwrap().len(), 1);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -388,7 +387,6 @@ fn devices_fifos_and_files_that_are_not_webassembly_are_refused_before_the_url()
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("is a FIFO: read as a stream"));
     assert!(!out.stdout.is_empty());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -415,7 +413,6 @@ fn an_over_long_session_key_is_skipped_in_the_module_s_own_words() {
         why.starts_with("the module said: the session key is 2000 bytes, over the limit of 1024"),
         "{why}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

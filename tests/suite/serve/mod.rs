@@ -17,7 +17,9 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use agent_fold::module::{Module, Source};
-use harness::{Server, append, frame, last_pressure, real_session, refused, row_of, scratch};
+use harness::{
+    Scratch, Server, append, frame, last_pressure, real_session, refused, row_of, scratch,
+};
 use serde_json::{Value, json};
 
 fn p(session: &str, seq: u64, occupancy: f64) -> String {
@@ -290,12 +292,11 @@ fn a_followed_log_updates_live_a_half_line_waits_and_runs_fold() {
         session(st, "s-1").is_some_and(|x| x["folds"].as_array().is_some_and(|a| a.len() == 1))
     });
     assert_eq!(state["status"]["skipped"], 0);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A scratch directory `name` with a log of session `s-1`: a header (a window of 1,000) and
 /// a user message.
-fn hello_log(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+fn hello_log(name: &str) -> (Scratch, std::path::PathBuf) {
     let dir = scratch(name);
     let log = dir.join("log.jsonl");
     let text = frame("s-1", 0, "request/header", json!({"context_window": 1000}))
@@ -327,13 +328,12 @@ fn bad_lines_of_a_log_are_skipped_and_counted() {
         let last = state["status"]["lastSkipped"].as_str().unwrap();
         assert!(last.starts_with(why), "{params:?}: {last}");
         assert_eq!(state["status"]["module"], "native library");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 
 #[test]
 fn a_vanished_log_is_reported_the_server_keeps_serving_and_recovers() {
-    let (dir, log) = hello_log("vanish");
+    let (_dir, log) = hello_log("vanish");
     let s = Server::start(&[log.to_str().unwrap()]);
     let state = s.wait_state("seq 1", |st| seq_of(st, "s-1") == Some(1));
     assert_eq!(
@@ -378,7 +378,6 @@ fn a_vanished_log_is_reported_the_server_keeps_serving_and_recovers() {
     s.wait_state("only s-1", |st| {
         st["sessions"].as_array().unwrap().len() == 1 && session(st, "s-1").is_some()
     });
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -418,7 +417,6 @@ fn the_page_and_the_script_are_served_from_the_binary() {
         frame("s-1", 0, "request/header", json!({"context_window": 10})).as_bytes(),
     );
     s.wait_state("the file read", |st| seq_of(st, "s-1") == Some(0));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -520,12 +518,11 @@ fn flags_are_checked_before_the_server_starts() {
     drop(busy);
     let s = Server::start(&["--addr", &addr, "--native", log]);
     assert_eq!(s.url, format!("http://{addr}/"));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn wasm_and_native_modules_fold_alike() {
-    let (dir, log) = hello_log("modules");
+    let (_dir, log) = hello_log("modules");
     let reply = json!({"message": "hi", "usage": {"input_tokens": 50}});
     append(&log, frame("s-1", 2, "assistant/message", reply).as_bytes());
     let text = std::fs::read_to_string(&log).unwrap();
@@ -552,7 +549,6 @@ fn wasm_and_native_modules_fold_alike() {
             "{flags:?}"
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

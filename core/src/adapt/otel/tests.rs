@@ -85,19 +85,10 @@ fn claude_code_events_become_frames() {
         ),
     ]);
     assert_eq!(
-        kinds(&out),
-        [
-            "request/header",
-            "user/message",
-            "request/header",
-            "assistant/message",
-            "tool/result",
-            "assistant/message",
-            "compact/start",
-            "user/message",
-            "compact/end",
-            "otel/claude_code.compaction",
-        ]
+        kinds(&out).join(" "),
+        "request/header user/message request/header assistant/message tool/result \
+         assistant/message compact/start user/message compact/end \
+         otel/claude_code.compaction"
     );
     let open = &out[0];
     assert_eq!(
@@ -229,16 +220,9 @@ fn codex_events_become_frames() {
         ),
     ]);
     assert_eq!(
-        kinds(&out),
-        [
-            "request/header",
-            "user/message",
-            "otel/codex.sse_event",
-            "assistant/message",
-            "tool/result",
-            "tool/result",
-            "otel/codex.conversation_starts",
-        ]
+        kinds(&out).join(" "),
+        "request/header user/message otel/codex.sse_event assistant/message tool/result \
+         tool/result otel/codex.conversation_starts"
     );
     let h = &out[0];
     assert_eq!(
@@ -299,20 +283,10 @@ fn gemini_events_become_frames() {
         ),
     ]);
     assert_eq!(
-        kinds(&out),
-        [
-            "request/header",
-            "user/message",
-            "request/header",
-            "assistant/message",
-            "assistant/message",
-            "tool/result",
-            "otel/gemini_cli.tool_call",
-            "otel/gemini_cli.chat_compression",
-            "compact/start",
-            "user/message",
-            "compact/end",
-        ]
+        kinds(&out).join(" "),
+        "request/header user/message request/header assistant/message assistant/message \
+         tool/result otel/gemini_cli.tool_call otel/gemini_cli.chat_compression \
+         compact/start user/message compact/end"
     );
     assert!(out[0].get("compact_restore").is_none(), "no prior fitted");
     assert_eq!(out[0]["agent"], "gemini-cli");
