@@ -51,6 +51,8 @@ pub fn followable(path: &Path) -> Result<()> {
 /// What one poll found.
 #[derive(Debug, Default)]
 pub struct Polled {
+    /// A file had more bytes than one poll reads: poll again at once.
+    pub more: bool,
     /// Why what was read before no longer stands; `lines` then start from the log's start.
     pub reset: Option<String>,
     /// The new complete lines, as records; a directory's files merged by time.
@@ -61,8 +63,6 @@ pub struct Polled {
     pub waiting: Option<String>,
     /// Lines skipped, and why (over [`LINE_BYTES`]).
     pub skipped: Vec<String>,
-    /// A file had more bytes than one poll reads: poll again at once.
-    pub more: bool,
     /// A directory of logs: the new lines of each format, each file's lines keyed by the
     /// session it names, the files of a format merged by time (`lines` is then empty).
     pub by_format: Vec<(Input, Vec<Rec>)>,

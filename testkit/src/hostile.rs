@@ -8,6 +8,16 @@ use arbitrary::{Arbitrary, Unstructured};
 use crate::GenRecord;
 use crate::logs::{Drawn, draw_all, three_cuts};
 
+/// A hostile log: its params byte, its invocation cuts and its steps.
+#[derive(Arbitrary, Debug, Clone)]
+pub struct HostileLog {
+    /// Bit 0: pressure view; bit 1: the lines are Claude Code's (`input=claude-code`); bit 2:
+    /// a small `max_sessions` (1 + bits 3–4); bit 5: `malformed=drop`; bit 6: keyed records.
+    pub params: u8,
+    pub cuts: Vec<u8>,
+    pub ops: Vec<HostileOp>,
+}
+
 /// Where a frame carries an odd member beside the fields it names.
 #[derive(Arbitrary, Debug, Clone, Copy)]
 pub enum Odd {
@@ -42,16 +52,6 @@ pub enum HostileOp {
     BadUtf8 { session: u8 },
     /// A frame with `depth` nested arrays in a skipped field.
     Deep { session: u8, depth: u16 },
-}
-
-/// A hostile log: its params byte, its invocation cuts and its steps.
-#[derive(Arbitrary, Debug, Clone)]
-pub struct HostileLog {
-    /// Bit 0: pressure view; bit 1: the lines are Claude Code's (`input=claude-code`); bit 2:
-    /// a small `max_sessions` (1 + bits 3–4); bit 5: `malformed=drop`; bit 6: keyed records.
-    pub params: u8,
-    pub cuts: Vec<u8>,
-    pub ops: Vec<HostileOp>,
 }
 
 impl Drawn for HostileLog {

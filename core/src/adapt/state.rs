@@ -3,7 +3,7 @@
 
 use serde::de::MapAccess;
 
-use crate::state::checkpoint::{CheckpointError, Checkpointed, Members, field};
+use crate::state::checkpoint::{CheckpointError, Checkpointed, Member, Members};
 
 /// The per-session numbering and dedupe state.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -238,22 +238,18 @@ impl Checkpointed for Track {
         }
     }
 
-    fn read<'de, A: MapAccess<'de>>(
-        b: &mut TrackFields,
-        name: &str,
-        map: &mut A,
-    ) -> Result<bool, A::Error> {
-        match name {
-            "nextSeq" => b.next_seq = Some(field::read(map, name)?),
-            "sessionId" => b.state.session_id = field::read(map, name)?,
-            "mainMessage" => b.state.main_message = field::read(map, name)?,
-            "subMessage" => b.state.sub_message = field::read(map, name)?,
-            "surface" => b.state.surface = field::read(map, name)?,
-            "window" => b.state.window = field::read(map, name)?,
-            "total" => b.state.total = field::read(map, name)?,
-            "compactLimit" => b.state.compact_limit = field::read(map, name)?,
+    fn read<'de, A: MapAccess<'de>>(b: &mut TrackFields, m: Member<A>) -> Result<bool, A::Error> {
+        match m.name {
+            "nextSeq" => b.next_seq = Some(m.read()?),
+            "sessionId" => b.state.session_id = m.read()?,
+            "mainMessage" => b.state.main_message = m.read()?,
+            "subMessage" => b.state.sub_message = m.read()?,
+            "surface" => b.state.surface = m.read()?,
+            "window" => b.state.window = m.read()?,
+            "total" => b.state.total = m.read()?,
+            "compactLimit" => b.state.compact_limit = m.read()?,
             "recent" => {
-                let recent: Vec<(u64, u64)> = field::read(map, name)?;
+                let recent: Vec<(u64, u64)> = m.read()?;
                 if recent.len() > RECENT {
                     return Err(serde::de::Error::custom(format!(
                         "adapter session: `recent` holds at most {RECENT} nodes"
@@ -262,22 +258,22 @@ impl Checkpointed for Track {
                 b.state.recent = recent;
             }
             "keep" => {
-                let keep: Option<(u64, u64)> = field::read(map, name)?;
+                let keep: Option<(u64, u64)> = m.read()?;
                 b.state.keep = keep.map(|(before, head)| Kept { before, head });
             }
             "request" => {
                 let (last_input, carried, responding): (Option<u64>, Option<u64>, bool) =
-                    field::read(map, name)?;
+                    m.read()?;
                 b.state.request = Request {
                     last_input,
                     carried,
                     responding,
                 };
             }
-            "compactReserve" => b.state.reserve = field::read(map, name)?,
-            "showsRestore" => b.state.shows_restore = field::read(map, name)?,
-            "modelPrint" => b.state.model = field::read(map, name)?,
-            "lastOffset" => b.last_offset = field::read(map, name)?,
+            "compactReserve" => b.state.reserve = m.read()?,
+            "showsRestore" => b.state.shows_restore = m.read()?,
+            "modelPrint" => b.state.model = m.read()?,
+            "lastOffset" => b.last_offset = m.read()?,
             _ => return Ok(false),
         }
         Ok(true)

@@ -15,7 +15,7 @@ use serde_json::value::RawValue;
 
 use super::session::{Envelope, Kept, Levels, Rebase, Session};
 use super::surface::{Node, RestoreError, Surface};
-use crate::state::checkpoint::{CheckpointError, Members, field};
+use crate::state::checkpoint::{CheckpointError, Member, Members, field};
 
 /// What a pressure session's members hold as they are read.
 #[derive(Default)]
@@ -125,35 +125,34 @@ impl Session {
         w.raw("surface", &nodes);
     }
 
-    /// Reads member `name`; `Ok(false)` when it is none of a pressure session's.
+    /// Reads member `m`; `Ok(false)` when it is none of a pressure session's.
     pub(crate) fn read_member<'de, A: MapAccess<'de>>(
         b: &mut Fields,
-        name: &str,
-        map: &mut A,
+        m: Member<'_, A>,
     ) -> Result<bool, A::Error> {
-        match name {
-            "cursor" => b.cursor = field::read(map, name)?,
-            "floor" => b.floor = field::read(map, name)?,
-            "systemTokens" => b.system = field::read(map, name)?,
-            "toolsTokens" => b.tools = field::read(map, name)?,
-            "notInLog" => b.not_in_log = field::read(map, name)?,
-            "capacity" => b.capacity = field::read(map, name)?,
-            "partial" => b.partial = Some(field::read(map, name)?),
-            "pressureTokens" => b.pressure = field::read(map, name)?,
-            "anchorTokens" => b.anchor = field::read(map, name)?,
-            "estGrowth" => b.est_growth = field::read(map, name)?,
-            "providerGrowth" => b.provider_growth = field::read(map, name)?,
-            "replacedSinceSample" => b.replaced = Some(field::read(map, name)?),
-            "rebase" => b.rebase = field::read(map, name)?,
-            "rebaseFirst" => b.first = field::read(map, name)?,
-            "keptNode" => b.kept_node = field::read(map, name)?,
-            "keptShown" => b.kept_shown = field::read(map, name)?,
-            "shownNext" => b.shown_next = field::read(map, name)?,
-            "compactLevels" => b.levels = field::read(map, name)?,
-            "compactReserve" => b.reserve = field::read(map, name)?,
-            "restorePrior" => b.prior = field::read(map, name)?,
-            "agent" => b.agent = field::read(map, name)?,
-            "model" => b.model = field::read(map, name)?,
+        match m.name {
+            "cursor" => b.cursor = m.read()?,
+            "floor" => b.floor = m.read()?,
+            "systemTokens" => b.system = m.read()?,
+            "toolsTokens" => b.tools = m.read()?,
+            "notInLog" => b.not_in_log = m.read()?,
+            "capacity" => b.capacity = m.read()?,
+            "partial" => b.partial = Some(m.read()?),
+            "pressureTokens" => b.pressure = m.read()?,
+            "anchorTokens" => b.anchor = m.read()?,
+            "estGrowth" => b.est_growth = m.read()?,
+            "providerGrowth" => b.provider_growth = m.read()?,
+            "replacedSinceSample" => b.replaced = Some(m.read()?),
+            "rebase" => b.rebase = m.read()?,
+            "rebaseFirst" => b.first = m.read()?,
+            "keptNode" => b.kept_node = m.read()?,
+            "keptShown" => b.kept_shown = m.read()?,
+            "shownNext" => b.shown_next = m.read()?,
+            "compactLevels" => b.levels = m.read()?,
+            "compactReserve" => b.reserve = m.read()?,
+            "restorePrior" => b.prior = m.read()?,
+            "agent" => b.agent = m.read()?,
+            "model" => b.model = m.read()?,
             "surface" => {
                 // Borrowed first, to size the surface exactly (a node is a `[`, and at least six
                 // bytes): no doubling growth over a million nodes.
@@ -162,7 +161,7 @@ impl Session {
                         "`surface` must be an array of [seq, tokens] pairs of integers ≥ 0",
                     )
                 };
-                let raw: &'de RawValue = map.next_value().map_err(|_: A::Error| bad())?;
+                let raw: &'de RawValue = m.map.next_value().map_err(|_: A::Error| bad())?;
                 let text = raw.get();
                 let nodes = text
                     .bytes()

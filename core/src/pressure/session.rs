@@ -134,12 +134,12 @@ pub(crate) struct Figures {
     pub projected: Option<u64>,
     /// `capacity`: the header's window, else the param's.
     pub capacity: Option<u64>,
+    /// `estimateScale` in thousandths: what the estimates below are scaled by.
+    pub scale_milli: u64,
     /// `systemTokens`, `toolsTokens`, `messageTokens`: the raw estimates.
     pub system: Option<u64>,
     pub tools: Option<u64>,
     pub message: Option<u64>,
-    /// `estimateScale` in thousandths.
-    pub scale_milli: u64,
     /// `compactAtTokens`.
     pub compact_at: Option<u64>,
     pub partial: bool,

@@ -8,7 +8,7 @@ use crate::config::View;
 use crate::frames::fold::RunState;
 use crate::pressure::{Fields, Session};
 use crate::state::checkpoint::{
-    self, CheckpointError, Checkpointed, Members, STATE_VERSION, field,
+    self, CheckpointError, Checkpointed, Member, Members, STATE_VERSION,
 };
 
 /// Everything one session holds.
@@ -61,15 +61,11 @@ impl Checkpointed for Entry {
         }
     }
 
-    fn read<'de, A: MapAccess<'de>>(
-        b: &mut EntryFields,
-        name: &str,
-        map: &mut A,
-    ) -> Result<bool, A::Error> {
-        match name {
-            "afterOther" => b.after_other = Some(field::read(map, name)?),
-            "adapter" => b.track = Some(checkpoint::nested::<A, Track>(map, STATE_VERSION, ())?),
-            _ => return Session::read_member(&mut b.pressure, name, map),
+    fn read<'de, A: MapAccess<'de>>(b: &mut EntryFields, m: Member<A>) -> Result<bool, A::Error> {
+        match m.name {
+            "afterOther" => b.after_other = Some(m.read()?),
+            "adapter" => b.track = Some(checkpoint::nested::<A, Track>(m.map, STATE_VERSION, ())?),
+            _ => return Session::read_member(&mut b.pressure, m),
         }
         Ok(true)
     }

@@ -10,6 +10,7 @@ use std::cell::RefCell;
 use std::collections::HashSet;
 use std::fmt;
 
+use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
@@ -86,6 +87,19 @@ impl Members {
     }
 }
 
+/// A member of a session object being read: its name, and the map its value comes next from.
+pub(crate) struct Member<'m, A> {
+    pub name: &'m str,
+    pub map: &'m mut A,
+}
+
+impl<'de, A: MapAccess<'de>> Member<'_, A> {
+    /// Its value as `T`; refused in words that name the member and what it must be.
+    pub fn read<T: Deserialize<'de> + field::Shape>(self) -> Result<T, A::Error> {
+        field::read(self.map, self.name)
+    }
+}
+
 /// A session state as a checkpoint carries it.
 pub(crate) trait Checkpointed: Sized {
     /// What the members read so far hold.
@@ -94,11 +108,11 @@ pub(crate) trait Checkpointed: Sized {
     type Ctx: Copy;
     /// Writes the state's members (after its key).
     fn write(&self, w: &mut Members, ctx: Self::Ctx);
-    /// Reads member `name` into `b`; `Ok(false)` when it is not one of this state's.
+    /// Reads member `m` into `b`; `Ok(false)` when it is not one of this state's (its value
+    /// is then left unread).
     fn read<'de, A: MapAccess<'de>>(
         b: &mut Self::Builder,
-        name: &str,
-        map: &mut A,
+        m: Member<'_, A>,
     ) -> Result<bool, A::Error>;
     /// The state the members read make, for a session object of `version`.
     fn finish(b: Self::Builder, version: u64, ctx: Self::Ctx) -> Result<Self, CheckpointError>;
@@ -119,7 +133,13 @@ pub(crate) fn nested<'de, A: MapAccess<'de>, T: Checkpointed>(
         fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<T, M::Error> {
             let mut b = T::Builder::default();
             while let Some(name) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-                if !T::read(&mut b, &name, &mut map)? {
+                if !T::read(
+                    &mut b,
+                    Member {
+                        name: &name,
+                        map: &mut map,
+                    },
+                )? {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
@@ -342,7 +362,13 @@ impl<'de, T: Checkpointed> Visitor<'de> for SessionSeed<'_, T> {
                     version = version_of(raw).map_err(|e| self.refused.raise(e))?;
                 }
                 other => {
-                    if !T::read(&mut b, other, &mut map)? {
+                    if !T::read(
+                        &mut b,
+                        Member {
+                            name: other,
+                            map: &mut map,
+                        },
+                    )? {
                         map.next_value::<IgnoredAny>()?;
                     }
                 }
