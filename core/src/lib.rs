@@ -46,7 +46,7 @@ pub use config::{
 };
 pub use estimate::estimate;
 pub use frame::{Frame, kind, usage_tokens};
-pub use hash::fnv1a;
+pub use hash::{Fnv1a, fnv1a};
 pub use processor::{Probe, Processor};
 pub use record::{BatchError, Emit, MAX_KEY_LEN, RecordIn, session_key};
 pub use rng::Rng;

@@ -3,37 +3,28 @@
 
 use agent_fold::module::Instance;
 use agent_fold::record::Rec;
-use agent_fold_core::{Emit, Processor, RecordIn};
+use agent_fold_core::{Emit, Fnv1a, Processor, RecordIn};
 use anyhow::{Result, anyhow, bail};
 
 use crate::clock::{Spent, Stopwatch};
 use agent_fold::heap::RssProbe;
 
 /// FNV-1a over the output records, to check that two runs emitted the same bytes.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct Digest(u64);
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct Digest(Fnv1a);
 
 impl Digest {
-    fn new() -> Digest {
-        Digest(0xcbf2_9ce4_8422_2325)
-    }
-
     fn add(&mut self, key: Option<&[u8]>, value: &[u8]) {
-        let mut eat = |bytes: &[u8]| {
-            for b in bytes {
-                self.0 = (self.0 ^ *b as u64).wrapping_mul(0x0000_0100_0000_01b3);
-            }
-        };
         match key {
             Some(k) => {
-                eat(&[1]);
-                eat(&(k.len() as u64).to_le_bytes());
-                eat(k);
+                self.0.write(&[1]);
+                self.0.write(&(k.len() as u64).to_le_bytes());
+                self.0.write(k);
             }
-            None => eat(&[0]),
+            None => self.0.write(&[0]),
         }
-        eat(&(value.len() as u64).to_le_bytes());
-        eat(value);
+        self.0.write(&(value.len() as u64).to_le_bytes());
+        self.0.write(value);
     }
 }
 
@@ -172,7 +163,7 @@ impl Phase {
                 fuel: None,
                 rss_mib: None,
                 out: 0,
-                digest: Digest::new(),
+                digest: Digest::default(),
             },
             runner,
             batch: batch.unwrap_or(usize::MAX),
