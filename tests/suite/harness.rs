@@ -195,15 +195,8 @@ impl Server {
         self.proc_status("VmHWM:")
     }
 
-    /// A `kB` figure of /proc/PID/status, in bytes.
     fn proc_status(&self, field: &str) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
-        let kb: u64 = status
-            .lines()
-            .find_map(|l| l.strip_prefix(field))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or_else(|| panic!("{field} in /proc/PID/status"));
-        kb * 1024
+        proc_status(self.pid(), field)
     }
 
     /// Sends a signal and waits (60 s at most) for the exit code.
@@ -575,6 +568,17 @@ impl Events {
 /// The row of session `id` among `rows` (a board's, a delta's, `/state`'s `sessions`).
 pub fn row_of<'a>(rows: &'a Value, id: &str) -> Option<&'a Value> {
     rows.as_array()?.iter().find(|r| r["session"] == id)
+}
+
+/// A `kB` figure of /proc/PID/status (`VmRSS:`, `VmHWM:`), in bytes.
+pub fn proc_status(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("{field} in /proc/PID/status"));
+    kb * 1024
 }
 
 /// A directory of one test's own under the target's tmp, removed with everything in it when
