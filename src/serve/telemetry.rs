@@ -30,7 +30,7 @@ pub fn render(app: &App) -> String {
         ("sessions", gauge, "Sessions the board keeps, live and idle.", held.sessions as f64),
         ("live_sessions", gauge, "Sessions active within --idle.", held.live as f64),
         ("history_points", gauge, "History points the board keeps over all sessions.", held.points as f64),
-        ("board_bytes", gauge, "Bytes the board holds: each session's latest records, history, folded frames and encoded row.", held.bytes as f64),
+        ("board_bytes", gauge, "Bytes the board holds: each session's latest records, history, folded frames and encoded row; the encoded board and delta pages share; the change log; the alert state of evicted sessions.", held.bytes as f64),
         ("sse_clients", gauge, "/events streams open.", load(&f.clients)),
         ("connections", gauge, "HTTP connections open.", load(&c.open)),
         ("connections_accepted_total", counter, "HTTP connections accepted.", load(&c.accepted)),

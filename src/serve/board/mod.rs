@@ -248,6 +248,10 @@ struct Inner {
 
 /// Evicted sessions whose firing rules are remembered (about 100 bytes each).
 const FIRING_KEPT: usize = 65_536;
+/// What one remembered evicted session holds besides its id: its entry in `evicted_firing`
+/// and in `evicted_order`.
+const FIRED_ENTRY_BYTES: usize =
+    std::mem::size_of::<(Arc<str>, (Firing, u64))>() + std::mem::size_of::<(Arc<str>, u64)>();
 
 /// Figures of the board, for `/metrics`: read without its lock.
 #[derive(Debug, Default)]
@@ -480,6 +484,16 @@ impl Board {
                 firing[i] += 1;
             }
         }
+        // What pages share (the encoded board, the latest delta), the change log, and the
+        // alert state of evicted sessions (each id's one allocation counted once).
+        bytes += inner.board.as_ref().map_or(0, |(_, b)| b.len())
+            + inner.delta.as_ref().map_or(0, |(_, _, d)| d.len())
+            + inner.changes.len() * std::mem::size_of::<(u64, Arc<str>)>()
+            + inner
+                .evicted_firing
+                .keys()
+                .map(|id| id.len() + FIRED_ENTRY_BYTES)
+                .sum::<usize>();
         Held {
             status: inner.status.clone(),
             sessions: inner.sessions.len(),

@@ -49,6 +49,10 @@ fn fifty_stuck_sse_clients_hold_no_copy_of_the_board() {
     // page) are in `before`: what is measured is what each further page costs.
     let board = s.events(None).next_of("board");
     assert_eq!(board.json()["rows"].as_array().map(Vec::len), Some(1000));
+    // What the board says it holds counts the latest records (12 MB), their rows (each
+    // carries its record) and the board they are encoded in, which pages share.
+    let held = sample(&s.metrics(), "agent_fold_serve_board_bytes", &[]);
+    assert!(held >= (3 * 1000 * 12_000) as f64, "board_bytes {held}");
     std::thread::sleep(Duration::from_millis(500));
     let before = s.rss();
     // Half resume from versions of their own (each a delta of its own but for the bound), half
