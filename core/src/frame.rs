@@ -79,42 +79,44 @@ enum Name {
 
 impl Name {
     /// The member a key names, if a view reads it: the key's length picks the few names it
-    /// may be, each compared a word at a time (every member of every record comes here).
+    /// may be, each compared a word at a time against a constant (every member of every
+    /// record comes here; a table of names walked in a loop compares them as data instead).
     #[inline]
     fn of(key: &[u8]) -> Option<Name> {
         use Name::*;
-        let names: &[(&[u8], Name)] = match key.len() {
-            3 => &[(b"seq", Seq)],
-            4 => &[(b"type", Type)],
-            5 => &[
-                (b"usage", Usage),
-                (b"tools", Tools),
-                (b"agent", Agent),
-                (b"model", Model),
+        macro_rules! by_length {
+            ($($len:literal => [$($name:literal => $field:ident),+]),+ $(,)?) => {
+                match key.len() {
+                    $($len => {
+                        $(if json::same(key, $name) {
+                            return Some($field);
+                        })+
+                        None
+                    })+
+                    _ => None,
+                }
+            };
+        }
+        by_length! {
+            3 => [b"seq" => Seq],
+            4 => [b"type" => Type],
+            5 => [b"usage" => Usage, b"tools" => Tools, b"agent" => Agent, b"model" => Model],
+            6 => [b"extras" => Extras, b"system" => System],
+            7 => [b"message" => Message, b"trigger" => Trigger],
+            8 => [b"replaces" => Replaces],
+            9 => [b"timestamp" => Timestamp, b"preTokens" => PreTokens],
+            10 => [b"session_id" => SessionId, b"anchor_seq" => AnchorSeq],
+            11 => [b"folded_from" => FoldedFrom],
+            13 => [
+                b"folded_frames" => FoldedFrames,
+                b"message_chars" => MessageChars,
+                b"restore_shown" => RestoreShown
             ],
-            6 => &[(b"extras", Extras), (b"system", System)],
-            7 => &[(b"message", Message), (b"trigger", Trigger)],
-            8 => &[(b"replaces", Replaces)],
-            9 => &[(b"timestamp", Timestamp), (b"preTokens", PreTokens)],
-            10 => &[(b"session_id", SessionId), (b"anchor_seq", AnchorSeq)],
-            11 => &[(b"folded_from", FoldedFrom)],
-            13 => &[
-                (b"folded_frames", FoldedFrames),
-                (b"message_chars", MessageChars),
-                (b"restore_shown", RestoreShown),
-            ],
-            14 => &[(b"context_window", ContextWindow)],
-            15 => &[
-                (b"compact_reserve", CompactReserve),
-                (b"compact_restore", CompactRestore),
-            ],
-            19 => &[(b"auto_compact_tokens", AutoCompactTokens)],
-            22 => &[(b"estimated_tokens_delta", Delta)],
-            _ => &[],
-        };
-        names
-            .iter()
-            .find_map(|&(n, f)| json::same(key, n).then_some(f))
+            14 => [b"context_window" => ContextWindow],
+            15 => [b"compact_reserve" => CompactReserve, b"compact_restore" => CompactRestore],
+            19 => [b"auto_compact_tokens" => AutoCompactTokens],
+            22 => [b"estimated_tokens_delta" => Delta],
+        }
     }
 }
 
@@ -172,8 +174,13 @@ impl<'a> Frame<'a> {
     #[inline(always)]
     fn set(&mut self, bytes: &'a [u8], m: Member<'a>) {
         let raw = m.value;
-        let name = m.name();
-        let Some(field) = Name::of(name.as_bytes()) else {
+        // A key without an escape is its name as it stands: no `Cow` to make and drop.
+        let field = if m.escaped {
+            Name::of(m.name().as_bytes())
+        } else {
+            Name::of(m.key.as_bytes())
+        };
+        let Some(field) = field else {
             return;
         };
         match field {

@@ -56,7 +56,7 @@ impl<'a> Cursor<'a> {
         Err(Undecodable { at: self.i, why })
     }
 
-    #[inline]
+    #[inline(always)]
     fn take(&mut self, n: usize) -> Res<&'a [u8]> {
         match self.b.get(self.i..self.i.saturating_add(n)) {
             Some(s) => {
@@ -67,12 +67,12 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn array<const N: usize>(&mut self) -> Res<[u8; N]> {
         Ok(self.take(N)?.try_into().expect("N bytes"))
     }
 
-    #[inline]
+    #[inline(always)]
     fn u8(&mut self) -> Res<u8> {
         Ok(self.array::<1>()?[0])
     }
@@ -88,7 +88,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A bool as Fluvio encodes it: one byte, 0 or 1.
-    #[inline]
+    #[inline(always)]
     fn bool(&mut self) -> Res<bool> {
         match self.u8()? {
             0 => Ok(false),
@@ -145,7 +145,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A varint that must be within ±2^31 (see the module's note).
-    #[inline]
+    #[inline(always)]
     fn field(&mut self) -> Res<(i64, bool)> {
         let start = self.i;
         let (v, canonical) = self.varint()?;
@@ -180,7 +180,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A key or value: a varint length, then the bytes.
-    #[inline]
+    #[inline(always)]
     fn data(&mut self) -> Res<(&'a [u8], bool)> {
         let start = self.i;
         let (n, canonical) = self.varint()?;
@@ -319,7 +319,7 @@ impl<'a> Input<'a> {
 
 /// One `Record`: a varint length (checked against what is left, as Fluvio does, and otherwise
 /// unused), attributes, timestamp and offset deltas, an optional key, the value, the header count.
-#[inline]
+#[inline(always)]
 fn record<'a>(c: &mut Cursor<'a>) -> Res<Stored<'a>> {
     let start = c.i;
     let (len, len_canonical) = c.varint()?;

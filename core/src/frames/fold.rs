@@ -113,11 +113,12 @@ pub(crate) fn splice(
     spans: [Option<std::ops::Range<usize>>; 3],
     delta: u64,
     frames: u64,
-    from_raw: &str,
+    from_raw: &[u8],
 ) -> Vec<u8> {
-    let delta = delta.to_string();
-    let frames = frames.to_string();
-    let values: [&[u8]; 3] = [delta.as_bytes(), from_raw.as_bytes(), frames.as_bytes()];
+    let (mut delta_buf, mut frames_buf) = ([0; 20], [0; 20]);
+    let delta = crate::json::uint_text(delta, &mut delta_buf);
+    let frames = crate::json::uint_text(frames, &mut frames_buf);
+    let values: [&[u8]; 3] = [delta.as_bytes(), from_raw, frames.as_bytes()];
     const NAMES: [&str; 3] = ["estimated_tokens_delta", "folded_from", "folded_frames"];
 
     let mut edits: Vec<(std::ops::Range<usize>, &[u8])> = Vec::with_capacity(3);
@@ -224,7 +225,7 @@ mod tests {
         let f = at("\"folded_frames\":");
         assert_eq!(&rec[d.clone()], b"7");
         assert_eq!(&rec[f.clone()], b"2");
-        let out = splice(rec, [Some(d), None, Some(f)], 12, 5, "\"t0\"");
+        let out = splice(rec, [Some(d), None, Some(f)], 12, 5, b"\"t0\"");
         assert_eq!(
             std::str::from_utf8(&out).unwrap(),
             r#"{"type":"c","folded_frames":5,"estimated_tokens_delta":12,"x":1,"folded_from":"t0"} "#

@@ -8,6 +8,8 @@ pub use page::{compact_counters, compact_counters_with};
 
 use fold::{Fed, Part, RunState, Tally, splice};
 
+use std::ops::Range;
+
 use crate::config::{Config, Malformed, Subagents};
 use crate::frame::{Field, Frame};
 
@@ -44,10 +46,34 @@ fn tally(v: &Frame) -> Option<Tally> {
 }
 
 /// The raw stamp a fold starting at this counter keeps: its `folded_from`, else its own.
-fn oldest_stamp<'a>(v: &Frame<'a>) -> &'a str {
+fn oldest_stamp<'a>(v: &Frame<'a>) -> Option<&'a str> {
     match v.folded_from() {
-        Field::Valid(raw) => raw,
-        _ => v.stamp().unwrap_or("null"),
+        Field::Valid(raw) => Some(raw),
+        _ => v.stamp(),
+    }
+}
+
+/// What a fold takes from a frame, marked as the page reads it, so that making a folded frame
+/// reads no record again: where its three fold fields' values stand (the newest counter's,
+/// spliced), and where the stamp a fold starting at it keeps stands (the oldest's).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Marks {
+    places: [Option<Range<usize>>; 3],
+    oldest: Option<Range<usize>>,
+}
+
+impl Marks {
+    /// The marks of a frame, as offsets in its record.
+    pub fn of(v: &Frame) -> Marks {
+        let at = |raw: &str| {
+            let start = raw.as_ptr() as usize - v.bytes().as_ptr() as usize;
+            start..start + raw.len()
+        };
+        let [d, f, c] = v.places();
+        Marks {
+            places: [d.range.clone(), f.range.clone(), c.range.clone()],
+            oldest: oldest_stamp(v).map(at),
+        }
     }
 }
 
@@ -195,12 +221,18 @@ pub(crate) enum Out {
     },
 }
 
-/// A folded frame's bytes: its newest counter's, with the part's sums spliced in.
-pub(crate) fn folded(newest: &[u8], oldest: &[u8], delta: u64, frames: u64) -> Vec<u8> {
-    let (Some(n), Some(o)) = (Frame::parse(newest), Frame::parse(oldest)) else {
-        return newest.to_vec();
-    };
-    let [d, f, c] = n.places();
-    let spans = [d.range.clone(), f.range.clone(), c.range.clone()];
-    splice(newest, spans, delta, frames, oldest_stamp(&o))
+/// A folded frame's bytes: its newest counter's, with the part's sums spliced in (the marks
+/// are the two counters', as [`Marks::of`] took them from these very records).
+pub(crate) fn folded(
+    (newest, at_newest): (&[u8], &Marks),
+    (oldest, at_oldest): (&[u8], &Marks),
+    delta: u64,
+    frames: u64,
+) -> Vec<u8> {
+    let from = at_oldest
+        .oldest
+        .clone()
+        .and_then(|r| oldest.get(r))
+        .unwrap_or(b"null");
+    splice(newest, at_newest.places.clone(), delta, frames, from)
 }

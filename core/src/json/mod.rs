@@ -20,7 +20,7 @@ use block::Simd128;
 use block::{Avx2, Sse2};
 use block::{Block, Kind, Swar};
 pub(crate) use scan::plain;
-use scan::{Bad, Res, Scanner, string_end};
+use scan::{Bad, Read, Res, Scanner, after_member, member, skip_ws, string_end};
 
 /// One member of an object: its key as it stands between the quotes, whether that key holds
 /// an escape, and its value's JSON text.
@@ -33,22 +33,34 @@ pub struct Member<'a> {
     pub plain: bool,
 }
 
-/// Whether two byte strings are equal, eight bytes at a time. A slice's `==` is a call to a
-/// byte-at-a-time `memcmp` in wasm32, and names, kinds and session keys are compared on every
-/// record.
+/// Whether two byte strings are equal, a word at a time: the first and last words of the
+/// string overlap instead of a loop over the bytes past the last whole word (a slice's `==` is a
+/// call to a byte-at-a-time `memcmp` in wasm32, and names, kinds and session keys are compared
+/// on every record).
 #[inline]
 pub fn same(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
+    let n = a.len();
+    if n != b.len() {
         return false;
     }
-    let (mut x, mut y) = (a.chunks_exact(8), b.chunks_exact(8));
-    let word = |c: &[u8]| u64::from_le_bytes(c.try_into().expect("eight bytes"));
-    for (p, q) in (&mut x).zip(&mut y) {
-        if word(p) != word(q) {
-            return false;
+    let w8 = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("eight"));
+    let w4 = |s: &[u8], at: usize| u32::from_le_bytes(s[at..at + 4].try_into().expect("four"));
+    match n {
+        0 => true,
+        // Bytes 0, n/2 and n-1 are every byte of a string of one to three.
+        1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
+        4..=7 => w4(a, 0) == w4(b, 0) && w4(a, n - 4) == w4(b, n - 4),
+        _ => {
+            let mut i = 0;
+            while i + 8 < n {
+                if w8(a, i) != w8(b, i) {
+                    return false;
+                }
+                i += 8;
+            }
+            w8(a, n - 8) == w8(b, n - 8)
         }
     }
-    x.remainder().iter().zip(y.remainder()).all(|(p, q)| p == q)
 }
 
 impl<'a> Member<'a> {
@@ -97,53 +109,51 @@ unsafe fn walk_avx2<'a>(bytes: &'a [u8], f: &mut impl FnMut(Member<'a>)) -> Res<
     unsafe { walk::<Avx2>(bytes, f) }
 }
 
-/// A member as [`Scanner::member`] read it.
+/// A member as [`member`] read it.
 ///
-/// SAFETY: the scanner checked every string as UTF-8, and JSON outside strings is ASCII.
-fn as_member<'a>((key, escaped, value, plain): (&'a [u8], bool, &'a [u8], bool)) -> Member<'a> {
+/// SAFETY: the scan checked every string as UTF-8, and JSON outside strings is ASCII.
+#[inline(always)]
+fn as_member(m: Read<'_>) -> Member<'_> {
     // SAFETY: as above.
     unsafe {
         Member {
-            key: std::str::from_utf8_unchecked(key),
-            escaped,
-            value: std::str::from_utf8_unchecked(value),
-            plain,
+            key: std::str::from_utf8_unchecked(m.key),
+            escaped: m.escaped,
+            value: std::str::from_utf8_unchecked(m.value),
+            plain: m.plain,
         }
     }
 }
 
-/// [`object`] on `B`'s blocks.
+/// [`object`] on `B`'s blocks: the index kept in a local through the record (see
+/// [`scan::skip_ws`]), compact JSON's separators taken where they stand.
 ///
 /// # Safety
 /// The CPU has `B`'s instruction set.
 #[inline(always)]
 unsafe fn walk<'a, B: Block>(bytes: &'a [u8], f: &mut impl FnMut(Member<'a>)) -> Res<()> {
-    // SAFETY: the caller vouches for the instruction set.
-    let mut s = unsafe { Scanner::<B>::new(bytes) };
-    s.ws();
-    s.eat(b'{')?;
-    s.ws();
-    if s.peek() == Some(b'}') {
-        s.i += 1;
+    let b = bytes;
+    let mut i = skip_ws(b, 0);
+    if b.get(i) != Some(&b'{') {
+        return Err(Bad);
+    }
+    i = skip_ws(b, i + 1);
+    if b.get(i) == Some(&b'}') {
+        i += 1;
     } else {
         loop {
-            f(as_member(s.member()?));
-            s.ws();
-            match s.peek() {
-                Some(b',') => {
-                    s.i += 1;
-                    s.ws();
-                }
-                Some(b'}') => {
-                    s.i += 1;
-                    break;
-                }
-                _ => return Err(Bad),
+            // SAFETY: the caller vouches for the instruction set.
+            let m = unsafe { member::<B>(b, i) }?;
+            let end = m.end;
+            f(as_member(m));
+            let (sep, next) = after_member(b, end)?;
+            i = next;
+            if sep == b'}' {
+                break;
             }
         }
     }
-    s.ws();
-    if s.i != bytes.len() {
+    if skip_ws(b, i) != b.len() {
         return Err(Bad);
     }
     Ok(())
@@ -181,7 +191,7 @@ fn next_member<'a, B: Block>(s: &mut Scanner<'a, B>, open: &mut bool) -> Option<
         s.eat(b',').ok()?;
     }
     s.ws();
-    Some(as_member(s.member().ok()?))
+    s.member().ok().map(as_member)
 }
 
 /// The value of member `name` of an object value (the last one, when repeated).

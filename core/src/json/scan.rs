@@ -220,8 +220,253 @@ pub(crate) type Base = Simd128;
 )))]
 pub(crate) type Base = Swar;
 
-/// A validating cursor over JSON text: values at any depth, numbers of any size, its strings
-/// scanned on `B`'s blocks (the kernel inlined into the scanner).
+// The cursor's steps are functions of the text and an index that return the next index: the
+// index stays in a wasm local (or a register) through a whole record. A cursor kept in a
+// struct behind `&mut` lives in linear memory once any step is not inlined, and every byte
+// read then reloads the text and the index from memory (several times the instructions).
+
+/// The index of the first byte at or after `i` that is no JSON whitespace.
+#[inline(always)]
+pub(crate) fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while let Some(b' ' | b'\n' | b'\t' | b'\r') = b.get(i) {
+        i += 1;
+    }
+    i
+}
+
+/// The index after the run of ASCII digits at `i`.
+#[inline(always)]
+fn digits(b: &[u8], mut i: usize) -> usize {
+    while b.get(i).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+    }
+    i
+}
+
+/// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?` at `i`: the index after it.
+#[inline(always)]
+fn number(b: &[u8], mut i: usize) -> Res<usize> {
+    if b.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    match b.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => i = digits(b, i + 1),
+        _ => return Err(Bad),
+    }
+    if b.get(i) == Some(&b'.') {
+        let end = digits(b, i + 1);
+        if end == i + 1 {
+            return Err(Bad);
+        }
+        i = end;
+    }
+    if let Some(b'e' | b'E') = b.get(i) {
+        i += 1;
+        if let Some(b'+' | b'-') = b.get(i) {
+            i += 1;
+        }
+        let end = digits(b, i);
+        if end == i {
+            return Err(Bad);
+        }
+        i = end;
+    }
+    Ok(i)
+}
+
+/// `true`, `false` or `null` at `i` (its first byte already told which): the index after it.
+/// Four bytes compared as one word, not through a slice's `==` (a `memcmp` call in wasm32).
+#[inline(always)]
+fn literal(b: &[u8], i: usize) -> Res<usize> {
+    let word = |at: usize| {
+        b.get(at..at + 4)
+            .map(|w| u32::from_le_bytes(w.try_into().expect("four bytes")))
+    };
+    let (at, want, len) = match b.get(i) {
+        Some(b't') => (i, u32::from_le_bytes(*b"true"), 4),
+        Some(b'n') => (i, u32::from_le_bytes(*b"null"), 4),
+        Some(b'f') => (i + 1, u32::from_le_bytes(*b"alse"), 5),
+        _ => return Err(Bad),
+    };
+    if word(at) == Some(want) {
+        Ok(i + len)
+    } else {
+        Err(Bad)
+    }
+}
+
+/// `"key" :` of a nested object's member, from its opening quote, and the whitespace before
+/// its value: the value's index.
+///
+/// # Safety
+/// The CPU has `B`'s instruction set.
+#[inline(always)]
+unsafe fn member_key<B: Block>(b: &[u8], i: usize) -> Res<usize> {
+    if b.get(i) != Some(&b'"') {
+        return Err(Bad);
+    }
+    // SAFETY: the caller vouches for the instruction set.
+    let (i, _) = unsafe { string::<B>(b, i + 1) }?;
+    let i = colon(b, i)?;
+    Ok(i)
+}
+
+/// The `:` after a key (compact JSON has it right there), and the whitespace around it: the
+/// index of the value.
+#[inline(always)]
+fn colon(b: &[u8], i: usize) -> Res<usize> {
+    let i = if b.get(i) == Some(&b':') {
+        i + 1
+    } else {
+        let i = skip_ws(b, i);
+        if b.get(i) != Some(&b':') {
+            return Err(Bad);
+        }
+        i + 1
+    };
+    Ok(match b.get(i) {
+        Some(b' ' | b'\n' | b'\t' | b'\r') => skip_ws(b, i),
+        _ => i,
+    })
+}
+
+/// One value at `i` (no whitespace before it), nested to any depth: the index after it. The
+/// depth is a stack of bits on the heap, never the call stack.
+///
+/// # Safety
+/// The CPU has `B`'s instruction set.
+#[inline(always)]
+unsafe fn value<B: Block>(b: &[u8], i: usize) -> Res<usize> {
+    match b.get(i) {
+        // SAFETY (both): the caller vouches for the instruction set.
+        Some(b'"') => Ok(unsafe { string::<B>(b, i + 1) }?.0),
+        Some(b'-' | b'0'..=b'9') => number(b, i),
+        Some(b'{' | b'[') => unsafe { nested::<B>(b, i) },
+        _ => literal(b, i),
+    }
+}
+
+/// An object or an array at `i`: the index after it.
+///
+/// # Safety
+/// The CPU has `B`'s instruction set.
+#[inline(never)]
+unsafe fn nested<B: Block>(b: &[u8], mut i: usize) -> Res<usize> {
+    let mut stack = BitStack::default();
+    loop {
+        match b.get(i).ok_or(Bad)? {
+            b'"' => {
+                // SAFETY: the caller vouches for the instruction set.
+                i = unsafe { string::<B>(b, i + 1) }?.0;
+            }
+            b'-' | b'0'..=b'9' => i = number(b, i)?,
+            &open @ (b'[' | b'{') => {
+                i = skip_ws(b, i + 1);
+                let close = if open == b'[' { b']' } else { b'}' };
+                if b.get(i) == Some(&close) {
+                    i += 1;
+                } else {
+                    stack.push(open == b'{');
+                    if open == b'{' {
+                        // SAFETY: as above.
+                        i = unsafe { member_key::<B>(b, i) }?;
+                    }
+                    continue;
+                }
+            }
+            _ => i = literal(b, i)?,
+        }
+        // A value is complete: close what it completes, up to the next member.
+        loop {
+            let Some(object) = stack.top() else {
+                return Ok(i);
+            };
+            i = skip_ws(b, i);
+            match b.get(i) {
+                Some(b',') => {
+                    i = skip_ws(b, i + 1);
+                    if object {
+                        // SAFETY: as above.
+                        i = unsafe { member_key::<B>(b, i) }?;
+                    }
+                    break;
+                }
+                Some(b'}') if object => {
+                    i += 1;
+                    stack.pop();
+                }
+                Some(b']') if !object => {
+                    i += 1;
+                    stack.pop();
+                }
+                _ => return Err(Bad),
+            }
+        }
+    }
+}
+
+/// One member as [`member`] reads it: where it ends, its key as it stands between the
+/// quotes, whether the key holds an escape, its value's text, and whether the value is a
+/// string without an escape.
+pub(crate) struct Read<'a> {
+    pub end: usize,
+    pub key: &'a [u8],
+    pub escaped: bool,
+    pub value: &'a [u8],
+    pub plain: bool,
+}
+
+/// `"key" : value` at `i`, from the key's opening quote.
+///
+/// # Safety
+/// The CPU has `B`'s instruction set.
+#[inline(always)]
+pub(crate) unsafe fn member<'a, B: Block>(b: &'a [u8], i: usize) -> Res<Read<'a>> {
+    if b.get(i) != Some(&b'"') {
+        return Err(Bad);
+    }
+    // SAFETY (all three): the caller vouches for the instruction set.
+    let (key_end, escaped) = unsafe { string::<B>(b, i + 1) }?;
+    let start = colon(b, key_end)?;
+    let (end, plain) = if b.get(start) == Some(&b'"') {
+        let (end, escaped) = unsafe { string::<B>(b, start + 1) }?;
+        (end, !escaped)
+    } else {
+        (unsafe { value::<B>(b, start) }?, false)
+    };
+    Ok(Read {
+        end,
+        key: &b[i + 1..key_end - 1],
+        escaped,
+        value: &b[start..end],
+        plain,
+    })
+}
+
+/// After a member's value: the `,` or `}` that follows it (compact JSON has it right there),
+/// and the index after it; after a `,`, the whitespace before the next key is skipped.
+#[inline(always)]
+pub(crate) fn after_member(b: &[u8], i: usize) -> Res<(u8, usize)> {
+    let at = match b.get(i) {
+        Some(b',' | b'}') => i,
+        _ => skip_ws(b, i),
+    };
+    match b.get(at) {
+        Some(b',') => Ok((
+            b',',
+            match b.get(at + 1) {
+                Some(b'"') => at + 1,
+                _ => skip_ws(b, at + 1),
+            },
+        )),
+        Some(b'}') => Ok((b'}', at + 1)),
+        _ => Err(Bad),
+    }
+}
+
+/// A validating cursor over JSON text, for the readers that step through a value already read
+/// (its members, its elements): the steps above on its index.
 pub(crate) struct Scanner<'a, B> {
     pub b: &'a [u8],
     pub i: usize,
@@ -231,22 +476,15 @@ pub(crate) struct Scanner<'a, B> {
 impl<'a> Scanner<'a, Base> {
     /// A scanner on the blocks every machine has.
     pub fn base(b: &'a [u8]) -> Self {
-        // SAFETY: `Base` is in every machine's instruction set (see its definition).
-        unsafe { Scanner::new(b) }
-    }
-}
-
-impl<'a, B: Block> Scanner<'a, B> {
-    /// # Safety
-    /// The CPU has `B`'s instruction set: every method leans on it.
-    pub unsafe fn new(b: &'a [u8]) -> Self {
         Scanner {
             b,
             i: 0,
             blocks: PhantomData,
         }
     }
+}
 
+impl<'a, B: Block> Scanner<'a, B> {
     #[inline]
     pub fn peek(&self) -> Option<u8> {
         self.b.get(self.i).copied()
@@ -254,9 +492,7 @@ impl<'a, B: Block> Scanner<'a, B> {
 
     #[inline]
     pub fn ws(&mut self) {
-        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
-            self.i += 1;
-        }
+        self.i = skip_ws(self.b, self.i);
     }
 
     #[inline]
@@ -269,158 +505,21 @@ impl<'a, B: Block> Scanner<'a, B> {
         }
     }
 
-    /// The rest of a string whose opening quote was eaten; true when it holds an escape.
-    #[inline(always)]
-    pub fn string(&mut self) -> Res<bool> {
-        // SAFETY: a scanner of `B` is only made where the CPU has `B` (`new`).
-        let (end, escaped) = unsafe { string::<B>(self.b, self.i) }?;
-        self.i = end;
-        Ok(escaped)
-    }
-
-    /// `"key" : value`, from the key's opening quote: the key as it stands between its quotes,
-    /// whether it holds an escape, the value's text, and whether the value is a string without
-    /// an escape (its text is then its quotes' inside, as the scan has seen).
-    #[inline(always)]
-    pub fn member(&mut self) -> Res<(&'a [u8], bool, &'a [u8], bool)> {
-        self.eat(b'"')?;
-        let start = self.i;
-        let escaped = self.string()?;
-        let key = &self.b[start..self.i - 1];
-        self.ws();
-        self.eat(b':')?;
-        self.ws();
-        let vstart = self.i;
-        let plain = if self.peek() == Some(b'"') {
-            self.i += 1;
-            !self.string()?
-        } else {
-            self.value()?;
-            false
-        };
-        Ok((key, escaped, &self.b[vstart..self.i], plain))
-    }
-
-    /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`
-    fn number(&mut self) -> Res<()> {
-        if self.peek() == Some(b'-') {
-            self.i += 1;
-        }
-        match self.peek() {
-            Some(b'0') => self.i += 1,
-            Some(b'1'..=b'9') => {
-                self.i += 1;
-                self.digits();
-            }
-            _ => return Err(Bad),
-        }
-        if self.peek() == Some(b'.') {
-            self.i += 1;
-            if self.digits() == 0 {
-                return Err(Bad);
-            }
-        }
-        if let Some(b'e' | b'E') = self.peek() {
-            self.i += 1;
-            if let Some(b'+' | b'-') = self.peek() {
-                self.i += 1;
-            }
-            if self.digits() == 0 {
-                return Err(Bad);
-            }
-        }
-        Ok(())
-    }
-
+    /// `"key" : value`, from the key's opening quote (see [`member`]).
     #[inline]
-    fn digits(&mut self) -> usize {
-        let start = self.i;
-        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
-            self.i += 1;
-        }
-        self.i - start
+    pub fn member(&mut self) -> Res<Read<'a>> {
+        // SAFETY: a scanner of `B` is only made where the CPU has `B` (`base`).
+        let m = unsafe { member::<B>(self.b, self.i) }?;
+        self.i = m.end;
+        Ok(m)
     }
 
+    /// One value at the cursor (no whitespace before it).
     #[inline]
-    fn literal(&mut self, word: &[u8]) -> Res<()> {
-        if self.b.get(self.i..self.i + word.len()) == Some(word) {
-            self.i += word.len();
-            Ok(())
-        } else {
-            Err(Bad)
-        }
-    }
-
-    /// `"key" :` inside a nested object, and the whitespace before its value.
-    #[inline(always)]
-    fn member_key(&mut self) -> Res<()> {
-        self.eat(b'"')?;
-        self.string()?;
-        self.ws();
-        self.eat(b':')?;
-        self.ws();
-        Ok(())
-    }
-
-    /// One value at the cursor (no whitespace before it), nested to any depth: the depth is
-    /// a stack of bits on the heap, never the call stack. Inlined, as everything between an
-    /// entry point and the blocks is, so that a `target_feature` entry point's blocks inline.
-    #[inline(always)]
     pub fn value(&mut self) -> Res<()> {
-        let mut stack = BitStack::default();
-        loop {
-            match self.peek().ok_or(Bad)? {
-                b'"' => {
-                    self.i += 1;
-                    self.string()?;
-                }
-                b'-' | b'0'..=b'9' => self.number()?,
-                b'n' => self.literal(b"null")?,
-                b't' => self.literal(b"true")?,
-                b'f' => self.literal(b"false")?,
-                open @ (b'[' | b'{') => {
-                    self.i += 1;
-                    self.ws();
-                    let close = if open == b'[' { b']' } else { b'}' };
-                    if self.peek() == Some(close) {
-                        self.i += 1;
-                    } else {
-                        stack.push(open == b'{');
-                        if open == b'{' {
-                            self.member_key()?;
-                        }
-                        continue;
-                    }
-                }
-                _ => return Err(Bad),
-            }
-            // A value is complete: close what it completes, up to the next member.
-            loop {
-                let Some(object) = stack.top() else {
-                    return Ok(());
-                };
-                self.ws();
-                match self.peek() {
-                    Some(b',') => {
-                        self.i += 1;
-                        self.ws();
-                        if object {
-                            self.member_key()?;
-                        }
-                        break;
-                    }
-                    Some(b'}') if object => {
-                        self.i += 1;
-                        stack.pop();
-                    }
-                    Some(b']') if !object => {
-                        self.i += 1;
-                        stack.pop();
-                    }
-                    _ => return Err(Bad),
-                }
-            }
-        }
+        // SAFETY: as above.
+        self.i = unsafe { value::<B>(self.b, self.i) }?;
+        Ok(())
     }
 }
 

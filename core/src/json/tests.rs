@@ -137,3 +137,17 @@ fn every_isa_finds_the_same_string_ends() {
         }
     }
 }
+
+#[test]
+fn same_is_slice_equality_at_every_length() {
+    for n in 0..40usize {
+        let a: Vec<u8> = (0..n as u8).map(|i| i.wrapping_mul(37)).collect();
+        assert!(same(&a, &a.clone()), "{n}");
+        for at in 0..n {
+            let mut b = a.clone();
+            b[at] ^= 0x40;
+            assert!(!same(&a, &b), "{n} {at}");
+        }
+        assert!(!same(&a, &a[..n.saturating_sub(1)]) || n == 0);
+    }
+}

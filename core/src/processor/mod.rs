@@ -11,7 +11,7 @@ use crate::adapt::{self, Read};
 use crate::config::{Config, Input, Malformed, ParamError, View};
 use crate::frame::Frame;
 use crate::frames::fold::RunState;
-use crate::frames::{self, Folder, Out, Role};
+use crate::frames::{self, Folder, Marks, Out, Role};
 use crate::json;
 use crate::pressure::{self, Outcome, Projector, Refusal};
 use crate::record::{BatchError, Emit, MAX_KEY_LEN, RecordIn, session_key};
@@ -218,8 +218,13 @@ impl Processor {
             return out;
         }
         let mut page = Page::default();
+        // Per record, what a fold takes from it (none in a replay, which makes no record).
+        let mut marks = Vec::with_capacity(if replay { 0 } else { records.len() });
         for rec in records {
             let v = Frame::parse(rec.value);
+            if !replay {
+                marks.push(v.as_ref().map(Marks::of).unwrap_or_default());
+            }
             self.fold_step(&mut page, v.as_ref(), rec.key, None, replay);
         }
         let outs = self.finish(page);
@@ -236,7 +241,12 @@ impl Processor {
                     frames,
                 } => Emit::Replace(
                     newest,
-                    frames::folded(records[newest].value, records[oldest].value, delta, frames),
+                    frames::folded(
+                        (records[newest].value, &marks[newest]),
+                        (records[oldest].value, &marks[oldest]),
+                        delta,
+                        frames,
+                    ),
                 ),
             })
             .collect()
@@ -285,6 +295,8 @@ impl Processor {
         let mut frames: Vec<Vec<u8>> = Vec::with_capacity(records.len());
         let mut origin: Vec<usize> = Vec::with_capacity(records.len());
         let mut keys: Vec<Vec<u8>> = Vec::with_capacity(records.len());
+        // Per frame, what a fold takes from it.
+        let mut marks: Vec<Marks> = Vec::with_capacity(records.len());
         let mut page = Page::default();
         let mut out = Vec::new();
         for (i, rec) in records.iter().enumerate() {
@@ -328,6 +340,7 @@ impl Processor {
             for (j, bytes) in frames.iter().enumerate().skip(start) {
                 origin.push(i);
                 let v = Frame::parse(bytes);
+                marks.push(v.as_ref().map(Marks::of).unwrap_or_default());
                 if self.view == View::Pressure {
                     if let Some(v) = &v {
                         let sink = (!replay).then_some(&mut out);
@@ -380,7 +393,12 @@ impl Processor {
                     oldest,
                     delta,
                     frames: n,
-                } => Some(frames::folded(&frames[newest], &frames[oldest], delta, n)),
+                } => Some(frames::folded(
+                    (&frames[newest], &marks[newest]),
+                    (&frames[oldest], &marks[oldest]),
+                    delta,
+                    n,
+                )),
                 Out::Pass(_) => None,
             })
             .collect();
