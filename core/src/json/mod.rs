@@ -354,6 +354,38 @@ pub fn write_uint(out: &mut Vec<u8>, n: u64) {
     out.extend_from_slice(uint_text(n, &mut buf).as_bytes());
 }
 
+/// Whether every byte of `s` is ASCII from the space up, other than `"` and `\`: the bytes
+/// [`write_string`] copies as they stand. Eight bytes at a time, each test exact for "any byte
+/// of the word" (a borrow into a byte's top bit happens only past a byte that matched); the last
+/// word overlaps the one before it.
+#[inline]
+pub fn plain_ascii(s: &[u8]) -> bool {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGH: u64 = ONES << 7;
+    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v;
+    let bad = |w: u64| {
+        let below_space = w.wrapping_sub(ONES * 0x20) & !w;
+        let quote = has_zero(w ^ (ONES * b'"' as u64));
+        let backslash = has_zero(w ^ (ONES * b'\\' as u64));
+        (w | below_space | quote | backslash) & HIGH != 0
+    };
+    let n = s.len();
+    if n < 8 {
+        return s
+            .iter()
+            .all(|&c| (0x20..0x80).contains(&c) && c != b'"' && c != b'\\');
+    }
+    let word = |at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("eight"));
+    let mut i = 0;
+    while i + 8 < n {
+        if bad(word(i)) {
+            return false;
+        }
+        i += 8;
+    }
+    !bad(word(n - 8))
+}
+
 /// Writes `s` as a JSON string (quotes, `"` `\` and control characters escaped).
 pub fn write_string(out: &mut Vec<u8>, s: &[u8]) {
     out.push(b'"');

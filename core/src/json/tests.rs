@@ -151,3 +151,20 @@ fn same_is_slice_equality_at_every_length() {
         assert!(!same(&a, &a[..n.saturating_sub(1)]) || n == 0);
     }
 }
+
+/// The word-at-a-time test agrees with the byte one for every byte at every place of strings of
+/// 1 to 24 bytes (the short path, whole words, and an overlapping last word).
+#[test]
+fn plain_ascii_is_the_bytes_write_string_copies() {
+    let plain = |c: u8| (0x20..0x80).contains(&c) && c != b'"' && c != b'\\';
+    for len in 1..=24 {
+        for at in 0..len {
+            for c in 0..=255u8 {
+                let mut s = vec![b'a'; len];
+                s[at] = c;
+                assert_eq!(plain_ascii(&s), plain(c), "{len} {at} {c:#x}");
+            }
+        }
+    }
+    assert!(plain_ascii(b""));
+}

@@ -1,16 +1,42 @@
 //! The records the pressure view writes: `context/pressure` and `context/error` (contract §3, §5).
 
 use super::session::{Figures, Refusal};
-use crate::json::{write_string, write_uint};
+use crate::json::{self, write_string, write_uint};
 use crate::record::Emit;
 use crate::state::checkpoint::STATE_VERSION;
 
+/// The session as a JSON string, or `null`.
 fn session_json(out: &mut Vec<u8>, key: Option<&[u8]>) {
     match key {
-        Some(k) => write_string(out, String::from_utf8_lossy(k).as_bytes()),
+        Some(k) => key_json(out, k, json::plain_ascii(k)),
         None => out.extend_from_slice(b"null"),
     }
 }
+
+/// A session key as a JSON string: the key read as UTF-8 (an invalid sequence as U+FFFD),
+/// escaped. A `plain` key ([`json::plain_ascii`]: nearly every key) is that string's inside as
+/// it stands, and is copied; any other goes through the lossy reading and the escaper.
+fn key_json(out: &mut Vec<u8>, k: &[u8], plain: bool) {
+    if plain {
+        out.push(b'"');
+        out.extend_from_slice(k);
+        out.push(b'"');
+    } else {
+        write_string(out, String::from_utf8_lossy(k).as_bytes());
+    }
+}
+
+/// The most a string of `len` bytes takes as JSON by [`key_json`] or [`write_string`]: its
+/// bytes and quotes when `plain`, else six bytes a byte (`\u00XX` is the longest a byte
+/// becomes; an invalid one becomes U+FFFD, three).
+fn string_room(len: usize, plain: bool) -> usize {
+    2 + if plain { len } else { 6 * len }
+}
+
+/// The most a `context/pressure` record takes besides its session, timestamp and names: its
+/// member names and punctuation (282 bytes) and each number at its longest (`seq`, eight
+/// counts and `stateVersion` at 20 digits, the occupancy at 24 characters, the scale at 21).
+const PRESSURE_ROOM: usize = 282 + 10 * 20 + 24 + 21;
 
 /// `,"name":n`, or `null`.
 fn opt(out: &mut Vec<u8>, name: &str, v: Option<u64>) {
@@ -35,6 +61,16 @@ fn milli(out: &mut Vec<u8>, m: u64) {
     }
 }
 
+/// `x` as serde_json writes an `f64`: a finite one as `zmij`'s shortest text (serde_json's own
+/// float writer, called without its serializer), any other as `null`.
+fn float(out: &mut Vec<u8>, x: f64) {
+    if x.is_finite() {
+        out.extend_from_slice(zmij::Buffer::new().format_finite(x).as_bytes());
+    } else {
+        out.extend_from_slice(b"null");
+    }
+}
+
 /// `,"stateVersion":5}`: the end of every record.
 fn end(out: &mut Vec<u8>) {
     out.extend_from_slice(b",\"stateVersion\":");
@@ -50,9 +86,18 @@ pub(crate) fn pressure_record(
     stamp: Option<&str>,
     f: &Figures,
 ) -> Emit {
-    let mut out = Vec::with_capacity(320);
+    // One buffer, sized once: it never grows.
+    let plain = json::plain_ascii(key);
+    let room = PRESSURE_ROOM
+        + string_room(key.len(), plain)
+        + stamp.map_or(0, str::len)
+        + [&f.names.agent, &f.names.model]
+            .iter()
+            .map(|n| n.as_deref().map_or(0, |n| string_room(n.len(), false)))
+            .sum::<usize>();
+    let mut out = Vec::with_capacity(room);
     out.extend_from_slice(b"{\"type\":\"context/pressure\",\"session\":");
-    session_json(&mut out, Some(key));
+    key_json(&mut out, key, plain);
     out.extend_from_slice(b",\"seq\":");
     write_uint(&mut out, seq);
     if let Some(stamp) = stamp {
@@ -64,7 +109,7 @@ pub(crate) fn pressure_record(
     opt(&mut out, "capacity", f.capacity);
     out.extend_from_slice(b",\"contextOccupancy\":");
     match f.occupancy() {
-        Some(x) => serde_json::to_writer(&mut out, &x).expect("writing to a Vec"),
+        Some(x) => float(&mut out, x),
         None => out.extend_from_slice(b"null"),
     }
     opt(&mut out, "systemTokens", f.system);
@@ -86,6 +131,7 @@ pub(crate) fn pressure_record(
         }
     }
     end(&mut out);
+    debug_assert!(out.len() <= room, "{} > {room}", out.len());
     Emit::New {
         at,
         key: key.to_vec(),
@@ -113,7 +159,7 @@ pub(crate) fn error_record(at: usize, key: &[u8], seq: Option<u64>, refusal: &Re
 
 #[cfg(test)]
 mod tests {
-    use super::milli;
+    use super::{float, milli, session_json};
     use crate::{Emit, Processor, RecordIn};
 
     fn records(p: &mut Processor, frames: &[&str]) -> Vec<serde_json::Value> {
@@ -168,6 +214,53 @@ mod tests {
             (&more[0]["agent"], &more[0]["model"]),
             (&"codex".into(), &"gpt-5.5".into())
         );
+    }
+
+    /// The occupancy's text is serde_json's for every share a record can hold (a `u64` over a
+    /// `u64`): round shares, long fractions, tiny and huge ones.
+    #[test]
+    fn occupancy_prints_as_serde_json_prints_it() {
+        let mut rng = crate::rng::Rng::new(29);
+        let mut shares = vec![
+            0.0,
+            1.0,
+            0.5,
+            0.00244,
+            1e-300,
+            1e300,
+            f64::NAN,
+            f64::INFINITY,
+        ];
+        for _ in 0..100_000 {
+            let used = rng.next_u64() >> (rng.next_u64() % 64);
+            let cap = (rng.next_u64() >> (rng.next_u64() % 64)).max(1);
+            shares.push(used as f64 / cap as f64);
+        }
+        for x in shares {
+            let mut out = Vec::new();
+            float(&mut out, x);
+            assert_eq!(out, serde_json::to_vec(&x).unwrap(), "{x}");
+        }
+    }
+
+    /// A session's text is the lossy string's, escaped, whatever its bytes.
+    #[test]
+    fn sessions_print_as_their_lossy_strings() {
+        let mut keys: Vec<Vec<u8>> = vec![b"".to_vec(), b"s".to_vec(), b"\xff".to_vec()];
+        for c in 0..=255u8 {
+            for len in [1, 7, 8, 9, 17] {
+                let mut k = b"session-0123456789abcdef".to_vec();
+                k.truncate(len);
+                k[len / 2] = c;
+                keys.push(k);
+            }
+        }
+        for k in keys {
+            let mut out = Vec::new();
+            session_json(&mut out, Some(&k));
+            let want = serde_json::to_vec(&String::from_utf8_lossy(&k)).unwrap();
+            assert_eq!(out, want, "{k:?}");
+        }
     }
 
     #[test]
