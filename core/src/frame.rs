@@ -460,6 +460,54 @@ mod tests {
         assert_eq!((v.kind(), v.seq()), (Some("user/message"), Some(3)));
     }
 
+    /// `extras.parent_tool_use_id` is the last one of the last `extras`, for repeated, nested,
+    /// spaced, escaped and non-object forms, on every instruction set; and what is no JSON
+    /// inside `extras` is no frame.
+    #[test]
+    fn subagent_is_the_last_parent_member_as_the_iterator_reads_it() {
+        let cases: [&[u8]; 15] = [
+            br#"{"extras":{"parent_tool_use_id":"t"},"extras":{}}"#,
+            br#"{"extras":{},"extras":{"parent_tool_use_id":"t"}}"#,
+            br#"{"extras":{"parent_tool_use_id":"t"},"extras":"x"}"#,
+            br#"{"extras":{"parent_tool_use_id":"t","parent_tool_use_id":null}}"#,
+            br#"{"extras":{"parent_tool_use_id":null,"parent_tool_use_id":"t"}}"#,
+            br#"{"extras":{"a":{"parent_tool_use_id":"t"},"b":[1,{"c":"d"}]}}"#,
+            br#"{"extras":{"a":{"parent_tool_use_id":"t"}},"parent_tool_use_id":"t"}"#,
+            b"{ \"extras\" : { \"parent_tool_use_id\" : \"t\" , \"z\" : 1 } }",
+            br#"{"extr\u0061s":{"parent_tool_use_id":"t"}}"#,
+            br#"{"extras":{"x":1,"parent_tool_use_id":"t"}}"#,
+            br#"{"extras":{ }}"#,
+            br#"{"extras":[{"parent_tool_use_id":"t"}]}"#,
+            br#"{"extras":{"parent_tool_use_id":"\u0074"}}"#,
+            br#"{"extras":{"parent_tool_use_\u0069d":"t","z":[]}}"#,
+            br#"{"extras":{"parent_tool_use_id":"t"},"extras":{"q":true}}"#,
+        ];
+        let bad: [&[u8]; 5] = [
+            br#"{"extras":{"parent_tool_use_id":"t",}}"#,
+            br#"{"extras":{"parent_tool_use_id":"t"}"#,
+            br#"{"extras":{"parent_tool_use_id" "t"}}"#,
+            br#"{"extras":{parent_tool_use_id:"t"}}"#,
+            b"{\"extras\":{\"p\":\"\xff\"}}",
+        ];
+        for isa in Isa::available() {
+            for case in cases {
+                let v = Frame::parse_on(case, isa).unwrap();
+                let text = std::str::from_utf8(case).unwrap();
+                let extras = json::members(text)
+                    .filter(|m| m.is("extras"))
+                    .last()
+                    .map(|m| m.value);
+                let again = extras
+                    .and_then(|e| json::get(e, "parent_tool_use_id"))
+                    .is_some_and(json::is_string);
+                assert_eq!(v.is_subagent(), again, "{text} on {isa:?}");
+            }
+            for case in bad {
+                assert!(Frame::parse_on(case, isa).is_none(), "{case:?}");
+            }
+        }
+    }
+
     #[test]
     fn escaped_keys_and_values_are_read() {
         let v =
