@@ -53,7 +53,18 @@ impl Latest {
 
 /// A record's members, each as its JSON text, read when asked for; a member of another type
 /// than asked reads as absent (the record is still shown as it came).
-struct Members<'a>(HashMap<Cow<'a, str>, &'a RawValue>);
+struct Members<'a>(HashMap<Key<'a>, &'a RawValue>);
+
+/// A member's name, borrowed from the record unless it has an escape: no allocation per member
+/// of every record read.
+#[derive(Deserialize, PartialEq, Eq, Hash)]
+struct Key<'a>(#[serde(borrow)] Cow<'a, str>);
+
+impl std::borrow::Borrow<str> for Key<'_> {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
 
 impl Members<'_> {
     fn get<T: serde::de::DeserializeOwned>(&self, name: &str) -> Option<T> {
@@ -226,6 +237,12 @@ mod tests {
             (Some("codex"), Some("gpt-5"))
         );
         assert!(r.text.get().starts_with('{'), "kept trimmed");
+        // A name with an escape is the name it spells.
+        let escaped = PressureRecord::parse(
+            br#"{"type":"context/pressure","session":"s","pressure\u0054okens":7}"#,
+        )
+        .unwrap();
+        assert_eq!(escaped.latest.pressure, Some(7));
         for (bad, why) in [
             (&b"nope"[..], "not JSON"),
             (b"[1]", "not a JSON object"),
