@@ -5,7 +5,7 @@
 //! first, and its key's hash is remembered (a tombstone) so that the session, when it comes
 //! back, is known to have lost its state. Lookups and evictions are O(1).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 
 const NIL: u32 = u32::MAX;
@@ -18,8 +18,6 @@ struct Slot<V> {
     newer: u32,
     /// Towards the least recently used end.
     older: u32,
-    /// The next entry whose key has the same hash.
-    chain: u32,
 }
 
 /// The session index's hash: a multiply per eight bytes of key, several times cheaper than
@@ -55,17 +53,30 @@ impl KeyHash {
         KeyHash(std::collections::hash_map::RandomState::new().hash_one(0x5e55_1015u64))
     }
 
+    /// Every byte of the key reaches the hash: its words, the last one overlapping the one
+    /// before when the length is no multiple of eight (no copy into a padded word), and its
+    /// length, which tells overlapping keys apart.
+    #[inline]
     fn hash(&self, key: &[u8]) -> u64 {
-        let mut h = self.0 ^ key.len() as u64;
-        let mut chunks = key.chunks_exact(8);
-        for c in &mut chunks {
-            h = mix(h, u64::from_le_bytes(c.try_into().expect("eight bytes")));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut w = [0u8; 8];
-            w[..rest.len()].copy_from_slice(rest);
-            h = mix(h, u64::from_le_bytes(w));
+        let n = key.len();
+        let w8 = |at: usize| u64::from_le_bytes(key[at..at + 8].try_into().expect("eight bytes"));
+        let w4 = |at: usize| u32::from_le_bytes(key[at..at + 4].try_into().expect("four bytes"));
+        let mut h = self.0 ^ n as u64;
+        match n {
+            0 => {}
+            1..=3 => {
+                let w = key[0] as u64 | (key[n / 2] as u64) << 8 | (key[n - 1] as u64) << 16;
+                h = mix(h, w);
+            }
+            4..=7 => h = mix(h, w4(0) as u64 | (w4(n - 4) as u64) << 32),
+            _ => {
+                let mut i = 0;
+                while i + 8 < n {
+                    h = mix(h, w8(i));
+                    i += 8;
+                }
+                h = mix(h, w8(n - 8));
+            }
         }
         finish(h)
     }
@@ -89,7 +100,20 @@ impl Hasher for Identity {
     }
 }
 
-type Index<T> = HashMap<u64, T, BuildHasherDefault<Identity>>;
+/// The index: entry ids in open addressing, probed linearly from a hash's low bits (an id's
+/// hash is its entry's), at most half full so that a probe meets an empty slot soon. A lookup
+/// is a few loads and compares, where a general map's probe groups cost several times that on
+/// wasm32 (every record looks its session up).
+#[derive(Default)]
+struct Table {
+    slots: Vec<u32>,
+}
+
+impl Table {
+    fn mask(&self) -> usize {
+        self.slots.len().wrapping_sub(1)
+    }
+}
 
 /// The hashes of evicted keys, in two generations of at most `cap` each: an evicted session
 /// is recognised for at least `cap` further evictions, in bounded memory.
@@ -118,7 +142,7 @@ impl Tombstones {
 
 /// A map from session key to state, least recently used first out.
 pub(crate) struct Lru<V> {
-    index: Index<u32>,
+    index: Table,
     entries: Vec<Slot<V>>,
     newest: u32,
     oldest: u32,
@@ -138,7 +162,7 @@ impl<V> Lru<V> {
     pub fn new(cap: usize) -> Self {
         let cap = cap.clamp(1, NIL as usize - 1);
         Lru {
-            index: Index::default(),
+            index: Table::default(),
             entries: Vec::new(),
             newest: NIL,
             oldest: NIL,
@@ -166,16 +190,28 @@ impl<V> Lru<V> {
         if self.newest != NIL && crate::json::same(&self.entries[self.newest as usize].key, key) {
             return Some(self.newest);
         }
-        let h = self.hasher.hash(key);
-        let mut at = *self.index.get(&h)?;
-        while at != NIL {
-            let e = &self.entries[at as usize];
-            if crate::json::same(&e.key, key) {
-                return Some(at);
-            }
-            at = e.chain;
+        self.find(self.hasher.hash(key), key)
+    }
+
+    /// The entry of `key`, whose hash is `h`.
+    #[inline]
+    fn find(&self, h: u64, key: &[u8]) -> Option<EntryId> {
+        let mask = self.index.mask();
+        if self.index.slots.is_empty() {
+            return None;
         }
-        None
+        let mut at = h as usize & mask;
+        loop {
+            let id = self.index.slots[at];
+            if id == NIL {
+                return None;
+            }
+            let e = &self.entries[id as usize];
+            if e.hash == h && crate::json::same(&e.key, key) {
+                return Some(id);
+            }
+            at = (at + 1) & mask;
+        }
     }
 
     /// Makes the entry the most recently used.
@@ -210,7 +246,6 @@ impl<V> Lru<V> {
             value,
             newer: NIL,
             older: NIL,
-            chain: NIL,
         };
         let (id, evicted) = if self.entries.len() < self.cap {
             self.entries.push(entry);
@@ -223,9 +258,7 @@ impl<V> Lru<V> {
             self.gone.insert(old.hash);
             (id, Some((old.key, old.value)))
         };
-        let head = self.index.entry(hash).or_insert(NIL);
-        self.entries[id as usize].chain = *head;
-        *head = id;
+        self.index_insert(id);
         self.link_newest(id);
         (id, evicted)
     }
@@ -248,32 +281,54 @@ impl<V> Lru<V> {
         })
     }
 
-    /// Removes entry `id` from its hash chain.
+    /// Puts entry `id` (in `entries` already) into the index, doubling the index first when it
+    /// would pass half full (every entry placed again from its hash).
+    fn index_insert(&mut self, id: EntryId) {
+        if (self.entries.len() + 1) * 2 > self.index.slots.len() {
+            let size = (self.entries.len() * 4).next_power_of_two().max(16);
+            self.index.slots = vec![NIL; size];
+            for k in 0..self.entries.len() as u32 {
+                if k != id {
+                    self.place(k);
+                }
+            }
+        }
+        self.place(id);
+    }
+
+    /// Entry `id` into the first empty slot from its hash's.
+    fn place(&mut self, id: EntryId) {
+        let mask = self.index.mask();
+        let mut at = self.entries[id as usize].hash as usize & mask;
+        while self.index.slots[at] != NIL {
+            at = (at + 1) & mask;
+        }
+        self.index.slots[at] = id;
+    }
+
+    /// Removes entry `id` from the index: its slot emptied, and each entry after it in the probe
+    /// run moved back into the hole when the hole lies between its home slot and where it
+    /// stands (so that every entry stays reachable from its home without a marker).
     fn unindex(&mut self, id: EntryId) {
-        let (hash, next) = {
-            let e = &self.entries[id as usize];
-            (e.hash, e.chain)
-        };
-        let Some(head) = self.index.get_mut(&hash) else {
-            return;
-        };
-        if *head == id {
+        let mask = self.index.mask();
+        let mut hole = self.entries[id as usize].hash as usize & mask;
+        while self.index.slots[hole] != id {
+            hole = (hole + 1) & mask;
+        }
+        let mut at = hole;
+        loop {
+            at = (at + 1) & mask;
+            let next = self.index.slots[at];
             if next == NIL {
-                self.index.remove(&hash);
-            } else {
-                *head = next;
+                break;
             }
-            return;
-        }
-        let mut at = *head;
-        while at != NIL {
-            let c = self.entries[at as usize].chain;
-            if c == id {
-                self.entries[at as usize].chain = next;
-                return;
+            let home = self.entries[next as usize].hash as usize & mask;
+            if at.wrapping_sub(home) & mask >= at.wrapping_sub(hole) & mask {
+                self.index.slots[hole] = next;
+                hole = at;
             }
-            at = c;
         }
+        self.index.slots[hole] = NIL;
     }
 
     fn unlink(&mut self, id: EntryId) {
@@ -376,6 +431,37 @@ mod tests {
             for (key, _) in l.iter_oldest_first() {
                 assert!(l.peek(key).is_some());
             }
+        }
+    }
+
+    #[test]
+    fn the_index_finds_every_live_key_and_no_evicted_one_through_many_evictions() {
+        let mut l = Lru::new(97);
+        let mut live = std::collections::VecDeque::new();
+        // A key order that revisits old keys, so that lookups, touches and evictions mix.
+        let mut x = 12345u64;
+        for _ in 0..20_000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let k = format!("{:x}", (x >> 33) % 400).into_bytes();
+            match l.peek(&k) {
+                Some(id) => {
+                    l.touch(id);
+                    let at = live.iter().position(|q| *q == k).expect("a live key");
+                    live.remove(at);
+                }
+                None => {
+                    assert!(!live.contains(&k), "a live key the index lost");
+                    if l.insert(&k, 0).1.is_some() {
+                        live.pop_front();
+                    }
+                }
+            }
+            live.push_back(k);
+        }
+        let order: Vec<Vec<u8>> = l.iter_oldest_first().map(|(k, _)| k.to_vec()).collect();
+        assert_eq!(order, Vec::from(live.clone()));
+        for k in &live {
+            assert!(l.peek(k).is_some());
         }
     }
 }
