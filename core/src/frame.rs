@@ -166,7 +166,13 @@ impl<'a> Frame<'a> {
             bytes,
             ..Frame::default()
         };
-        json::object(bytes, isa, |m| v.set(bytes, m))?;
+        // Inlined into the walk: a call per member would pass the member through memory.
+        json::object(
+            bytes,
+            isa,
+            #[inline(always)]
+            |m| v.set(bytes, m),
+        )?;
         Some(v)
     }
 

@@ -63,16 +63,26 @@ pub fn same(a: &[u8], b: &[u8]) -> bool {
     }
 }
 
+/// [`Member::string`] of a value that is no plain string (the cold path).
+#[inline(never)]
+fn unplain(raw: &str) -> Option<Cow<'_, str>> {
+    string(raw)
+}
+
 impl<'a> Member<'a> {
     /// The value's text when it is a string, unescaped (as [`string`] reads it): a string the
     /// scan saw no escape in is its quotes' inside, without a second look.
-    #[inline]
+    #[inline(always)]
     pub fn string(&self) -> Option<Cow<'a, str>> {
         if self.plain {
-            let v: &'a str = self.value;
-            return Some(Cow::Borrowed(&v[1..v.len() - 1]));
+            let v: &'a [u8] = self.value.as_bytes();
+            // SAFETY: a plain string's value is `"…"` of valid UTF-8; its quotes are ASCII, so
+            // the inside is valid UTF-8 too.
+            return Some(Cow::Borrowed(unsafe {
+                std::str::from_utf8_unchecked(&v[1..v.len() - 1])
+            }));
         }
-        string(self.value)
+        unplain(self.value)
     }
 
     /// Whether the key, unescaped, is `name` (a lone surrogate reads as U+FFFD, so an odd key
@@ -137,21 +147,25 @@ unsafe fn walk<'a, B: Block>(bytes: &'a [u8], f: &mut impl FnMut(Member<'a>)) ->
     if b.get(i) != Some(&b'{') {
         return Err(Bad);
     }
+
     i = skip_ws(b, i + 1);
-    if b.get(i) == Some(&b'}') {
-        i += 1;
-    } else {
-        loop {
-            // SAFETY: the caller vouches for the instruction set.
-            let m = unsafe { member::<B>(b, i) }?;
-            let end = m.end;
-            f(as_member(m));
-            let (sep, next) = after_member(b, end)?;
-            i = next;
-            if sep == b'}' {
-                break;
+    match b.get(i) {
+        Some(b'}') => i += 1,
+        Some(b'"') => {
+            i += 1;
+            loop {
+                // SAFETY: the caller vouches for the instruction set.
+                let m = unsafe { member::<B>(b, i) }?;
+                let end = m.end;
+                f(as_member(m));
+                let (more, next) = after_member(b, end)?;
+                i = next;
+                if !more {
+                    break;
+                }
             }
         }
+        _ => return Err(Bad),
     }
     if skip_ws(b, i) != b.len() {
         return Err(Bad);
@@ -248,25 +262,62 @@ pub fn is_string(raw: &str) -> bool {
 }
 
 /// A JSON integer ≥ 0 that fits a `u64`; fractions, exponents and signs are refused.
+#[inline]
 pub fn uint(raw: &str) -> Option<u64> {
-    if raw.is_empty() {
-        return None;
+    let b = raw.as_bytes();
+    if b.is_empty() || b.len() > 19 {
+        return long_uint(b);
+    }
+    if b.len() <= 8 {
+        return eight_digits(b);
     }
     // Up to 19 digits cannot overflow, and need no checked multiply (a 128-bit product in
     // wasm32, a library call).
     let mut n: u64 = 0;
-    for (i, b) in raw.bytes().enumerate() {
-        let d = b.wrapping_sub(b'0');
+    for &c in b {
+        let d = c.wrapping_sub(b'0');
         if d > 9 {
             return None;
         }
-        n = if i < 19 {
-            n * 10 + d as u64
-        } else {
-            n.checked_mul(10)?.checked_add(d as u64)?
-        };
+        n = n * 10 + d as u64;
     }
     Some(n)
+}
+
+/// [`uint`] of one to eight bytes, in a word: left-padded with `0`s, checked as digits and
+/// combined two, four and eight at a time (a counter's `seq` and delta are a few digits; a loop
+/// costs a compare and a multiply per digit).
+#[inline(always)]
+fn eight_digits(b: &[u8]) -> Option<u64> {
+    const ONES: u64 = u64::MAX / 255;
+    let mut w = [b'0'; 8];
+    w[8 - b.len()..].copy_from_slice(b);
+    let x = u64::from_le_bytes(w);
+    // Every byte is 0x30..=0x3F, and adding 6 keeps it below 0x40: a digit.
+    if x & (ONES * 0xF0) != ONES * 0x30
+        || x.wrapping_add(ONES * 0x06) & (ONES * 0xF0) != ONES * 0x30
+    {
+        return None;
+    }
+    // The first digit is the lowest byte: pairs, then fours, then the eight.
+    let x = (x & (ONES * 0x0F)).wrapping_mul(10 << 8 | 1) >> 8;
+    let x = (x & 0x00FF_00FF_00FF_00FF).wrapping_mul(100 << 16 | 1) >> 16;
+    Some((x & 0x0000_FFFF_0000_FFFF).wrapping_mul(10_000 << 32 | 1) >> 32)
+}
+
+/// [`uint`] of an empty text or one of more than 19 bytes: each step checked.
+#[cold]
+fn long_uint(b: &[u8]) -> Option<u64> {
+    if b.is_empty() {
+        return None;
+    }
+    b.iter().try_fold(0u64, |n, &c| {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        n.checked_mul(10)?.checked_add(d as u64)
+    })
 }
 
 /// The text of a string's inside (between its quotes), its escapes resolved; a lone surrogate

@@ -237,7 +237,7 @@ pub(crate) fn skip_ws(b: &[u8], mut i: usize) -> usize {
 /// The index after the run of ASCII digits at `i`.
 #[inline(always)]
 fn digits(b: &[u8], mut i: usize) -> usize {
-    while b.get(i).is_some_and(u8::is_ascii_digit) {
+    while i < b.len() && b[i].wrapping_sub(b'0') < 10 {
         i += 1;
     }
     i
@@ -331,6 +331,16 @@ fn colon(b: &[u8], i: usize) -> Res<usize> {
     })
 }
 
+/// The `:` after whitespace, from `i`: the index after it.
+#[cold]
+fn colon_after_ws(b: &[u8], i: usize) -> Res<usize> {
+    let at = skip_ws(b, i);
+    match b.get(at) {
+        Some(b':') => Ok(at + 1),
+        _ => Err(Bad),
+    }
+}
+
 /// One value at `i` (no whitespace before it), nested to any depth: the index after it. The
 /// depth is a stack of bits on the heap, never the call stack.
 ///
@@ -339,10 +349,23 @@ fn colon(b: &[u8], i: usize) -> Res<usize> {
 #[inline(always)]
 unsafe fn value<B: Block>(b: &[u8], i: usize) -> Res<usize> {
     match b.get(i) {
+        // SAFETY: the caller vouches for the instruction set.
+        Some(&c) => unsafe { value_at::<B>(b, i, c) },
+        None => Err(Bad),
+    }
+}
+
+/// [`value`] whose first byte, `c` at `i`, is read already.
+///
+/// # Safety
+/// The CPU has `B`'s instruction set.
+#[inline(always)]
+unsafe fn value_at<B: Block>(b: &[u8], i: usize, c: u8) -> Res<usize> {
+    match c {
         // SAFETY (both): the caller vouches for the instruction set.
-        Some(b'"') => Ok(unsafe { string::<B>(b, i + 1) }?.0),
-        Some(b'-' | b'0'..=b'9') => number(b, i),
-        Some(b'{' | b'[') => unsafe { nested::<B>(b, i) },
+        b'"' => Ok(unsafe { string::<B>(b, i + 1) }?.0),
+        b'-' | b'0'..=b'9' => number(b, i),
+        b'{' | b'[' => unsafe { nested::<B>(b, i) },
         _ => literal(b, i),
     }
 }
@@ -417,50 +440,75 @@ pub(crate) struct Read<'a> {
     pub plain: bool,
 }
 
-/// `"key" : value` at `i`, from the key's opening quote.
+/// `"key" : value` at `i`, just after the key's opening quote (which the caller has seen).
 ///
 /// # Safety
 /// The CPU has `B`'s instruction set.
 #[inline(always)]
 pub(crate) unsafe fn member<'a, B: Block>(b: &'a [u8], i: usize) -> Res<Read<'a>> {
-    if b.get(i) != Some(&b'"') {
-        return Err(Bad);
-    }
     // SAFETY (all three): the caller vouches for the instruction set.
-    let (key_end, escaped) = unsafe { string::<B>(b, i + 1) }?;
-    let start = colon(b, key_end)?;
-    let (end, plain) = if b.get(start) == Some(&b'"') {
+    let (key_end, escaped) = unsafe { string::<B>(b, i) }?;
+    // The `:` and the value's first byte, each read once: compact JSON has them right there.
+    let mut start = match b.get(key_end) {
+        Some(b':') => key_end + 1,
+        _ => colon_after_ws(b, key_end)?,
+    };
+    let mut c = *b.get(start).ok_or(Bad)?;
+    if let b' ' | b'\n' | b'\t' | b'\r' = c {
+        start = skip_ws(b, start);
+        c = *b.get(start).ok_or(Bad)?;
+    }
+    let (end, plain) = if c == b'"' {
         let (end, escaped) = unsafe { string::<B>(b, start + 1) }?;
         (end, !escaped)
     } else {
-        (unsafe { value::<B>(b, start) }?, false)
+        (unsafe { value_at::<B>(b, start, c) }?, false)
     };
+    debug_assert!(i < key_end && key_end <= start && start < end && end <= b.len());
+    // SAFETY: the scan found `i < key_end ≤ start < end ≤ b.len()` (the key's closing quote
+    // is at `key_end - 1`).
+    let (key, value) = unsafe { (b.get_unchecked(i..key_end - 1), b.get_unchecked(start..end)) };
     Ok(Read {
         end,
-        key: &b[i + 1..key_end - 1],
+        key,
         escaped,
-        value: &b[start..end],
+        value,
         plain,
     })
 }
 
-/// After a member's value: the `,` or `}` that follows it (compact JSON has it right there),
-/// and the index after it; after a `,`, the whitespace before the next key is skipped.
+/// After an object's member: `Some(i)` for a `,` and the next key's opening quote (`i` just
+/// after the quote), `None` for the closing `}` (`i` after it). Compact JSON has each right
+/// there; whitespace around them is skipped.
 #[inline(always)]
-pub(crate) fn after_member(b: &[u8], i: usize) -> Res<(u8, usize)> {
-    let at = match b.get(i) {
-        Some(b',' | b'}') => i,
-        _ => skip_ws(b, i),
-    };
+pub(crate) fn after_member(b: &[u8], i: usize) -> Res<(bool, usize)> {
+    match b.get(i) {
+        Some(b',') => match b.get(i + 1) {
+            Some(b'"') => Ok((true, i + 2)),
+            _ => next_key(b, i + 1),
+        },
+        Some(b'}') => Ok((false, i + 1)),
+        _ => after_member_ws(b, i),
+    }
+}
+
+/// [`after_member`] with whitespace before the separator.
+#[cold]
+fn after_member_ws(b: &[u8], i: usize) -> Res<(bool, usize)> {
+    let at = skip_ws(b, i);
     match b.get(at) {
-        Some(b',') => Ok((
-            b',',
-            match b.get(at + 1) {
-                Some(b'"') => at + 1,
-                _ => skip_ws(b, at + 1),
-            },
-        )),
-        Some(b'}') => Ok((b'}', at + 1)),
+        Some(b',') => next_key(b, at + 1),
+        Some(b'}') => Ok((false, at + 1)),
+        _ => Err(Bad),
+    }
+}
+
+/// The next key's opening quote after whitespace, from `i`: the index after it.
+#[cold]
+fn next_key(b: &[u8], i: usize) -> Res<(bool, usize)> {
+    let at = skip_ws(b, i);
+    match b.get(at) {
+        Some(b'"') => Ok((true, at + 1)),
         _ => Err(Bad),
     }
 }
@@ -508,6 +556,7 @@ impl<'a, B: Block> Scanner<'a, B> {
     /// `"key" : value`, from the key's opening quote (see [`member`]).
     #[inline]
     pub fn member(&mut self) -> Res<Read<'a>> {
+        self.eat(b'"')?;
         // SAFETY: a scanner of `B` is only made where the CPU has `B` (`base`).
         let m = unsafe { member::<B>(self.b, self.i) }?;
         self.i = m.end;

@@ -168,3 +168,51 @@ fn plain_ascii_is_the_bytes_write_string_copies() {
     }
     assert!(plain_ascii(b""));
 }
+
+#[test]
+fn uint_reads_every_u64_and_refuses_the_rest() {
+    for n in [
+        0u64,
+        7,
+        149,
+        10_000_000_000_000_000_000 - 1,
+        10_000_000_000_000_000_000,
+        u64::MAX,
+    ] {
+        assert_eq!(uint(&n.to_string()), Some(n), "{n}");
+    }
+    for bad in [
+        "",
+        "18446744073709551616",
+        "99999999999999999999",
+        "1.5",
+        "-1",
+        "1e3",
+        "12a",
+    ] {
+        assert_eq!(uint(bad), None, "{bad:?}");
+    }
+    // Every length up to 20 digits, every digit in every place, and each place spoiled by
+    // every byte that is no digit.
+    for len in 1..=20usize {
+        for d in 0..10u8 {
+            for at in 0..len {
+                let mut text = vec![b'7'; len];
+                text[at] = b'0' + d;
+                let s = std::str::from_utf8(&text).unwrap();
+                assert_eq!(uint(s), s.parse::<u64>().ok(), "{s}");
+            }
+        }
+        for at in 0..len {
+            for c in (0..=255u8).filter(|c| !c.is_ascii_digit() && c.is_ascii()) {
+                let mut text = vec![b'1'; len];
+                text[at] = c;
+                assert_eq!(
+                    uint(std::str::from_utf8(&text).unwrap()),
+                    None,
+                    "{len} {at} {c}"
+                );
+            }
+        }
+    }
+}

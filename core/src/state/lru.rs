@@ -441,7 +441,9 @@ mod tests {
         // A key order that revisits old keys, so that lookups, touches and evictions mix.
         let mut x = 12345u64;
         for _ in 0..20_000 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let k = format!("{:x}", (x >> 33) % 400).into_bytes();
             match l.peek(&k) {
                 Some(id) => {
