@@ -82,7 +82,8 @@ unsafe fn window<B: Block>(b: &[u8], i: usize) -> u64 {
 /// From `i`, just after a string's opening quote: the index after its closing quote, and
 /// whether it holds an escape. Each byte that needs a look (a quote, an escape, a control
 /// character, the start of a non-ASCII run) is found by the masks, dealt with, and the scan
-/// goes on after it: first a block (most strings end there), then 64 bytes at a time.
+/// goes on after it: a block at a time for the first 64 bytes (keys, ids and stamps end
+/// there), then 64 bytes at a time.
 ///
 /// # Safety
 /// The CPU has `B`'s instruction set.
@@ -93,11 +94,13 @@ unsafe fn string<B: Block>(b: &[u8], mut i: usize) -> Res<(usize, bool)> {
         // SAFETY (all three): the caller vouches for the instruction set; the window has its
         // 64 bytes.
         let at = 'found: {
-            let m = unsafe { block_mask::<B>(b, i) }?;
-            if m != 0 {
-                break 'found i + m.trailing_zeros() as usize;
+            for _ in 0..64 / B::LEN {
+                let m = unsafe { block_mask::<B>(b, i) }?;
+                if m != 0 {
+                    break 'found i + m.trailing_zeros() as usize;
+                }
+                i += B::LEN;
             }
-            i += B::LEN;
             while i + 64 <= b.len() {
                 let m = unsafe { window::<B>(b, i) };
                 if m != 0 {
@@ -113,8 +116,12 @@ unsafe fn string<B: Block>(b: &[u8], mut i: usize) -> Res<(usize, bool)> {
                 i += B::LEN;
             }
         };
-        match b[at] {
-            b'"' => return Ok((at + 1, escaped)),
+        // SAFETY: a mask marks bytes inside `b` only.
+        let c = unsafe { *b.get_unchecked(at) };
+        if c == b'"' {
+            return Ok((at + 1, escaped));
+        }
+        match c {
             b'\\' => {
                 escaped = true;
                 i = escape_end(b, at)?;
