@@ -120,28 +120,9 @@ impl<'a> Cursor<'a> {
             let z = (lo & 0x7f) as u64 | (hi as u64) << 7;
             return Ok((((z >> 1) as i64) ^ -((z & 1) as i64), hi != 0));
         }
-        self.long_varint()
-    }
-
-    #[inline(never)]
-    fn long_varint(&mut self) -> Res<(i64, bool)> {
-        let start = self.i;
-        let mut num: u64 = 0;
-        for k in 0..10 {
-            let Some(&b) = self.b.get(self.i) else {
-                return self.fail(Why::Short);
-            };
-            self.i += 1;
-            num |= ((b & 0x7f) as u64) << (7 * k);
-            if b & 0x80 == 0 {
-                // Fluvio's zigzag, on an `i64` (its shift is arithmetic).
-                let value = ((num as i64) >> 1) ^ -((num & 1) as i64);
-                let canonical = num >> 32 == 0 && self.i - start == varint_len(value);
-                return Ok((value, canonical));
-            }
-        }
-        self.i = start;
-        self.fail(Why::LongVarint)
+        let (value, canonical, next) = long_varint(self.b, self.i)?;
+        self.i = next;
+        Ok((value, canonical))
     }
 
     /// A varint that must be within ±2^31 (see the module's note).
@@ -193,6 +174,35 @@ impl<'a> Cursor<'a> {
         self.i = start;
         self.fail(why)
     }
+}
+
+/// A varint of three bytes or more at `start` (see [`Cursor::varint`]), and the index after it.
+/// A function of the bytes and an index, not of the cursor: a cursor passed to a call that is
+/// not inlined lives in memory, and every read of the records would reload it.
+#[inline(never)]
+fn long_varint(b: &[u8], start: usize) -> Res<(i64, bool, usize)> {
+    let mut i = start;
+    let mut num: u64 = 0;
+    for k in 0..10 {
+        let Some(&byte) = b.get(i) else {
+            return Err(Undecodable {
+                at: i,
+                why: Why::Short,
+            });
+        };
+        i += 1;
+        num |= ((byte & 0x7f) as u64) << (7 * k);
+        if byte & 0x80 == 0 {
+            // Fluvio's zigzag, on an `i64` (its shift is arithmetic).
+            let value = ((num as i64) >> 1) ^ -((num & 1) as i64);
+            let canonical = num >> 32 == 0 && i - start == varint_len(value);
+            return Ok((value, canonical, i));
+        }
+    }
+    Err(Undecodable {
+        at: start,
+        why: Why::LongVarint,
+    })
 }
 
 /// The bytes Fluvio's encoder writes for `v` (within ±2^31).
