@@ -384,7 +384,12 @@ unsafe fn value_at<B: Block>(b: &[u8], i: usize, c: u8) -> Res<usize> {
 /// The CPU has `B`'s instruction set.
 #[inline(never)]
 unsafe fn nested<B: Block>(b: &[u8], mut i: usize) -> Res<usize> {
-    let mut stack = BitStack::default();
+    // The open brackets, a bit each (1 for an object), the innermost lowest: 64 in a word held
+    // in a local, the words beyond spilled to the heap (only a push or a pop at a word's edge
+    // touches memory).
+    let mut word = 0u64;
+    let mut depth = 0usize;
+    let mut spill: Vec<u64> = Vec::new();
     loop {
         match b.get(i).ok_or(Bad)? {
             b'"' => {
@@ -398,7 +403,12 @@ unsafe fn nested<B: Block>(b: &[u8], mut i: usize) -> Res<usize> {
                 if c == close {
                     i = at + 1;
                 } else {
-                    stack.push(open == b'{');
+                    if depth > 0 && depth.is_multiple_of(64) {
+                        spill.push(word);
+                        word = 0;
+                    }
+                    word = (word << 1) | (open == b'{') as u64;
+                    depth += 1;
                     i = at;
                     if open == b'{' {
                         // SAFETY: as above.
@@ -411,9 +421,10 @@ unsafe fn nested<B: Block>(b: &[u8], mut i: usize) -> Res<usize> {
         }
         // A value is complete: close what it completes, up to the next member.
         loop {
-            let Some(object) = stack.top() else {
+            if depth == 0 {
                 return Ok(i);
-            };
+            }
+            let object = word & 1 == 1;
             let (c, at) = byte_past_ws(b, i)?;
             match c {
                 b',' => {
@@ -426,13 +437,13 @@ unsafe fn nested<B: Block>(b: &[u8], mut i: usize) -> Res<usize> {
                     }
                     break;
                 }
-                b'}' if object => {
+                b'}' | b']' if c == if object { b'}' } else { b']' } => {
                     i = at + 1;
-                    stack.pop();
-                }
-                b']' if !object => {
-                    i = at + 1;
-                    stack.pop();
+                    depth -= 1;
+                    word >>= 1;
+                    if depth > 0 && depth.is_multiple_of(64) {
+                        word = spill.pop().unwrap_or(0);
+                    }
                 }
                 _ => return Err(Bad),
             }
@@ -593,39 +604,5 @@ impl<'a, B: Block> Scanner<'a, B> {
         // SAFETY: as above.
         self.i = unsafe { value::<B>(self.b, self.i) }?;
         Ok(())
-    }
-}
-
-/// A stack of bits, in a word until 64 deep.
-#[derive(Default)]
-struct BitStack {
-    word: u64,
-    depth: usize,
-    spill: Vec<u64>,
-}
-
-impl BitStack {
-    #[inline]
-    fn push(&mut self, bit: bool) {
-        if self.depth > 0 && self.depth.is_multiple_of(64) {
-            self.spill.push(self.word);
-            self.word = 0;
-        }
-        self.word = (self.word << 1) | bit as u64;
-        self.depth += 1;
-    }
-
-    #[inline]
-    fn top(&self) -> Option<bool> {
-        (self.depth > 0).then_some(self.word & 1 == 1)
-    }
-
-    #[inline]
-    fn pop(&mut self) {
-        self.depth -= 1;
-        self.word >>= 1;
-        if self.depth > 0 && self.depth.is_multiple_of(64) {
-            self.word = self.spill.pop().unwrap_or(0);
-        }
     }
 }
