@@ -162,6 +162,18 @@ impl<'a> Frame<'a> {
 
     /// [`Frame::parse`] with its string scan on a given instruction set (differential tests).
     pub fn parse_on(bytes: &'a [u8], isa: Isa) -> Option<Frame<'a>> {
+        Frame::parse_with::<true>(bytes, isa)
+    }
+
+    /// A record as the fold reads it (contract §2): every field but `seq`, which only the
+    /// pressure view reads (an integer read on every record the fold would not look at).
+    #[inline]
+    pub fn parse_fold(bytes: &'a [u8]) -> Option<Frame<'a>> {
+        Frame::parse_with::<false>(bytes, Isa::best())
+    }
+
+    /// `SEQ`: `seq` is read (a generic, so that each reading is a walk of its own).
+    fn parse_with<const SEQ: bool>(bytes: &'a [u8], isa: Isa) -> Option<Frame<'a>> {
         let mut v = Frame {
             bytes,
             ..Frame::default()
@@ -171,14 +183,14 @@ impl<'a> Frame<'a> {
             bytes,
             isa,
             #[inline(always)]
-            |m| v.set(bytes, m),
+            |m| v.set::<SEQ>(bytes, m),
         )?;
         Some(v)
     }
 
     /// Records one top-level member; the last of a repeated key wins.
     #[inline(always)]
-    fn set(&mut self, bytes: &'a [u8], m: Member<'a>) {
+    fn set<const SEQ: bool>(&mut self, bytes: &'a [u8], m: Member<'a>) {
         let raw = m.value;
         // A key without an escape is its name as it stands: no `Cow` to make and drop.
         let field = if m.escaped {
@@ -191,7 +203,8 @@ impl<'a> Frame<'a> {
         };
         match field {
             Name::Type => self.kind = m.string(),
-            Name::Seq => self.seq = json::uint(raw),
+            Name::Seq if SEQ => self.seq = json::uint(raw),
+            Name::Seq => {}
             Name::Timestamp => self.stamp = json::is_string(raw).then_some(raw),
             Name::Delta => {
                 mark(bytes, &mut self.delta_place, raw);
@@ -527,5 +540,23 @@ mod tests {
         let [a, b, c] = object_uints(r#"{"a":1,"b":"x","x\ud800":5}"#, ["a", "b", "c"]).unwrap();
         assert_eq!((a, b, c), (Field::Valid(1), Field::Invalid, Field::Absent));
         assert!(object_uints("[]", ["a"]).is_none());
+    }
+
+    #[test]
+    fn the_folds_reading_is_the_full_reading_without_seq() {
+        let records = [
+            r#"{"type":"thinking/tokens","seq":7,"timestamp":"t","estimated_tokens_delta":3}"#,
+            r#"{"seq":12,"type":"user/message","message":{"role":"user","content":"hi"}}"#,
+            r#"{"type":"request/header","seq":0,"context_window":200000,"agent":"codex"}"#,
+            r#"{"type":"x","seq":"not a number","extras":{"parent_tool_use_id":"t"}}"#,
+        ];
+        for r in records {
+            let full = Frame::parse(r.as_bytes()).expect("an object");
+            let mut fold = Frame::parse_fold(r.as_bytes()).expect("an object");
+            assert_eq!(fold.seq(), None, "{r}");
+            fold.seq = full.seq;
+            assert_eq!(fold, full, "{r}");
+        }
+        assert!(Frame::parse_fold(b"{\"seq\":1,").is_none());
     }
 }

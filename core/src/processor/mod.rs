@@ -204,6 +204,15 @@ impl Processor {
         }
     }
 
+    /// A record read as a frame, as far as the view reads it (the fold reads no `seq`).
+    #[inline]
+    fn read<'a>(&self, bytes: &'a [u8]) -> Option<Frame<'a>> {
+        match self.view {
+            View::Pressure => Frame::parse(bytes),
+            View::Frames => Frame::parse_fold(bytes),
+        }
+    }
+
     /// Records that are frames (`input=agent-fold`).
     fn run_frames(&mut self, records: &[RecordIn], replay: bool) -> Vec<Emit> {
         if self.view == View::Pressure {
@@ -221,7 +230,7 @@ impl Processor {
         // Per record, what a fold takes from it (none in a replay, which makes no record).
         let mut marks = Vec::with_capacity(if replay { 0 } else { records.len() });
         for rec in records {
-            let v = Frame::parse(rec.value);
+            let v = Frame::parse_fold(rec.value);
             if !replay {
                 marks.push(v.as_ref().map(Marks::of).unwrap_or_default());
             }
@@ -339,7 +348,7 @@ impl Processor {
             };
             for (j, bytes) in frames.iter().enumerate().skip(start) {
                 origin.push(i);
-                let v = Frame::parse(bytes);
+                let v = self.read(bytes);
                 marks.push(v.as_ref().map(Marks::of).unwrap_or_default());
                 if self.view == View::Pressure {
                     if let Some(v) = &v {
@@ -433,7 +442,7 @@ impl Processor {
             }
             Probe::Scan => {
                 for rec in records {
-                    let v = Frame::parse(rec.value);
+                    let v = self.read(rec.value);
                     std::hint::black_box(session_key(rec.key, v.as_ref()));
                 }
                 Vec::new()
@@ -441,7 +450,7 @@ impl Processor {
             Probe::Lookup => {
                 let mut page = Page::default();
                 for rec in records {
-                    let v = Frame::parse(rec.value);
+                    let v = self.read(rec.value);
                     let k = session_key(rec.key, v.as_ref());
                     if k.len() <= MAX_KEY_LEN {
                         std::hint::black_box(self.entry(&k, &mut page));
