@@ -165,15 +165,17 @@ impl<'a> Frame<'a> {
         Frame::parse_with::<true>(bytes, isa)
     }
 
-    /// A record as the fold reads it (contract §2): every field but `seq`, which only the
-    /// pressure view reads (an integer read on every record the fold would not look at).
+    /// A record as the fold reads it (contract §2): its kind, stamp, the three fold fields,
+    /// `extras` and `session_id`; the fields only the pressure view reads are left unread
+    /// (`seq` is an integer on every record the fold would not look at).
     #[inline]
     pub fn parse_fold(bytes: &'a [u8]) -> Option<Frame<'a>> {
         Frame::parse_with::<false>(bytes, Isa::best())
     }
 
-    /// `SEQ`: `seq` is read (a generic, so that each reading is a walk of its own).
-    fn parse_with<const SEQ: bool>(bytes: &'a [u8], isa: Isa) -> Option<Frame<'a>> {
+    /// `ALL`: every field the views read; else the fold's alone (a generic, so that each
+    /// reading is a walk of its own).
+    fn parse_with<const ALL: bool>(bytes: &'a [u8], isa: Isa) -> Option<Frame<'a>> {
         let mut v = Frame {
             bytes,
             ..Frame::default()
@@ -183,14 +185,14 @@ impl<'a> Frame<'a> {
             bytes,
             isa,
             #[inline(always)]
-            |m| v.set::<SEQ>(bytes, m),
+            |m| v.set::<ALL>(bytes, m),
         )?;
         Some(v)
     }
 
     /// Records one top-level member; the last of a repeated key wins.
     #[inline(always)]
-    fn set<const SEQ: bool>(&mut self, bytes: &'a [u8], m: Member<'a>) {
+    fn set<const ALL: bool>(&mut self, bytes: &'a [u8], m: Member<'a>) {
         let raw = m.value;
         // A key without an escape is its name as it stands: no `Cow` to make and drop.
         let field = if m.escaped {
@@ -203,8 +205,6 @@ impl<'a> Frame<'a> {
         };
         match field {
             Name::Type => self.kind = m.string(),
-            Name::Seq if SEQ => self.seq = json::uint(raw),
-            Name::Seq => {}
             Name::Timestamp => self.stamp = json::is_string(raw).then_some(raw),
             Name::Delta => {
                 mark(bytes, &mut self.delta_place, raw);
@@ -230,6 +230,9 @@ impl<'a> Frame<'a> {
                 self.subagent = json::get(raw, "parent_tool_use_id").is_some_and(json::is_string)
             }
             Name::SessionId => self.session_id = m.string(),
+            // The fold reads none of the rest (contract §2).
+            _ if !ALL => {}
+            Name::Seq => self.seq = json::uint(raw),
             Name::Message => self.message = Some(raw),
             Name::MessageChars => self.message_chars = json::uint(raw).filter(|n| *n <= MAX_SAFE),
             Name::Usage => self.usage = raw.starts_with('{').then_some(raw),
@@ -549,13 +552,30 @@ mod tests {
             r#"{"seq":12,"type":"user/message","message":{"role":"user","content":"hi"}}"#,
             r#"{"type":"request/header","seq":0,"context_window":200000,"agent":"codex"}"#,
             r#"{"type":"x","seq":"not a number","extras":{"parent_tool_use_id":"t"}}"#,
+            r#"{"type":"thinking/tokens","session_id":"s","folded_frames":2,"folded_from":"t0","timestamp":"t","estimated_tokens_delta":3,"estimated_tokens_delta":4}"#,
         ];
         for r in records {
             let full = Frame::parse(r.as_bytes()).expect("an object");
-            let mut fold = Frame::parse_fold(r.as_bytes()).expect("an object");
+            let fold = Frame::parse_fold(r.as_bytes()).expect("an object");
             assert_eq!(fold.seq(), None, "{r}");
-            fold.seq = full.seq;
-            assert_eq!(fold, full, "{r}");
+            assert_eq!(fold.context_window(), None, "{r}");
+            assert_eq!(fold.message(), None, "{r}");
+            let read = |v: &Frame<'_>| {
+                format!(
+                    "{:?}",
+                    (
+                        v.kind(),
+                        v.stamp(),
+                        v.delta(),
+                        v.folded_frames(),
+                        v.folded_from(),
+                        v.is_subagent(),
+                        v.session_id(),
+                        v.places(),
+                    )
+                )
+            };
+            assert_eq!(read(&fold), read(&full), "{r}");
         }
         assert!(Frame::parse_fold(b"{\"seq\":1,").is_none());
     }
