@@ -158,10 +158,21 @@ unsafe fn walk<'a, B: Block>(bytes: &'a [u8], f: &mut impl FnMut(Member<'a>)) ->
                 let m = unsafe { member::<B>(b, i) }?;
                 let end = m.end;
                 f(as_member(m));
-                let (more, next) = after_member(b, end)?;
-                i = next;
-                if !more {
-                    break;
+                // The separator and the next key's quote where compact JSON has them (a
+                // tuple handed back would cost the loop a three-way test per member).
+                match b.get(end) {
+                    Some(b',') if b.get(end + 1) == Some(&b'"') => i = end + 2,
+                    Some(b'}') => {
+                        i = end + 1;
+                        break;
+                    }
+                    _ => {
+                        let (more, next) = after_member(b, end)?;
+                        i = next;
+                        if !more {
+                            break;
+                        }
+                    }
                 }
             }
         }

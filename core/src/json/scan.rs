@@ -515,7 +515,7 @@ pub(crate) unsafe fn member<'a, B: Block>(b: &'a [u8], i: usize) -> Res<Read<'a>
 /// After an object's member: `Some(i)` for a `,` and the next key's opening quote (`i` just
 /// after the quote), `None` for the closing `}` (`i` after it). Compact JSON has each right
 /// there; whitespace around them is skipped.
-#[inline(always)]
+#[inline(never)]
 pub(crate) fn after_member(b: &[u8], i: usize) -> Res<(bool, usize)> {
     match b.get(i) {
         Some(b',') => match b.get(i + 1) {
