@@ -81,7 +81,7 @@ impl Name {
     /// The member a key names, if a view reads it: the key's length picks the few names it
     /// may be, each compared a word at a time against a constant (every member of every
     /// record comes here; a table of names walked in a loop compares them as data instead).
-    #[inline]
+    #[inline(always)]
     fn of(key: &[u8]) -> Option<Name> {
         use Name::*;
         macro_rules! by_length {
