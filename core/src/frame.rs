@@ -173,6 +173,31 @@ impl<'a> Frame<'a> {
         Frame::parse_with::<false>(bytes, Isa::best())
     }
 
+    /// [`Frame::parse_fold`] into this frame, which only this has read records into: the fold's
+    /// fields are cleared and read again, the rest were never set (a frame handed back by value
+    /// writes all of its fields out for every record). `false`, its fields unspecified, when the
+    /// record is not a JSON object.
+    pub fn read_fold(&mut self, bytes: &'a [u8]) -> bool {
+        self.bytes = bytes;
+        self.kind = None;
+        self.stamp = None;
+        self.delta = None;
+        self.folded_frames = Field::Absent;
+        self.folded_from = Field::Absent;
+        self.subagent = false;
+        self.session_id = None;
+        self.delta_place = Place::default();
+        self.from_place = Place::default();
+        self.frames_place = Place::default();
+        json::object(
+            bytes,
+            Isa::best(),
+            #[inline(always)]
+            |m| self.set::<false>(bytes, m),
+        )
+        .is_some()
+    }
+
     /// `ALL`: every field the views read; else the fold's alone (a generic, so that each
     /// reading is a walk of its own).
     fn parse_with<const ALL: bool>(bytes: &'a [u8], isa: Isa) -> Option<Frame<'a>> {
@@ -578,5 +603,25 @@ mod tests {
             assert_eq!(read(&fold), read(&full), "{r}");
         }
         assert!(Frame::parse_fold(b"{\"seq\":1,").is_none());
+    }
+
+    #[test]
+    fn a_frame_read_again_holds_only_the_new_records_fields() {
+        let records = [
+            r#"{"type":"thinking/tokens","session_id":"s","folded_frames":2,"folded_from":"t0","timestamp":"t","estimated_tokens_delta":3,"extras":{"parent_tool_use_id":"p"}}"#,
+            r#"{"type":"user/message","message":{"role":"user","content":"hi"}}"#,
+            r#"{"type":"thinking/tokens","timestamp":"t2","estimated_tokens_delta":1}"#,
+            r#"not json"#,
+            r#"{"type":"thinking/tokens","timestamp":"t3","estimated_tokens_delta":2,"estimated_tokens_delta":5}"#,
+            r#"{}"#,
+        ];
+        let mut again = Frame::default();
+        for r in records {
+            let fresh = Frame::parse_fold(r.as_bytes());
+            assert_eq!(again.read_fold(r.as_bytes()), fresh.is_some(), "{r}");
+            if let Some(fresh) = fresh {
+                assert_eq!(again, fresh, "{r}");
+            }
+        }
     }
 }

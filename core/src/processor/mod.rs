@@ -229,12 +229,14 @@ impl Processor {
         let mut page = Page::default();
         // Per record, what a fold takes from it (none in a replay, which makes no record).
         let mut marks = Vec::with_capacity(if replay { 0 } else { records.len() });
+        // One frame read into again and again (see `Frame::read_fold`).
+        let mut frame = Frame::default();
         for rec in records {
-            let v = Frame::parse_fold(rec.value);
+            let v = frame.read_fold(rec.value).then_some(&frame);
             if !replay {
-                marks.push(v.as_ref().map(Marks::of).unwrap_or_default());
+                marks.push(v.map(Marks::of).unwrap_or_default());
             }
-            self.fold_step(&mut page, v.as_ref(), rec.key, None, replay);
+            self.fold_step(&mut page, v, rec.key, None, replay);
         }
         let outs = self.finish(page);
         if replay {
