@@ -251,9 +251,7 @@ impl<'a> Frame<'a> {
                 };
             }
             // Only `parent_tool_use_id` of `extras` is read: any other key there changes nothing.
-            Name::Extras => {
-                self.subagent = json::get(raw, "parent_tool_use_id").is_some_and(json::is_string)
-            }
+            Name::Extras => self.subagent = json::has_string(raw, "parent_tool_use_id"),
             Name::SessionId => self.session_id = m.string(),
             // The fold reads none of the rest (contract §2).
             _ if !ALL => {}

@@ -224,6 +224,25 @@ pub fn get<'a>(raw: &'a str, name: &str) -> Option<&'a str> {
     members(raw).filter(|m| m.is(name)).last().map(|m| m.value)
 }
 
+/// Whether member `name` of an object value that was read already is a string (the last one,
+/// when repeated). An object of that one member, `{"name":"…"}` as compact JSON writes it, is
+/// answered from its shape: the string that opens after the name closes right before the
+/// object's last byte (an escaped quote there would leave the object unclosed, and the text
+/// was read as JSON). Any other object is read member by member.
+pub fn has_string(raw: &str, name: &str) -> bool {
+    let (b, n) = (raw.as_bytes(), name.len());
+    let head = b.len() > n + 6
+        && b[0] == b'{'
+        && b[1] == b'"'
+        && same(&b[2..2 + n], name.as_bytes())
+        && b[2 + n..5 + n] == *b"\":\""
+        && b[b.len() - 1] == b'}';
+    if head && string_end(Isa::best(), b, n + 5).is_ok_and(|(end, _)| end == b.len() - 1) {
+        return true;
+    }
+    get(raw, name).is_some_and(is_string)
+}
+
 /// The elements of an array value that was read already; for any other text, none.
 pub fn elements(raw: &str) -> impl Iterator<Item = &str> {
     let mut s = Scanner::base(raw.as_bytes());

@@ -216,3 +216,31 @@ fn uint_reads_every_u64_and_refuses_the_rest() {
         }
     }
 }
+
+#[test]
+fn has_string_reads_as_get_does() {
+    let texts = [
+        r#"{"parent_tool_use_id":"toolu_1"}"#,
+        r#"{"parent_tool_use_id":""}"#,
+        r#"{"parent_tool_use_id":"a\"b"}"#,
+        r#"{"parent_tool_use_id":"a\\"}"#,
+        r#"{"parent_tool_use_id":null}"#,
+        r#"{"parent_tool_use_id":1}"#,
+        r#"{"parent_tool_use_id":"x","parent_tool_use_id":null}"#,
+        r#"{"parent_tool_use_id":null,"parent_tool_use_id":"x"}"#,
+        r#"{"parent_tool_use_id":"x","other":"}"}"#,
+        r#"{"parent_tool_use_idx":"x"}"#,
+        r#"{"other":"x"}"#,
+        r#"{ "parent_tool_use_id" : "x" }"#,
+        r#"{"parent_tool_use_id":["x"]}"#,
+        r#"{"parent_tool_use_id":"中文"}"#,
+        r#"{}"#,
+        r#"[]"#,
+        r#""s""#,
+    ];
+    for t in texts {
+        assert!(t == r#""s""# || t == "[]" || is_object(t.as_bytes()), "{t}");
+        let want = get(t, "parent_tool_use_id").is_some_and(is_string);
+        assert_eq!(has_string(t, "parent_tool_use_id"), want, "{t}");
+    }
+}
