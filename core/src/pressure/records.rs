@@ -38,11 +38,16 @@ fn string_room(len: usize, plain: bool) -> usize {
 /// counts and `stateVersion` at 20 digits, the occupancy at 24 characters, the scale at 21).
 const PRESSURE_ROOM: usize = 282 + 10 * 20 + 24 + 21;
 
-/// `,"name":n`, or `null`.
-fn opt(out: &mut Vec<u8>, name: &str, v: Option<u64>) {
-    out.extend_from_slice(b",\"");
-    out.extend_from_slice(name.as_bytes());
-    out.extend_from_slice(b"\":");
+/// `,"name":` of a member named by a literal, as one constant: one copy, not three.
+macro_rules! head {
+    ($name:literal) => {
+        concat!(",\"", $name, "\":").as_bytes()
+    };
+}
+
+/// `,"name":n`, or `null`, after its [`head!`].
+fn opt(out: &mut Vec<u8>, head: &[u8], v: Option<u64>) {
+    out.extend_from_slice(head);
     match v {
         Some(n) => write_uint(out, n),
         None => out.extend_from_slice(b"null"),
@@ -73,7 +78,7 @@ fn float(out: &mut Vec<u8>, x: f64) {
 
 /// `,"stateVersion":5}`: the end of every record.
 fn end(out: &mut Vec<u8>) {
-    out.extend_from_slice(b",\"stateVersion\":");
+    out.extend_from_slice(head!("stateVersion"));
     write_uint(out, STATE_VERSION);
     out.push(b'}');
 }
@@ -98,35 +103,36 @@ pub(crate) fn pressure_record(
     let mut out = Vec::with_capacity(room);
     out.extend_from_slice(b"{\"type\":\"context/pressure\",\"session\":");
     key_json(&mut out, key, plain);
-    out.extend_from_slice(b",\"seq\":");
+    out.extend_from_slice(head!("seq"));
     write_uint(&mut out, seq);
     if let Some(stamp) = stamp {
-        out.extend_from_slice(b",\"timestamp\":");
+        out.extend_from_slice(head!("timestamp"));
         out.extend_from_slice(stamp.as_bytes());
     }
-    opt(&mut out, "pressureTokens", f.pressure);
-    opt(&mut out, "projectedTokens", f.projected);
-    opt(&mut out, "capacity", f.capacity);
-    out.extend_from_slice(b",\"contextOccupancy\":");
+    opt(&mut out, head!("pressureTokens"), f.pressure);
+    opt(&mut out, head!("projectedTokens"), f.projected);
+    opt(&mut out, head!("capacity"), f.capacity);
+    out.extend_from_slice(head!("contextOccupancy"));
     match f.occupancy() {
         Some(x) => float(&mut out, x),
         None => out.extend_from_slice(b"null"),
     }
-    opt(&mut out, "systemTokens", f.system);
-    opt(&mut out, "toolsTokens", f.tools);
-    opt(&mut out, "messageTokens", f.message);
-    out.extend_from_slice(b",\"estimateScale\":");
+    opt(&mut out, head!("systemTokens"), f.system);
+    opt(&mut out, head!("toolsTokens"), f.tools);
+    opt(&mut out, head!("messageTokens"), f.message);
+    out.extend_from_slice(head!("estimateScale"));
     milli(&mut out, f.scale_milli);
-    opt(&mut out, "compactAtTokens", f.compact_at);
-    opt(&mut out, "untilCompactTokens", f.until_compact());
+    opt(&mut out, head!("compactAtTokens"), f.compact_at);
+    opt(&mut out, head!("untilCompactTokens"), f.until_compact());
     if f.partial {
         out.extend_from_slice(b",\"partial\":true");
     }
-    for (name, v) in [("agent", &f.names.agent), ("model", &f.names.model)] {
+    for (head, v) in [
+        (head!("agent"), &f.names.agent),
+        (head!("model"), &f.names.model),
+    ] {
         if let Some(v) = v {
-            out.extend_from_slice(b",\"");
-            out.extend_from_slice(name.as_bytes());
-            out.extend_from_slice(b"\":");
+            out.extend_from_slice(head);
             write_string(&mut out, v.as_bytes());
         }
     }
@@ -146,8 +152,8 @@ pub(crate) fn error_record(at: usize, key: &[u8], seq: Option<u64>, refusal: &Re
     out.extend_from_slice(b"{\"type\":\"context/error\",\"session\":");
     let named = !matches!(refusal, Refusal::LongKey(_));
     session_json(&mut out, named.then_some(key));
-    opt(&mut out, "seq", seq);
-    out.extend_from_slice(b",\"error\":");
+    opt(&mut out, head!("seq"), seq);
+    out.extend_from_slice(head!("error"));
     write_string(&mut out, refusal.to_string().as_bytes());
     end(&mut out);
     Emit::New {
