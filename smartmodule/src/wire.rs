@@ -369,12 +369,18 @@ impl<'a> Input<'a> {
         let (c, n) = self.count()?;
         let (b, mut i) = (c.b, c.i);
         for _ in 0..n {
-            let (r, end) = match canonical(b, i) {
-                Some(read) => read,
-                None => record(b, i).map_err(|e| self.shift(e))?,
+            // `f` in each arm: the common record's fields go to it as they were read.
+            i = match canonical(b, i) {
+                Some((r, end)) => {
+                    f(r);
+                    end
+                }
+                None => {
+                    let (r, end) = record(b, i).map_err(|e| self.shift(e))?;
+                    f(r);
+                    end
+                }
             };
-            i = end;
-            f(r);
         }
         Ok(())
     }
@@ -427,10 +433,15 @@ fn canonical(b: &[u8], i: usize) -> Option<(Stored<'_>, usize)> {
         _ => return None,
     };
     let (value, p) = short_data(encoded, p)?;
-    let (headers, p) = short_varint(encoded, p)?;
-    if p != encoded.len() {
-        return None;
-    }
+    // The header count ends the record: all its bytes are the varint's.
+    let headers = match *encoded.get(p..)? {
+        [h] if h < 0x80 => h as u32,
+        [_, _] | [_, _, _] => match short_varint(encoded, p)? {
+            (h, end) if end == encoded.len() => h,
+            _ => return None,
+        },
+        _ => return None,
+    };
     let record = Stored {
         attributes,
         timestamp_delta: unzigzag(timestamp_delta),
@@ -440,7 +451,7 @@ fn canonical(b: &[u8], i: usize) -> Option<(Stored<'_>, usize)> {
         headers: unzigzag(headers),
         encoded: Some(encoded),
     };
-    Some((record, i + p))
+    Some((record, i + encoded.len()))
 }
 
 /// A varint at `p` in `s` as Fluvio's encoder writes one of one to three bytes (no longer than
