@@ -418,9 +418,10 @@ fn canonical(b: &[u8], i: usize) -> Option<(Stored<'_>, usize)> {
     // of 16 bytes covers their reads. A record whose bytes stop sooner (the last few of an
     // input) is left to the general reader. Reads past the record's own length end past it
     // too, and are not taken (below).
-    let head: &[u8; 16] = b.get(i..)?.first_chunk()?;
+    let rest = b.get(i..)?;
+    let head: &[u8; 16] = rest.first_chunk()?;
     let (len, p) = short_len(head, 0)?;
-    let encoded = b.get(i..i + p + len)?;
+    let encoded = rest.get(..p + len)?;
     let attributes = head[p] as i8;
     let (timestamp_delta, p) = short_varint(head, p + 1)?;
     let (offset_delta, p) = short_varint(head, p)?;
