@@ -108,7 +108,8 @@ impl Offsets {
         let offset = if self.near_ends {
             self.base_offset.saturating_add(r.offset_delta)
         } else {
-            self.base_offset + r.offset_delta
+            // Never wraps: see `near_ends`.
+            self.base_offset.wrapping_add(r.offset_delta)
         };
         RecordIn::new(r.key, r.value).at(offset)
     }
@@ -281,4 +282,42 @@ pub fn look_back(p: &mut Processor, input: &[u8], version: i16) -> Reply {
     };
     p.look_back(&records);
     Reply::code(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_saturate_at_i64s_ends_and_add_plainly_elsewhere() {
+        let near = 1i64 << 31;
+        let bases = [
+            i64::MIN,
+            i64::MIN + near - 1,
+            i64::MIN + near,
+            0,
+            i64::MAX - near + 1,
+            i64::MAX - near,
+            i64::MAX,
+        ];
+        for base in bases {
+            for delta in [i32::MIN as i64, -1, 0, 1, i32::MAX as i64] {
+                let at = wire::Preamble {
+                    offset_delta: delta,
+                    ..Default::default()
+                };
+                let mut raw = Output::with_capacity(0);
+                raw.record(&at, Some(b"k"), b"{}", 0);
+                // Version 0: the base offset, the records, no params.
+                let mut input = base.to_be_bytes().to_vec();
+                let raw = raw.records();
+                input.extend_from_slice(&(raw.len() as i32).to_be_bytes());
+                input.extend_from_slice(&raw);
+                input.extend_from_slice(&[0, 0]);
+                let read = Read::new(&input, 0).expect("reads");
+                let want = Some(base.saturating_add(delta));
+                assert_eq!(read.inputs[0].offset, want, "{base} + {delta}");
+            }
+        }
+    }
 }

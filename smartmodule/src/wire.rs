@@ -565,7 +565,6 @@ impl Stored<'_> {
 }
 
 /// The body of a record (everything after its length prefix).
-#[inline(never)]
 fn body_len(p: &Preamble, key: Option<&[u8]>, value: &[u8], headers: i64) -> usize {
     let data = |d: &[u8]| varint_len(d.len() as i64) + d.len();
     1 + varint_len(p.timestamp_delta)
