@@ -26,7 +26,7 @@ mod abi;
 pub mod probe;
 pub mod wire;
 
-use wire::{Output, Stored};
+use wire::{Meta, Output, Stored};
 
 /// What one call hands back to the engine: its return code, and the bytes `copy_records`
 /// points the engine at, if any.
@@ -83,70 +83,150 @@ fn init_refusal(e: &ParamError, version: i16) -> Reply {
     )
 }
 
-/// A record as the core reads it, at its offset (`base_offset` + its delta).
-fn record_in(r: Stored<'_>, base_offset: i64) -> RecordIn<'_> {
-    RecordIn::new(r.key, r.value).at(base_offset.saturating_add(r.offset_delta))
+/// Where an input's records stand, to make each a record as the core reads it: at
+/// `base_offset` + its delta, saturating.
+#[derive(Debug, Clone, Copy)]
+struct Offsets {
+    base_offset: i64,
+    /// Whether `base_offset` is near enough i64's ends that an offset may saturate (a delta is
+    /// within ±2^31, see [`wire`]): elsewhere it adds plainly.
+    near_ends: bool,
 }
 
-/// `array_map`: one invocation of `p`. Untouched frames leave as the very bytes that came in; a
-/// refusal (`malformed=fail`) emits nothing and comes with the offending record.
+impl Offsets {
+    fn new(base_offset: i64) -> Offsets {
+        let near_ends = base_offset.checked_add(1 << 31).is_none()
+            || base_offset.checked_sub(1 << 31).is_none();
+        Offsets {
+            base_offset,
+            near_ends,
+        }
+    }
+
+    #[inline(always)]
+    fn record_in(self, r: Stored<'_>) -> RecordIn<'_> {
+        let offset = if self.near_ends {
+            self.base_offset.saturating_add(r.offset_delta)
+        } else {
+            // Never wraps: see `near_ends`.
+            self.base_offset.wrapping_add(r.offset_delta)
+        };
+        RecordIn::new(r.key, r.value).at(offset)
+    }
+}
+
+/// An input read for `array_map`, in one pass: its records as the core reads them, and beside
+/// each, at the same index, what writing it back takes.
+pub(crate) struct Read<'a> {
+    pub base_offset: i64,
+    pub inputs: Vec<RecordIn<'a>>,
+    metas: Vec<Meta<'a>>,
+}
+
+impl<'a> Read<'a> {
+    pub fn new(input: &'a [u8], version: i16) -> Result<Read<'a>, wire::Undecodable> {
+        let i = wire::input(input, version)?;
+        let offsets = Offsets::new(i.base_offset);
+        let (inputs, metas) = i.split(|r| offsets.record_in(r))?;
+        Ok(Read {
+            base_offset: i.base_offset,
+            inputs,
+            metas,
+        })
+    }
+
+    /// Input record `i`, if there is one.
+    pub fn get(&self, i: usize) -> Option<Stored<'a>> {
+        (i < self.metas.len()).then(|| self.records()(i))
+    }
+
+    /// Input record `i` as the writer reads it, for each `i`: one bounds check each (the two
+    /// vectors' lengths are seen to be equal).
+    #[inline(always)]
+    pub fn records(&self) -> impl Fn(usize) -> Stored<'a> + '_ {
+        let metas = &self.metas[..];
+        let inputs = &self.inputs[..metas.len()];
+        move |i| {
+            let m = metas[i];
+            let r = &inputs[i];
+            m.with(r.key, r.value)
+        }
+    }
+
+    /// The records `emits` make of these, as [`write`] writes them.
+    pub fn write(&self, emits: &[Emit]) -> Output {
+        write(self.records(), emits)
+    }
+}
+
+/// `array_map`: one invocation of `p`. Untouched frames leave as the very bytes that came in
+/// (contract §2); a refusal (`malformed=fail`) emits nothing and comes with the offending record.
 pub fn array_map(p: &mut Processor, input: &[u8], version: i16) -> Reply {
-    let decoded = wire::input(input, version).and_then(|i| Ok((i.base_offset, i.collect()?)));
-    let (base_offset, records) = match decoded {
-        Ok(d) => d,
+    let read = match Read::new(input, version) {
+        Ok(read) => read,
         Err(e) => return undecodable(&e, version),
     };
-    let inputs: Vec<RecordIn> = records.iter().map(|r| record_in(*r, base_offset)).collect();
-    let emits = match p.process(&inputs) {
+    let emits = match p.process(&read.inputs) {
         Ok(emits) => emits,
-        Err(e) => return refusal(&e, &records, base_offset, version),
+        Err(e) => return refusal(&e, read.get(e.index), read.base_offset, version),
     };
-    let out = output(&records, &emits);
+    let out = read.write(&emits);
     Reply {
         code: out.count() as i32,
         output: Some(out.finish()),
     }
 }
 
-/// The records `emits` make of `records`, written once into a buffer of their size: a record
-/// passed is copied as its encoded bytes.
+/// The records `emits` make of `records`, as `array_map` writes them.
 pub fn output(records: &[Stored], emits: &[Emit]) -> Output {
-    let mut out = Output::with_capacity(emits.iter().map(|e| emitted_len(e, records)).sum());
+    write(|i| records[i], emits)
+}
+
+/// The bytes `emit` takes in the output.
+pub fn emitted_len(emit: &Emit, records: &[Stored]) -> usize {
+    size(emit, |i| records[i])
+}
+
+/// The records `emits` make of the input's (`record(i)` is record `i`), written once into a
+/// buffer of their size: a record passed is copied as its encoded bytes.
+fn write<'a>(record: impl Fn(usize) -> Stored<'a>, emits: &[Emit]) -> Output {
+    let mut out = Output::with_capacity(emits.iter().map(|e| size(e, &record)).sum());
     for emit in emits {
         match emit {
-            Emit::Pass(i) => out.pass(&records[*i]),
+            Emit::Pass(i) => out.pass(&record(*i)),
             Emit::Replace(i, value) => {
-                let r = &records[*i];
+                let r = record(*i);
                 out.record(&r.preamble(), r.key, value, r.headers);
             }
             // A record of the module's own carries its source's offset and timestamp.
             Emit::New { at, key, value } => {
-                out.record(&records[*at].preamble(), Some(key), value, 0)
+                out.record(&record(*at).preamble(), Some(key), value, 0)
             }
         }
     }
     out
 }
 
-/// The bytes `emit` takes in the output.
-pub fn emitted_len(emit: &Emit, records: &[Stored]) -> usize {
+/// The bytes `emit` takes in the output, `record(i)` being input record `i`.
+#[inline(always)]
+fn size<'a>(emit: &Emit, record: impl Fn(usize) -> Stored<'a>) -> usize {
     match emit {
-        Emit::Pass(i) => records[*i].encoded_len(),
+        Emit::Pass(i) => record(*i).encoded_len(),
         Emit::Replace(i, value) => {
-            let r = &records[*i];
+            let r = record(*i);
             wire::record_len(&r.preamble(), r.key, value, r.headers)
         }
         Emit::New { at, key, value } => {
-            wire::record_len(&records[*at].preamble(), Some(key), value, 0)
+            wire::record_len(&record(*at).preamble(), Some(key), value, 0)
         }
     }
 }
 
 /// The output of a refused invocation: no records, the error naming the offending one (the
 /// cold path, so Fluvio's own types and encoder write it).
-fn refusal(e: &BatchError, records: &[Stored], base_offset: i64, version: i16) -> Reply {
+fn refusal(e: &BatchError, r: Option<Stored>, base_offset: i64, version: i16) -> Reply {
     let mut record = Record::default();
-    if let Some(r) = records.get(e.index) {
+    if let Some(r) = r {
         record.key = r.key.map(RecordData::from);
         record.value = r.value.into();
         record.preamble.set_offset_delta(r.offset_delta);
@@ -193,10 +273,51 @@ fn undecodable(e: &wire::Undecodable, version: i16) -> Reply {
 /// `look_back`: replays the input's records into `p`'s state, emitting nothing.
 pub fn look_back(p: &mut Processor, input: &[u8], version: i16) -> Reply {
     // One pass, the records held once, as the core reads them: a look-back is big.
-    let decoded = wire::input(input, version).and_then(|i| i.map(|r| record_in(r, i.base_offset)));
+    let decoded = wire::input(input, version).and_then(|i| {
+        let offsets = Offsets::new(i.base_offset);
+        i.map(|r| offsets.record_in(r))
+    });
     let Ok(records) = decoded else {
         return Reply::code(SmartModuleLookbackErrorStatus::DecodingBaseInput as i32);
     };
     p.look_back(&records);
     Reply::code(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_saturate_at_i64s_ends_and_add_plainly_elsewhere() {
+        let near = 1i64 << 31;
+        let bases = [
+            i64::MIN,
+            i64::MIN + near - 1,
+            i64::MIN + near,
+            0,
+            i64::MAX - near + 1,
+            i64::MAX - near,
+            i64::MAX,
+        ];
+        for base in bases {
+            for delta in [i32::MIN as i64, -1, 0, 1, i32::MAX as i64] {
+                let at = wire::Preamble {
+                    offset_delta: delta,
+                    ..Default::default()
+                };
+                let mut raw = Output::with_capacity(0);
+                raw.record(&at, Some(b"k"), b"{}", 0);
+                // Version 0: the base offset, the records, no params.
+                let mut input = base.to_be_bytes().to_vec();
+                let raw = raw.records();
+                input.extend_from_slice(&(raw.len() as i32).to_be_bytes());
+                input.extend_from_slice(&raw);
+                input.extend_from_slice(&[0, 0]);
+                let read = Read::new(&input, 0).expect("reads");
+                let want = Some(base.saturating_add(delta));
+                assert_eq!(read.inputs[0].offset, want, "{base} + {delta}");
+            }
+        }
+    }
 }

@@ -11,10 +11,10 @@ use std::collections::BTreeMap;
 use std::io::Cursor;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use agent_fold_core::{Probe, Processor, RecordIn};
+use agent_fold_core::{Probe, Processor};
 use fluvio_smartmodule::dataplane::core::Decoder;
 
-use crate::{Reply, wire};
+use crate::{Read, Reply};
 
 /// The stage this instance stops after: 0 for none (the whole call), else 1 + a [`STAGES`] index.
 static STAGE: AtomicU8 = AtomicU8::new(0);
@@ -46,14 +46,10 @@ pub fn array_map(p: &mut Processor, input: &[u8], version: i16) -> Reply {
     if stage == 0 {
         return crate::array_map(p, input, version);
     }
-    let decoded = wire::input(input, version).and_then(|i| Ok((i.base_offset, i.collect()?)));
-    let Ok((base_offset, records)) = decoded else {
+    let Ok(read) = Read::new(input, version) else {
         return Reply::code(-1);
     };
-    let inputs: Vec<RecordIn> = records
-        .iter()
-        .map(|r| crate::record_in(*r, base_offset))
-        .collect();
+    let inputs = &read.inputs;
     let probe = match stage {
         2 => Some(Probe::Walk),
         3 => Some(Probe::Scan),
@@ -63,10 +59,10 @@ pub fn array_map(p: &mut Processor, input: &[u8], version: i16) -> Reply {
         _ => None,
     };
     if let Some(probe) = probe {
-        std::hint::black_box(p.probe(std::hint::black_box(&inputs), probe));
+        std::hint::black_box(p.probe(std::hint::black_box(inputs), probe));
     }
-    std::hint::black_box(&inputs);
-    let out = crate::output(&records, &[]);
+    std::hint::black_box(inputs);
+    let out = read.write(&[]);
     Reply {
         code: 0,
         output: Some(out.finish()),

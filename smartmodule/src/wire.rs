@@ -7,7 +7,13 @@
 //! runs past the buffer (the decoder allocates it first), a varint longer than the 10 bytes an
 //! `i64` needs (its shifts overflow), and a record field outside ±2^31 (Fluvio's varint encoder
 //! writes those wrongly, or never stops). A record whose encoding is exactly what Fluvio's
-//! encoder writes for it leaves as a copy of its bytes; any other is written field by field.
+//! encoder writes for it leaves as a copy of its bytes (contract §2, §6.2); any other is written
+//! field by field.
+//!
+//! A record is read by one of two readers that agree wherever both read: [`canonical`], for the
+//! record Fluvio's encoder writes with varints of at most three bytes (every record an SPU hands
+//! over, short of a key or value of 1 MiB), and the general [`record`] for every other, and for
+//! every refusal with its byte.
 
 /// Why an input does not decode, and where.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -205,16 +211,21 @@ fn long_varint(b: &[u8], start: usize) -> Res<(i64, bool, usize)> {
     })
 }
 
-/// The bytes Fluvio's encoder writes for `v` (within ±2^31).
-#[inline]
+/// Fluvio's zigzag encoding of `v`, the value its varint carries.
+#[inline(always)]
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+/// The bytes Fluvio's encoder writes for `v` (within ±2^31): its bits taken 7 at a time.
+#[inline(always)]
 fn varint_len(v: i64) -> usize {
-    let z = ((v << 1) ^ (v >> 63)) as u64;
-    (64 - (z | 1).leading_zeros() as usize).div_ceil(7)
+    (64 + 6 - (zigzag(v) | 1).leading_zeros() as usize) / 7
 }
 
 fn put_varint(out: &mut Vec<u8>, v: i64) {
     debug_assert!((i32::MIN as i64..=i32::MAX as i64).contains(&v));
-    let mut z = ((v << 1) ^ (v >> 63)) as u64;
+    let mut z = zigzag(v);
     while z >= 0x80 {
         out.push((z as u8 & 0x7f) | 0x80);
         z >>= 7;
@@ -279,7 +290,8 @@ pub fn input(bytes: &[u8], version: i16) -> Res<Input<'_>> {
     Ok(input)
 }
 
-/// One record as it stands in the input: its fields, with its key and value borrowed.
+/// One record as it stands in the input: its fields, with its key and value borrowed. Only the
+/// reader makes one, so its deltas and header count are within ±2^31.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stored<'a> {
     pub attributes: i8,
@@ -292,6 +304,49 @@ pub struct Stored<'a> {
     encoded: Option<&'a [u8]>,
 }
 
+/// A record's fields beside its key and value: what writing it back takes, kept compact (a call
+/// keeps one per input record, beside the record as the core reads it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Meta<'a> {
+    encoded: Option<&'a [u8]>,
+    timestamp_delta: i32,
+    offset_delta: i32,
+    headers: i32,
+    attributes: i8,
+}
+
+impl<'a> Stored<'a> {
+    /// Its fields beside its key and value.
+    #[inline(always)]
+    pub fn meta(&self) -> Meta<'a> {
+        let fits = |v: i64| i32::try_from(v).is_ok();
+        debug_assert!(fits(self.timestamp_delta) && fits(self.offset_delta) && fits(self.headers));
+        Meta {
+            encoded: self.encoded,
+            timestamp_delta: self.timestamp_delta as i32,
+            offset_delta: self.offset_delta as i32,
+            headers: self.headers as i32,
+            attributes: self.attributes,
+        }
+    }
+}
+
+impl<'a> Meta<'a> {
+    /// The record of these fields, and this key and value (the ones it was read with).
+    #[inline(always)]
+    pub fn with(self, key: Option<&'a [u8]>, value: &'a [u8]) -> Stored<'a> {
+        Stored {
+            attributes: self.attributes,
+            timestamp_delta: self.timestamp_delta as i64,
+            offset_delta: self.offset_delta as i64,
+            key,
+            value,
+            headers: self.headers as i64,
+            encoded: self.encoded,
+        }
+    }
+}
+
 impl<'a> Input<'a> {
     /// The records read in one pass, held (the `Vec<Record>` reads its count's worth, ignoring
     /// what follows).
@@ -302,13 +357,48 @@ impl<'a> Input<'a> {
     /// The records read in one pass, each held as `f` makes it: one that does not decode
     /// refuses the whole input, and none is handed over.
     pub fn map<T>(&self, mut f: impl FnMut(Stored<'a>) -> T) -> Res<Vec<T>> {
-        let (mut c, n) = self.count()?;
-        // A record takes 7 bytes at least: a count past that is refused as the reads go.
-        let mut out = Vec::with_capacity(n.min(self.raw.len() / 7));
-        for _ in 0..n {
-            out.push(f(record(&mut c).map_err(|e| self.shift(e))?));
-        }
+        let mut out = Vec::with_capacity(self.capacity());
+        self.each(|r| out.push(f(r)))?;
         Ok(out)
+    }
+
+    /// As [`Input::map`], and beside each record (at the same index) its [`Meta`].
+    pub fn split<T>(&self, mut f: impl FnMut(Stored<'a>) -> T) -> Res<(Vec<T>, Vec<Meta<'a>>)> {
+        let n = self.capacity();
+        let (mut out, mut metas) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        self.each(|r| {
+            metas.push(r.meta());
+            out.push(f(r));
+        })?;
+        Ok((out, metas))
+    }
+
+    /// Each record in turn, read by [`canonical`] where it can, else by [`record`].
+    #[inline(always)]
+    fn each(&self, mut f: impl FnMut(Stored<'a>)) -> Res<()> {
+        let (c, n) = self.count()?;
+        let (b, mut i) = (c.b, c.i);
+        for _ in 0..n {
+            // `f` in each arm: the common record's fields go to it as they were read.
+            i = match canonical(b, i) {
+                Some((r, end)) => {
+                    f(r);
+                    end
+                }
+                None => {
+                    let (r, end) = record(b, i).map_err(|e| self.shift(e))?;
+                    f(r);
+                    end
+                }
+            };
+        }
+        Ok(())
+    }
+
+    /// The records to make room for: their count, bounded by what the bytes can hold (a
+    /// record takes 7 bytes at least: a count past that is refused as the reads go).
+    fn capacity(&self) -> usize {
+        self.count().map_or(0, |(_, n)| n.min(self.raw.len() / 7))
     }
 
     /// A cursor after the records' count, and the count.
@@ -327,10 +417,100 @@ impl<'a> Input<'a> {
     }
 }
 
-/// One `Record`: a varint length (checked against what is left, as Fluvio does, and otherwise
-/// unused), attributes, timestamp and offset deltas, an optional key, the value, the header count.
+/// The record at `i` in `b` when Fluvio's encoder wrote it so and each of its varints takes
+/// at most three bytes (deltas and header count within ±2^20, key and value under 1 MiB), and
+/// where it ends; `None` for any other. The common record's reader: few bounds checks, nothing to
+/// undo, no error to carry. What it takes, [`record`] takes alike, as canonical, so where it
+/// gives up the general reader reads the record from its start and answers for it.
 #[inline(always)]
-fn record<'a>(c: &mut Cursor<'a>) -> Res<Stored<'a>> {
+fn canonical(b: &[u8], i: usize) -> Option<(Stored<'_>, usize)> {
+    // The fields up to the key's bytes take 14 bytes at most (3 + 1 + 3 + 3 + 1 + 3): one check
+    // of 16 bytes covers their reads. A record whose bytes stop sooner (the last few of an
+    // input) is left to the general reader. Reads past the record's own length end past it
+    // too, and are not taken (below).
+    let rest = b.get(i..)?;
+    let head: &[u8; 16] = rest.first_chunk()?;
+    let (len, p) = short_len(head, 0)?;
+    let encoded = rest.get(..p + len)?;
+    let attributes = head[p] as i8;
+    let (timestamp_delta, p) = short_varint(head, p + 1)?;
+    let (offset_delta, p) = short_varint(head, p)?;
+    let (key, p) = match head[p] {
+        0 => (None, p + 1),
+        1 => {
+            let (n, p) = short_len(head, p + 1)?;
+            (Some(encoded.get(p..p + n)?), p + n)
+        }
+        _ => return None,
+    };
+    let (value, p) = short_data(encoded, p)?;
+    // The header count ends the record: all its bytes are the varint's.
+    let headers = match *encoded.get(p..)? {
+        [h] if h < 0x80 => h as u32,
+        [_, _] | [_, _, _] => match short_varint(encoded, p)? {
+            (h, end) if end == encoded.len() => h,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let record = Stored {
+        attributes,
+        timestamp_delta: unzigzag(timestamp_delta),
+        offset_delta: unzigzag(offset_delta),
+        key,
+        value,
+        headers: unzigzag(headers),
+        encoded: Some(encoded),
+    };
+    Some((record, i + encoded.len()))
+}
+
+/// A varint at `p` in `s` as Fluvio's encoder writes one of one to three bytes (no longer than
+/// its value needs: a last byte of 0 after the first is not), as its zigzag encoding, and where
+/// it ends; `None` for any other, or past `s`.
+#[inline(always)]
+fn short_varint(s: &[u8], p: usize) -> Option<(u32, usize)> {
+    let b0 = *s.get(p)? as u32;
+    if b0 < 0x80 {
+        return Some((b0, p + 1));
+    }
+    let b1 = *s.get(p + 1)? as u32;
+    if b1 < 0x80 {
+        return (b1 != 0).then_some((b0 & 0x7f | b1 << 7, p + 2));
+    }
+    let b2 = *s.get(p + 2)? as u32;
+    (1..0x80)
+        .contains(&b2)
+        .then_some((b0 & 0x7f | (b1 & 0x7f) << 7 | b2 << 14, p + 3))
+}
+
+/// A length as a [`short_varint`] that is not negative.
+#[inline(always)]
+fn short_len(s: &[u8], p: usize) -> Option<(usize, usize)> {
+    let (z, p) = short_varint(s, p)?;
+    (z & 1 == 0).then_some(((z >> 1) as usize, p))
+}
+
+/// A key or value in a record read by [`canonical`]: a [`short_len`], then the bytes.
+#[inline(always)]
+fn short_data(s: &[u8], p: usize) -> Option<(&[u8], usize)> {
+    let (n, p) = short_len(s, p)?;
+    Some((s.get(p..p + n)?, p + n))
+}
+
+/// Fluvio's zigzag decoding of a [`short_varint`].
+#[inline(always)]
+fn unzigzag(z: u32) -> i64 {
+    ((z >> 1) as i32 ^ -((z & 1) as i32)) as i64
+}
+
+/// One `Record`: a varint length (checked against what is left, as Fluvio does, and otherwise
+/// unused), attributes, timestamp and offset deltas, an optional key, the value, the header
+/// count. Any record, and where the input is refused, why and at which byte.
+#[cold]
+#[inline(never)]
+fn record(b: &[u8], i: usize) -> Res<(Stored<'_>, usize)> {
+    let c = &mut Cursor { b, i };
     let start = c.i;
     let (len, len_canonical) = c.varint()?;
     if len > (c.b.len() - c.i) as i64 {
@@ -355,15 +535,16 @@ fn record<'a>(c: &mut Cursor<'a>) -> Res<Stored<'a>> {
         && key_ok
         && value_ok
         && headers_ok;
-    Ok(Stored {
+    let record = Stored {
         attributes,
         timestamp_delta,
         offset_delta,
         key,
         value,
         headers,
-        encoded: canonical.then(|| &c.b[start..c.i]),
-    })
+        encoded: canonical.then(|| &b[start..c.i]),
+    };
+    Ok((record, c.i))
 }
 
 /// What precedes a record's key: its attributes and deltas.
@@ -384,6 +565,7 @@ impl Stored<'_> {
     }
 
     /// The bytes this record takes in an output.
+    #[inline(always)]
     pub fn encoded_len(&self) -> usize {
         match self.encoded {
             Some(e) => e.len(),
@@ -425,6 +607,7 @@ impl Output {
     }
 
     /// An input record as it came in.
+    #[inline(always)]
     pub fn pass(&mut self, r: &Stored) {
         match r.encoded {
             Some(e) => {
@@ -509,5 +692,103 @@ mod tests {
         let long = [0x80; 11];
         let mut c = Cursor { b: &long, i: 0 };
         assert_eq!(c.varint().unwrap_err().why, Why::LongVarint);
+    }
+
+    /// The general reader of one record at `i` in `b`: the record and where it ends.
+    fn general(b: &[u8], i: usize) -> Option<(Stored<'_>, usize)> {
+        record(b, i).ok()
+    }
+
+    /// A record as Fluvio's encoder writes it, after `at` bytes of something else.
+    fn written(at: usize, p: &Preamble, key: Option<&[u8]>, value: &[u8], headers: i64) -> Rec {
+        let mut out = Output::with_capacity(0);
+        out.record(p, key, value, headers);
+        let mut b = vec![0xee; at];
+        b.extend_from_slice(&out.records()[4..]);
+        (at, b)
+    }
+
+    /// A record's bytes, and where it starts in them.
+    type Rec = (usize, Vec<u8>);
+
+    #[test]
+    fn the_canonical_reader_reads_as_the_general_one() {
+        let wide = [
+            0i64,
+            1,
+            -1,
+            63,
+            -64,
+            64,
+            -65,
+            8191,
+            -8192,
+            8192,
+            (1 << 20) - 1,
+            -(1 << 20),
+            1 << 20,
+            i32::MAX as i64,
+            i32::MIN as i64,
+        ];
+        let long = vec![b'x'; (1 << 20) + 1];
+        let mut records = Vec::new();
+        for &v in &wide {
+            let p = Preamble {
+                attributes: -3,
+                timestamp_delta: v,
+                offset_delta: 0,
+            };
+            records.push(written(0, &p, None, b"{}", 0));
+            let p = Preamble {
+                offset_delta: v,
+                ..Preamble::default()
+            };
+            records.push(written(3, &p, Some(b"s"), b"{}", 0));
+            records.push(written(1, &Preamble::default(), Some(b""), b"", v));
+        }
+        for n in [0, 1, 63, 64, 8191, 8192, (1 << 20) - 1, 1 << 20] {
+            records.push(written(2, &Preamble::default(), Some(&long[..n]), b"v", 0));
+            records.push(written(0, &Preamble::default(), None, &long[..n], 0));
+        }
+        for (at, b) in &records {
+            let (r, end) = general(b, *at).expect("decodes");
+            assert_eq!(end, b.len());
+            assert!(r.encoded.is_some());
+            // Every varint in it takes three bytes at most.
+            let body = body_len(&r.preamble(), r.key, r.value, r.headers);
+            let key = r.key.map_or(0, <[u8]>::len);
+            let short = [r.timestamp_delta, r.offset_delta, r.headers]
+                .into_iter()
+                .chain([key, r.value.len(), body].map(|n| n as i64))
+                .all(|v| varint_len(v) <= 3);
+            // Taken where 16 bytes follow its start, as where another record follows it.
+            let taken = short.then_some((r, end));
+            assert_eq!(canonical(b, *at), taken.filter(|_| end - at >= 16), "{r:?}");
+            let mut followed = b.clone();
+            followed.extend_from_slice(&[0; 16]);
+            assert_eq!(canonical(&followed, *at), taken, "{r:?}");
+        }
+        // Damaged or cut short: taken alike, or left to the general reader.
+        let agree = |b: &[u8]| {
+            for at in 0..b.len() {
+                if let Some(r) = canonical(b, at) {
+                    assert_eq!(general(b, at), Some(r), "{b:?} at {at}");
+                }
+            }
+        };
+        for (_, b) in records.iter().filter(|(_, b)| b.len() < 64) {
+            let mut b = b.clone();
+            b.extend_from_slice(&[0; 16]);
+            for cut in 0..b.len() {
+                agree(&b[..cut]);
+            }
+            for k in 0..b.len() {
+                for x in [0x00, 0x01, 0x02, 0x7f, 0x80, 0x81, 0xff] {
+                    let mut b = b.clone();
+                    b[k] = x;
+                    agree(&b);
+                }
+            }
+        }
     }
 }
