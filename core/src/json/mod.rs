@@ -160,8 +160,14 @@ unsafe fn walk<'a, B: Block>(bytes: &'a [u8], f: &mut impl FnMut(Member<'a>)) ->
                 f(as_member(m));
                 // The separator and the next key's quote where compact JSON has them (a
                 // tuple handed back would cost the loop a three-way test per member).
+                let pair = b
+                    .get(end..end + 2)
+                    .map(|p| u16::from_le_bytes([p[0], p[1]]));
+                if pair == Some(u16::from_le_bytes(*b",\"")) {
+                    i = end + 2;
+                    continue;
+                }
                 match b.get(end) {
-                    Some(b',') if b.get(end + 1) == Some(&b'"') => i = end + 2,
                     Some(b'}') => {
                         i = end + 1;
                         break;
