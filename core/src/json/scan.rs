@@ -244,6 +244,19 @@ pub(crate) fn skip_ws(b: &[u8], mut i: usize) -> usize {
 /// The index after the run of ASCII digits at `i`.
 #[inline(always)]
 fn digits(b: &[u8], mut i: usize) -> usize {
+    // Eight bytes at a time while eight are left: the first byte that is no digit is the
+    // lowest flagged one (a carry from a flagged byte reaches only the bytes after it).
+    const ONES: u64 = u64::MAX / 255;
+    while let Some(w) = b.get(i..i + 8) {
+        let x = u64::from_le_bytes(w.try_into().expect("eight bytes"));
+        let t = ((x & (ONES * 0xF0)) ^ (ONES * 0x30))
+            | ((x.wrapping_add(ONES * 0x06) & (ONES * 0xF0)) ^ (ONES * 0x30));
+        let flagged = (((t & (ONES * 0x7F)) + ONES * 0x7F) | t) & (ONES * 0x80);
+        if flagged != 0 {
+            return i + flagged.trailing_zeros() as usize / 8;
+        }
+        i += 8;
+    }
     while i < b.len() && b[i].wrapping_sub(b'0') < 10 {
         i += 1;
     }

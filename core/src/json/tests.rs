@@ -244,3 +244,15 @@ fn has_string_reads_as_get_does() {
         assert_eq!(has_string(t, "parent_tool_use_id"), want, "{t}");
     }
 }
+
+#[test]
+fn numbers_of_every_length_end_where_their_digits_do() {
+    for len in 1..=30usize {
+        for tail in ["", ",", "}", ".5", "e3", "x", "\u{ff}", "/", ":"] {
+            let digits: String = (0..len).map(|k| char::from(b'1' + (k % 9) as u8)).collect();
+            let text = format!("{{\"n\":{digits}{tail}}}");
+            let serde = serde_json::from_str::<serde_json::Value>(&text).is_ok();
+            assert_eq!(is_object(text.as_bytes()), serde, "{text}");
+        }
+    }
+}
