@@ -316,8 +316,8 @@ fn literal(b: &[u8], i: usize) -> Res<usize> {
     }
 }
 
-/// `"key" :` of a nested object's member, from its opening quote, and the whitespace before
-/// its value: the value's index.
+/// `"key" :` of a nested object's member, from whitespace before its opening quote, and the
+/// whitespace before its value: the value's index.
 ///
 /// # Safety
 /// The CPU has `B`'s instruction set.
@@ -328,9 +328,18 @@ unsafe fn member_key<B: Block>(b: &[u8], i: usize) -> Res<usize> {
         return Err(Bad);
     }
     // SAFETY: the caller vouches for the instruction set.
-    let (i, _) = unsafe { string::<B>(b, i + 1) }?;
-    let i = colon(b, i)?;
-    Ok(i)
+    unsafe { key_rest::<B>(b, i + 1) }
+}
+
+/// [`member_key`] from just after the key's opening quote.
+///
+/// # Safety
+/// The CPU has `B`'s instruction set.
+#[inline(always)]
+unsafe fn key_rest<B: Block>(b: &[u8], i: usize) -> Res<usize> {
+    // SAFETY: the caller vouches for the instruction set.
+    let (i, _) = unsafe { string::<B>(b, i) }?;
+    colon(b, i)
 }
 
 /// The `:` after a key (compact JSON has it right there), and the whitespace around it: the
@@ -424,8 +433,11 @@ unsafe fn nested<B: Block>(b: &[u8], mut i: usize) -> Res<usize> {
                     depth += 1;
                     i = at;
                     if open == b'{' {
+                        if c != b'"' {
+                            return Err(Bad);
+                        }
                         // SAFETY: as above.
-                        i = unsafe { member_key::<B>(b, i) }?;
+                        i = unsafe { key_rest::<B>(b, at + 1) }?;
                     }
                     continue;
                 }
@@ -438,6 +450,15 @@ unsafe fn nested<B: Block>(b: &[u8], mut i: usize) -> Res<usize> {
                 return Ok(i);
             }
             let object = word & 1 == 1;
+            // Compact JSON's `,"` before an object's next key, compared as one word.
+            if object
+                && b.get(i..i + 2).map(|p| u16::from_le_bytes([p[0], p[1]]))
+                    == Some(u16::from_le_bytes(*b",\""))
+            {
+                // SAFETY: as above.
+                i = unsafe { key_rest::<B>(b, i + 2) }?;
+                break;
+            }
             let (c, at) = byte_past_ws(b, i)?;
             match c {
                 b',' => {
