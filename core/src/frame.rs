@@ -51,6 +51,9 @@ pub struct Place {
 /// The top-level members a view reads (contract §1), by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Name {
+    /// `id`: carried, never read (contract §1); named so that the walk takes it without a
+    /// string scan.
+    Id,
     Type,
     Seq,
     Timestamp,
@@ -98,6 +101,7 @@ impl Name {
             };
         }
         by_length! {
+            2 => [b"id" => Id],
             3 => [b"seq" => Seq],
             4 => [b"type" => Type],
             5 => [b"usage" => Usage, b"tools" => Tools, b"agent" => Agent, b"model" => Model],
@@ -189,11 +193,15 @@ impl<'a> Frame<'a> {
         self.delta_place = Place::default();
         self.from_place = Place::default();
         self.frames_place = Place::default();
-        json::object(
+        // The name match inlined into the fold's walk (the pressure reading's walk, larger,
+        // keeps it a call: each measured best so, docs/bench.md).
+        json::object_known(
             bytes,
             Isa::best(),
             #[inline(always)]
-            |m| self.set::<false>(bytes, m),
+            |key| Name::of(key),
+            #[inline(always)]
+            |m, name| self.set::<false>(bytes, m, name),
         )
         .is_some()
     }
@@ -206,21 +214,25 @@ impl<'a> Frame<'a> {
             ..Frame::default()
         };
         // Inlined into the walk: a call per member would pass the member through memory.
-        json::object(
+        json::object_known(
             bytes,
             isa,
+            Name::of,
             #[inline(always)]
-            |m| v.set::<ALL>(bytes, m),
+            |m, name| v.set::<ALL>(bytes, m, name),
         )?;
         Some(v)
     }
 
     /// Records one top-level member; the last of a repeated key wins.
     #[inline(always)]
-    fn set<const ALL: bool>(&mut self, bytes: &'a [u8], m: Member<'a>) {
+    fn set<const ALL: bool>(&mut self, bytes: &'a [u8], m: Member<'a>, name: Option<Name>) {
         let raw = m.value;
-        // A key without an escape is its name as it stands: no `Cow` to make and drop.
-        let field = if m.escaped {
+        // A key the walk named is that name; one without an escape is its name as it stands:
+        // no `Cow` to make and drop.
+        let field = if name.is_some() {
+            name
+        } else if m.escaped {
             Name::of(m.name().as_bytes())
         } else {
             Name::of(m.key.as_bytes())
@@ -229,6 +241,7 @@ impl<'a> Frame<'a> {
             return;
         };
         match field {
+            Name::Id => {}
             Name::Type => self.kind = m.string(),
             Name::Timestamp => self.stamp = json::is_string(raw).then_some(raw),
             Name::Delta => {

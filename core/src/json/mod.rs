@@ -20,7 +20,7 @@ use block::Simd128;
 use block::{Avx2, Sse2};
 use block::{Block, Kind, Swar};
 pub(crate) use scan::plain;
-use scan::{Bad, Read, Res, Scanner, after_member, member, skip_ws, string_end};
+use scan::{Bad, Read, Res, Scanner, after_member, member_known, skip_ws, string_end};
 
 /// One member of an object: its key as it stands between the quotes, whether that key holds
 /// an escape, and its value's JSON text.
@@ -108,15 +108,51 @@ impl<'a> Member<'a> {
 /// Reads `bytes` as a JSON object and hands each top-level member to `f`, in order; `None` when
 /// the text is not one (then `f` may have seen members of the valid prefix).
 pub fn object<'a>(bytes: &'a [u8], isa: Isa, mut f: impl FnMut(Member<'a>)) -> Option<()> {
-    let f = &mut f;
-    per_isa!(isa, walk, walk_avx2, bytes, f).ok()
+    object_known(
+        bytes,
+        isa,
+        |_| None::<()>,
+        #[inline(always)]
+        |m, _| f(m),
+    )
+}
+
+/// [`object`], each member handed over with its key's name when `known` names it. `known` sees
+/// the bytes of a key before its first `"` and must name only keys of ASCII letters, digits and
+/// `_` (such a key is a whole JSON string as it stands, and is not scanned again).
+pub fn object_known<'a, T: Copy>(
+    bytes: &'a [u8],
+    isa: Isa,
+    known: impl Fn(&[u8]) -> Option<T>,
+    mut f: impl FnMut(Member<'a>, Option<T>),
+) -> Option<()> {
+    let (known, f) = (&known, &mut f);
+    // `per_isa!` names one generic; the walk has two.
+    let read = match isa.0 {
+        // SAFETY: an `Isa` of AVX2 is only made where the CPU has AVX2.
+        #[cfg(target_arch = "x86_64")]
+        Kind::Avx2 => unsafe { walk_avx2(bytes, known, f) },
+        // SAFETY: SSE2 is part of the x86_64 baseline.
+        #[cfg(target_arch = "x86_64")]
+        Kind::Sse2 => unsafe { walk::<Sse2, T>(bytes, known, f) },
+        // SAFETY: the module is built with simd128, which the engine checks when it loads it.
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        Kind::Simd128 => unsafe { walk::<Simd128, T>(bytes, known, f) },
+        // SAFETY: SWAR needs no instruction set.
+        Kind::Swar => unsafe { walk::<Swar, T>(bytes, known, f) },
+    };
+    read.ok()
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn walk_avx2<'a>(bytes: &'a [u8], f: &mut impl FnMut(Member<'a>)) -> Res<()> {
+unsafe fn walk_avx2<'a, T: Copy>(
+    bytes: &'a [u8],
+    known: &impl Fn(&[u8]) -> Option<T>,
+    f: &mut impl FnMut(Member<'a>, Option<T>),
+) -> Res<()> {
     // SAFETY: this function runs only where the CPU has AVX2.
-    unsafe { walk::<Avx2>(bytes, f) }
+    unsafe { walk::<Avx2, T>(bytes, known, f) }
 }
 
 /// A member as [`member`] read it.
@@ -141,7 +177,11 @@ fn as_member(m: Read<'_>) -> Member<'_> {
 /// # Safety
 /// The CPU has `B`'s instruction set.
 #[inline(always)]
-unsafe fn walk<'a, B: Block>(bytes: &'a [u8], f: &mut impl FnMut(Member<'a>)) -> Res<()> {
+unsafe fn walk<'a, B: Block, T: Copy>(
+    bytes: &'a [u8],
+    known: &impl Fn(&[u8]) -> Option<T>,
+    f: &mut impl FnMut(Member<'a>, Option<T>),
+) -> Res<()> {
     let b = bytes;
     let mut i = skip_ws(b, 0);
     if b.get(i) != Some(&b'{') {
@@ -155,9 +195,9 @@ unsafe fn walk<'a, B: Block>(bytes: &'a [u8], f: &mut impl FnMut(Member<'a>)) ->
             i += 1;
             loop {
                 // SAFETY: the caller vouches for the instruction set.
-                let m = unsafe { member::<B>(b, i) }?;
+                let (m, name) = unsafe { member_known::<B, T>(b, i, known) }?;
                 let end = m.end;
-                f(as_member(m));
+                f(as_member(m), name);
                 // The separator and the next key's quote where compact JSON has them (a
                 // tuple handed back would cost the loop a three-way test per member).
                 let pair = b

@@ -515,8 +515,72 @@ pub(crate) struct Read<'a> {
 /// The CPU has `B`'s instruction set.
 #[inline(always)]
 pub(crate) unsafe fn member<'a, B: Block>(b: &'a [u8], i: usize) -> Res<Read<'a>> {
-    // SAFETY (all three): the caller vouches for the instruction set.
+    // SAFETY (both): the caller vouches for the instruction set.
     let (key_end, escaped) = unsafe { string::<B>(b, i) }?;
+    unsafe { member_rest::<B>(b, i, key_end, escaped) }
+}
+
+/// [`member`] of a key that `known` may name, and its name: a key `known` names is taken
+/// from its closing quote, the first `"` within two blocks, with no string scan (`known` must
+/// name only keys of ASCII letters, digits and `_`, which are whole JSON strings as they
+/// stand); any other is read by [`member`].
+///
+/// # Safety
+/// The CPU has `B`'s instruction set.
+#[inline(always)]
+pub(crate) unsafe fn member_known<'a, B: Block, T>(
+    b: &'a [u8],
+    i: usize,
+    known: &impl Fn(&[u8]) -> Option<T>,
+) -> Res<(Read<'a>, Option<T>)> {
+    // SAFETY (all): the caller vouches for the instruction set.
+    let mut q = unsafe { quotes::<B>(b, i) };
+    let mut at = i;
+    if q == 0 {
+        at += B::LEN;
+        q = unsafe { quotes::<B>(b, at) };
+    }
+    if q != 0 {
+        let close = at + q.trailing_zeros() as usize;
+        if let Some(t) = known(&b[i..close]) {
+            return Ok((
+                unsafe { member_rest::<B>(b, i, close + 1, false) }?,
+                Some(t),
+            ));
+        }
+    }
+    Ok((unsafe { member::<B>(b, i) }?, None))
+}
+
+/// The quotes of the block at `at`, bit 0 for byte `at` (none past the end of `b`).
+///
+/// # Safety
+/// The CPU has `B`'s instruction set.
+#[inline(always)]
+unsafe fn quotes<B: Block>(b: &[u8], at: usize) -> u64 {
+    if at + B::LEN <= b.len() {
+        // SAFETY: `LEN` bytes from `at` are inside `b`; the caller vouches for the set.
+        return unsafe { B::load(b.as_ptr().add(at)) }.byte(b'"');
+    }
+    if at >= b.len() {
+        return 0;
+    }
+    // SAFETY: the caller vouches for the instruction set.
+    let (blk, shift, keep) = unsafe { tail::<B>(b, at) };
+    (blk.byte(b'"') >> shift) & keep
+}
+
+/// The rest of a member after its key, whose closing quote ends at `key_end`.
+///
+/// # Safety
+/// The CPU has `B`'s instruction set.
+#[inline(always)]
+unsafe fn member_rest<'a, B: Block>(
+    b: &'a [u8],
+    i: usize,
+    key_end: usize,
+    escaped: bool,
+) -> Res<Read<'a>> {
     // The `:` and the value's first byte, each read once: compact JSON has them right there.
     let mut start = match b.get(key_end) {
         Some(b':') => key_end + 1,
@@ -527,6 +591,7 @@ pub(crate) unsafe fn member<'a, B: Block>(b: &'a [u8], i: usize) -> Res<Read<'a>
         start = skip_ws(b, start);
         c = *b.get(start).ok_or(Bad)?;
     }
+    // SAFETY (both): the caller vouches for the instruction set.
     let (end, plain) = if c == b'"' {
         let (end, escaped) = unsafe { string::<B>(b, start + 1) }?;
         (end, !escaped)

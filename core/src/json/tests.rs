@@ -256,3 +256,56 @@ fn numbers_of_every_length_end_where_their_digits_do() {
         }
     }
 }
+
+#[test]
+fn known_keys_are_named_and_read_as_every_other_key() {
+    let known = |k: &[u8]| -> Option<usize> {
+        [
+            "type",
+            "id",
+            "session_id",
+            "estimated_tokens_delta",
+            "a_key_of_more_than_32_bytes_long",
+        ]
+        .iter()
+        .position(|n| n.as_bytes() == k)
+    };
+    let texts = [
+        r#"{"type":"t","id":"x","session_id":"s","estimated_tokens_delta":3}"#,
+        r#"{"ty\"pe":1,"type":2}"#,
+        r#"{"typ\u0065":1}"#,
+        r#"{"a_key_of_more_than_32_bytes_long":1,"id":2}"#,
+        r#"{"id":1}"#,
+        r#"{"i":1,"d":2,"idx":3,"xid":4}"#,
+        "{\"type\":1,\"\u{00e9}\":2}",
+        r#"{ "type" : 1 , "id" :2}"#,
+        r#"{"type":1,"id""#,
+        r#"{"type":1,"id"#,
+        r#"{"type"#,
+        "{\"ty\u{0001}pe\":1}",
+    ];
+    for t in texts {
+        let mut plain = Vec::new();
+        let read_plain = object(t.as_bytes(), Isa::best(), |m| plain.push((m.key, m.value)));
+        let mut named = Vec::new();
+        let read_named = object_known(t.as_bytes(), Isa::best(), known, |m, name| {
+            named.push(((m.key, m.value), name))
+        });
+        assert_eq!(read_named, read_plain, "{t}");
+        let members: Vec<_> = named.iter().map(|(m, _)| *m).collect();
+        assert_eq!(members, plain, "{t}");
+        for ((key, _), name) in &named {
+            // A name is only ever the key's own; a key read by the scan may go unnamed.
+            if let Some(n) = name {
+                assert_eq!(Some(*n), known(key.as_bytes()), "{t}: {key}");
+            }
+        }
+        if read_plain.is_some() {
+            for ((key, _), name) in &named {
+                if !key.contains('\\') && key.len() <= 32 {
+                    assert_eq!(*name, known(key.as_bytes()), "{t}: {key}");
+                }
+            }
+        }
+    }
+}
