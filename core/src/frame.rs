@@ -181,6 +181,10 @@ impl<'a> Frame<'a> {
     /// fields are cleared and read again, the rest were never set (a frame handed back by value
     /// writes all of its fields out for every record). `false`, its fields unspecified, when the
     /// record is not a JSON object.
+    #[expect(
+        clippy::redundant_closure,
+        reason = "the closure carries #[inline(always)]; the function item is not inlined"
+    )]
     pub fn read_fold(&mut self, bytes: &'a [u8]) -> bool {
         self.bytes = bytes;
         self.kind = None;
