@@ -442,21 +442,24 @@ impl Processor {
                 }
                 Vec::new()
             }
-            Probe::Scan => {
-                for rec in records {
-                    let v = self.read(rec.value);
-                    std::hint::black_box(session_key(rec.key, v.as_ref()));
-                }
-                Vec::new()
-            }
-            Probe::Lookup => {
+            // Each record read as its view reads it (`run_frames`).
+            Probe::Scan | Probe::Lookup => {
                 let mut page = Page::default();
+                let mut frame = Frame::default();
                 for rec in records {
-                    let v = self.read(rec.value);
-                    let k = session_key(rec.key, v.as_ref());
-                    if k.len() <= MAX_KEY_LEN {
+                    let parsed;
+                    let v = match self.view {
+                        View::Frames => frame.read_fold(rec.value).then_some(&frame),
+                        View::Pressure => {
+                            parsed = Frame::parse(rec.value);
+                            parsed.as_ref()
+                        }
+                    };
+                    let k = session_key(rec.key, v);
+                    if stage == Probe::Lookup && k.len() <= MAX_KEY_LEN {
                         std::hint::black_box(self.entry(&k, &mut page));
                     }
+                    std::hint::black_box(k);
                 }
                 Vec::new()
             }
