@@ -111,17 +111,21 @@ impl Folder {
     }
 }
 
+/// What becomes of one frame: a fold names its part in the page's `folds` (a part inline would
+/// make every frame's act as large as a part).
 #[derive(Clone, Copy)]
 enum Act {
     Pass,
     Skip,
-    Fold(Part),
+    Fold(u32),
 }
 
 /// What becomes of each frame of an invocation, decided as the fold reaches it.
 /// One invocation's fold; `Id` names a session's state where the caller keeps it.
 pub(crate) struct Page<Id> {
     acts: Vec<Act>,
+    /// The parts folded so far, which `Act::Fold` names.
+    folds: Vec<Part>,
     /// Sessions whose part was open when last seen: it closes at the page's end.
     open: Vec<Id>,
 }
@@ -130,6 +134,7 @@ impl<Id> Default for Page<Id> {
     fn default() -> Self {
         Page {
             acts: Vec::new(),
+            folds: Vec::new(),
             open: Vec::new(),
         }
     }
@@ -178,7 +183,8 @@ impl<Id: Copy> Page<Id> {
     /// A part of one is served as itself; a longer one becomes its folded frame.
     fn close(&mut self, p: Part) {
         self.acts[p.newest] = if p.members >= 2 {
-            Act::Fold(p)
+            self.folds.push(p);
+            Act::Fold(self.folds.len() as u32 - 1)
         } else {
             Act::Pass
         };
@@ -197,12 +203,15 @@ impl<Id: Copy> Page<Id> {
             match act {
                 Act::Pass => out.push(Out::Pass(i)),
                 Act::Skip => {}
-                Act::Fold(p) => out.push(Out::Fold {
-                    newest: i,
-                    oldest: p.oldest,
-                    delta: p.delta,
-                    frames: p.frames,
-                }),
+                Act::Fold(k) => {
+                    let p = &self.folds[k as usize];
+                    out.push(Out::Fold {
+                        newest: i,
+                        oldest: p.oldest,
+                        delta: p.delta,
+                        frames: p.frames,
+                    })
+                }
             }
         }
         out
