@@ -135,7 +135,9 @@ pub struct Frame<'a> {
     folded_frames: Field<u64>,
     folded_from: Field<&'a str>,
     subagent: bool,
-    session_id: Option<Cow<'a, str>>,
+    /// `session_id` as its raw JSON text when a string, and whether it holds no escape: read
+    /// into text only when asked (a keyed record never asks).
+    session_id: Option<(&'a str, bool)>,
     message: Option<&'a str>,
     message_chars: Option<u64>,
     usage: Option<&'a str>,
@@ -269,7 +271,9 @@ impl<'a> Frame<'a> {
             }
             // Only `parent_tool_use_id` of `extras` is read: any other key there changes nothing.
             Name::Extras => self.subagent = json::has_string(raw, "parent_tool_use_id"),
-            Name::SessionId => self.session_id = m.string(),
+            Name::SessionId => {
+                self.session_id = json::is_string(raw).then_some((raw, m.plain));
+            }
             // The fold reads none of the rest (contract §2).
             _ if !ALL => {}
             Name::Seq => self.seq = json::uint(raw),
@@ -332,8 +336,15 @@ impl<'a> Frame<'a> {
         self.subagent
     }
     /// `session_id`, when it is a string.
-    pub fn session_id(&self) -> Option<&Cow<'a, str>> {
-        self.session_id.as_ref()
+    pub fn session_id(&self) -> Option<Cow<'a, str>> {
+        let (raw, plain) = self.session_id?;
+        let m = Member {
+            key: "",
+            escaped: false,
+            value: raw,
+            plain,
+        };
+        m.string()
     }
     /// `agent`, when a string of at most [`NAME_BYTES`] bytes: the agent a header names.
     pub fn agent(&self) -> Option<&str> {
@@ -575,7 +586,7 @@ mod tests {
         let v =
             Frame::parse(br#"{"typ\u0065":"thinking\/tokens","session_id":"a\"b\udc00"}"#).unwrap();
         assert_eq!(v.kind(), Some("thinking/tokens"));
-        assert_eq!(v.session_id().map(|s| &**s), Some("a\"b\u{FFFD}"));
+        assert_eq!(v.session_id().as_deref(), Some("a\"b\u{FFFD}"));
     }
 
     #[test]

@@ -42,7 +42,7 @@ pub fn session_key<'a>(key: Option<&'a [u8]>, frame: Option<&Frame<'a>>) -> Cow<
     }
     match frame.and_then(|v| v.session_id()) {
         Some(Cow::Borrowed(s)) => Cow::Borrowed(s.as_bytes()),
-        Some(Cow::Owned(s)) => Cow::Owned(s.clone().into_bytes()),
+        Some(Cow::Owned(s)) => Cow::Owned(s.into_bytes()),
         None => Cow::Borrowed(b""),
     }
 }
