@@ -611,9 +611,9 @@ unsafe fn member_rest<'a, B: Block>(
     })
 }
 
-/// After an object's member: `Some(i)` for a `,` and the next key's opening quote (`i` just
-/// after the quote), `None` for the closing `}` (`i` after it). Compact JSON has each right
-/// there; whitespace around them is skipped.
+/// After an object's member: `(true, i)` for a `,` and the next key's opening quote (`i` just
+/// after the quote), `(false, i)` for the closing `}` (`i` after it), whitespace around them
+/// skipped. The walk tests compact JSON's `,"` and `}` itself; this is its way round the rest.
 #[inline(never)]
 pub(crate) fn after_member(b: &[u8], i: usize) -> Res<(bool, usize)> {
     match b.get(i) {
