@@ -10,6 +10,7 @@ mod block;
 #[macro_use]
 mod scan;
 mod count;
+mod steps;
 
 use std::borrow::Cow;
 
@@ -20,7 +21,8 @@ use block::Simd128;
 use block::{Avx2, Sse2};
 use block::{Block, Kind, Swar};
 pub(crate) use scan::plain;
-use scan::{Bad, Read, Res, Scanner, after_member, member_known, skip_ws, string_end};
+use scan::{Bad, Res, string_end};
+use steps::{Read, Scanner, after_member, member_known, skip_ws};
 
 /// One member of an object: its key as it stands between the quotes, whether that key holds
 /// an escape, and its value's JSON text.
