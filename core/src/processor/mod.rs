@@ -238,29 +238,34 @@ impl Processor {
             }
             self.fold_step(&mut page, v, rec.key, None, replay);
         }
-        let outs = self.finish(page);
-        if replay {
-            return Vec::new();
-        }
-        outs.into_iter()
-            .map(|o| match o {
-                Out::Pass(i) => Emit::Pass(i),
-                Out::Fold {
-                    newest,
-                    oldest,
-                    delta,
-                    frames,
-                } => Emit::Replace(
-                    newest,
-                    frames::folded(
-                        (records[newest].value, &marks[newest]),
-                        (records[oldest].value, &marks[oldest]),
+        let mut emits = Vec::with_capacity(if replay { 0 } else { records.len() });
+        let sessions = &mut self.sessions;
+        page.finish_each(
+            |id| sessions.get_mut(id).fold.end_page(),
+            |o| {
+                if replay {
+                    return;
+                }
+                emits.push(match o {
+                    Out::Pass(i) => Emit::Pass(i),
+                    Out::Fold {
+                        newest,
+                        oldest,
                         delta,
                         frames,
+                    } => Emit::Replace(
+                        newest,
+                        frames::folded(
+                            (records[newest].value, &marks[newest]),
+                            (records[oldest].value, &marks[oldest]),
+                            delta,
+                            frames,
+                        ),
                     ),
-                ),
-            })
-            .collect()
+                })
+            },
+        );
+        emits
     }
 
     /// One frame through the fold: `line` is its line's entry and session, when an adapter made it.
