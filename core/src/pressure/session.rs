@@ -125,8 +125,9 @@ pub(crate) struct Params {
     pub max_nodes: usize,
 }
 
-/// What a session shows, as a `context/pressure` record carries it.
-#[derive(Debug, Clone, PartialEq)]
+/// What a session shows, as a `context/pressure` record carries it, but for the names
+/// ([`Session::names`], which a record carries beside these).
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Figures {
     /// `pressureTokens`, the last reading.
     pub pressure: Option<u64>,
@@ -143,8 +144,6 @@ pub(crate) struct Figures {
     /// `compactAtTokens`.
     pub compact_at: Option<u64>,
     pub partial: bool,
-    /// `agent` and `model`, when a header named them.
-    pub names: Names,
 }
 
 impl Figures {
@@ -222,7 +221,8 @@ fn replaces(raw: &str) -> Option<Replaces> {
 }
 
 impl Change {
-    /// Reads what a main frame would change. `Ok(None)`: nothing (it only moves the cursor).
+    /// Reads what a main frame would change. `Ok(None)`: nothing (it only moves the cursor);
+    /// `Some` may still be [`Change::inert`] (a header that names nothing the view reads).
     pub fn read(v: &Frame) -> Result<Option<Change>, Refusal> {
         let is = |kind: &str| {
             v.kind()
@@ -239,6 +239,11 @@ impl Change {
         let measured = v.message_chars();
         let content = v.message().is_some() || measured.is_some();
         let touches = header || sample.is_some() || content || v.replaces().is_some();
+        // Neither touching the projection nor a `compact/start` (a counter, a tool call): the
+        // frame only moves the cursor (contract §3.7), with a `seq` or without.
+        if !touches && !compact_start {
+            return Ok(None);
+        }
         let Some(seq) = v.seq() else {
             return if touches {
                 Err(Refusal::NoSeq)
@@ -286,6 +291,13 @@ impl Change {
 }
 
 impl Change {
+    /// Whether applying the change names an agent or model other than `names` does: a change
+    /// of what a record says (contract §3.6) that no figure shows.
+    pub fn renames(&self, names: &Names) -> bool {
+        (self.agent.is_some() && self.agent != names.agent)
+            || (self.model.is_some() && self.model != names.model)
+    }
+
     /// Whether the change holds nothing but its seq: applied, it only moves the cursor, and
     /// what the session shows cannot change (a counter, a tool call).
     pub fn inert(&self) -> bool {
@@ -359,6 +371,10 @@ impl Session {
         max_nodes: usize,
     ) -> Result<(), Refusal> {
         let Some(c) = change else {
+            // As an inert change: the cursor moves, and a surface over the bound is trimmed.
+            if self.surface.len() > max_nodes {
+                self.trim(max_nodes);
+            }
             self.cursor = Some(seq);
             return Ok(());
         };
@@ -588,7 +604,6 @@ impl Session {
             scale_milli: scaled(1000, n, d) as u64,
             compact_at,
             partial: self.partial,
-            names: self.names.clone(),
         }
     }
 }
