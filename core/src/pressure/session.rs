@@ -7,6 +7,7 @@ use crate::config::{CompactAt, Projection};
 use crate::estimate::estimate;
 use crate::frame::kind::{ASSISTANT_MESSAGE, COMPACT_START, REQUEST_HEADER};
 use crate::frame::{Field, Frame, object_uints, usage_tokens};
+use crate::json;
 use crate::pressure::surface::{Corrupt, Node, Plan, Replaces, Surface};
 
 /// The per-session state, everything a checkpoint carries.
@@ -213,6 +214,71 @@ pub(crate) struct Change {
     anchor_seq: Option<u64>,
 }
 
+/// [`usage_tokens`] of a `usage` object read as part of its frame. The compact shape every
+/// writer gives it, `{"name":digits,…}` (no whitespace, no escape in a key, each value an
+/// integer written as digits), is read here, in one pass with each name compared a word at a
+/// time; any other shape goes to [`usage_tokens`]. On that shape the two agree: a key without
+/// an escape is its name as it stands, a value of digits is the text [`json::uint`] reads
+/// either way (too long a one is invalid, counting 0), and the last of a repeated name wins.
+fn prompt_tokens(usage: &str) -> u64 {
+    compact_usage(usage.as_bytes()).unwrap_or_else(|| usage_tokens(usage))
+}
+
+/// [`prompt_tokens`] of the compact shape; `None` for any other.
+#[inline]
+fn compact_usage(b: &[u8]) -> Option<u64> {
+    const NAMES: [&[u8]; 3] = [
+        b"input_tokens\":",
+        b"cache_read_input_tokens\":",
+        b"cache_creation_input_tokens\":",
+    ];
+    let named = |rest: &[u8], n: &[u8]| rest.len() >= n.len() && json::same(&rest[..n.len()], n);
+    let mut fields = [Field::Absent; 3];
+    if b.first() != Some(&b'{') {
+        return None;
+    }
+    let mut i = 1;
+    loop {
+        // A key, then its colon.
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
+        let rest = &b[i + 1..];
+        let (slot, value) = match NAMES.iter().position(|n| named(rest, n)) {
+            Some(k) => (Some(k), i + 1 + NAMES[k].len()),
+            None => {
+                let end = i + 1 + rest.iter().position(|&c| c == b'"' || c == b'\\')?;
+                if b[end] != b'"' || b.get(end + 1) != Some(&b':') {
+                    return None;
+                }
+                (None, end + 2)
+            }
+        };
+        // Its value: digits, then `,` or the closing `}` that ends the text.
+        let mut j = value;
+        while b.get(j).is_some_and(u8::is_ascii_digit) {
+            j += 1;
+        }
+        if j == value {
+            return None;
+        }
+        if let Some(k) = slot {
+            // SAFETY: ASCII digits.
+            let digits = unsafe { std::str::from_utf8_unchecked(&b[value..j]) };
+            fields[k] = json::uint(digits).map_or(Field::Invalid, Field::Valid);
+        }
+        match b.get(j) {
+            Some(b',') => i = j + 1,
+            Some(b'}') if j + 1 == b.len() => break,
+            _ => return None,
+        }
+    }
+    Some(fields.iter().fold(0u64, |s, f| match f {
+        Field::Valid(n) => s.saturating_add(*n),
+        _ => s,
+    }))
+}
+
 fn replaces(raw: &str) -> Option<Replaces> {
     match object_uints(raw, ["from_seq", "to_seq"])? {
         [Field::Valid(from_seq), Field::Valid(to_seq)] => Some(Replaces { from_seq, to_seq }),
@@ -231,7 +297,7 @@ impl Change {
         let header = is(REQUEST_HEADER);
         let compact_start = is(COMPACT_START);
         let sample = match v.usage() {
-            Some(usage) if is(ASSISTANT_MESSAGE) => Some(usage_tokens(usage)),
+            Some(usage) if is(ASSISTANT_MESSAGE) => Some(prompt_tokens(usage)),
             _ => None,
         };
         // Content the log measured but does not carry joins the surface like a message
@@ -611,6 +677,66 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The compact `usage` reader answers as `usage_tokens` on every JSON object: compact
+    /// ones (which it reads) and any other (which it hands on).
+    #[test]
+    fn compact_usage_reads_as_usage_tokens() {
+        let keys = [
+            r#""input_tokens""#,
+            r#""cache_read_input_tokens""#,
+            r#""cache_creation_input_tokens""#,
+            r#""output_tokens""#,
+            r#""input_tokens_x""#,
+            r#""input\u005ftokens""#,
+            r#""""#,
+        ];
+        let values = [
+            "0",
+            "7",
+            "189",
+            "12345678",
+            "123456789",
+            "9999999999999999999",
+            "18446744073709551615",
+            "18446744073709551616",
+            "123456789012345678901",
+            "-1",
+            "1.5",
+            "1e3",
+            r#""12""#,
+            "null",
+            "{}",
+            r#"{"input_tokens":5}"#,
+            "[1]",
+        ];
+        let mut rng = crate::rng::Rng::new(11);
+        let mut compact = 0;
+        for _ in 0..50_000 {
+            let n = rng.next_u64() % 6;
+            let spaced = rng.next_u64().is_multiple_of(8);
+            let mut text = String::from("{");
+            for k in 0..n {
+                if k > 0 {
+                    text.push(',');
+                }
+                if spaced {
+                    text.push(' ');
+                }
+                text.push_str(keys[(rng.next_u64() % keys.len() as u64) as usize]);
+                text.push(':');
+                text.push_str(values[(rng.next_u64() % values.len() as u64) as usize]);
+            }
+            text.push('}');
+            assert!(
+                serde_json::from_str::<serde_json::Value>(&text).is_ok(),
+                "{text}"
+            );
+            compact += usize::from(compact_usage(text.as_bytes()).is_some());
+            assert_eq!(prompt_tokens(&text), usage_tokens(&text), "{text}");
+        }
+        assert!(compact > 5_000, "{compact} read by the compact reader");
+    }
 
     #[test]
     fn scaling_rounds_halves_away_from_zero() {
