@@ -461,17 +461,28 @@ pub(crate) fn chars_on(isa: Isa, b: &[u8]) -> Option<u64> {
 
 /// The decimal digits of `n`, written into `buf`: the one number writer of the records and the
 /// checkpoints (no `core::fmt` on a record's path: in wasm32 its machinery costs more than the
-/// record's other fields together).
+/// record's other fields together). Two digits a step, from a table of the hundred pairs.
 pub fn uint_text(n: u64, buf: &mut [u8; 20]) -> &str {
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+        2021222324252627282930313233343536373839\
+        4041424344454647484950515253545556575859\
+        6061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899";
     let mut i = buf.len();
     let mut n = n;
-    loop {
+    while n >= 100 {
+        let pair = (n % 100) as usize * 2;
+        n /= 100;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if n >= 10 {
+        let pair = n as usize * 2;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    } else {
         i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
+        buf[i] = b'0' + n as u8;
     }
     // SAFETY: the bytes from `i` are ASCII digits.
     unsafe { std::str::from_utf8_unchecked(&buf[i..]) }
@@ -515,10 +526,16 @@ pub fn plain_ascii(s: &[u8]) -> bool {
     !bad(word(n - 8))
 }
 
-/// Writes `s` as a JSON string (quotes, `"` `\` and control characters escaped).
+/// Writes `s` as a JSON string (quotes, `"` `\` and control characters escaped). A
+/// [`plain_ascii`] text (a name, an id: nearly every one) has nothing to escape, and is copied
+/// as it stands.
 pub fn write_string(out: &mut Vec<u8>, s: &[u8]) {
     out.push(b'"');
-    write_string_body(out, s);
+    if plain_ascii(s) {
+        out.extend_from_slice(s);
+    } else {
+        write_string_body(out, s);
+    }
     out.push(b'"');
 }
 

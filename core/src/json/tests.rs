@@ -309,3 +309,23 @@ fn known_keys_are_named_and_read_as_every_other_key() {
         }
     }
 }
+
+/// The number writer's text is `Display`'s: every length, each power of ten and its
+/// neighbours, and spread values.
+#[test]
+fn uint_text_writes_what_display_writes() {
+    let mut ns = vec![0, 1, 9, 10, 11, 99, 100, 101, u64::MAX, u64::MAX - 1];
+    let mut p: u64 = 1;
+    while let Some(q) = p.checked_mul(10) {
+        ns.extend([q - 1, q, q + 1]);
+        p = q;
+    }
+    let mut rng = crate::rng::Rng::new(7);
+    for _ in 0..100_000 {
+        ns.push(rng.next_u64() >> (rng.next_u64() % 64));
+    }
+    for n in ns {
+        let mut buf = [0; 20];
+        assert_eq!(uint_text(n, &mut buf), n.to_string());
+    }
+}

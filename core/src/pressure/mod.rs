@@ -9,7 +9,7 @@ mod surface;
 
 pub(crate) use checkpoint::Fields;
 pub(crate) use records::{error_record, pressure_record};
-pub(crate) use session::{Figures, Params, Refusal, Session};
+pub(crate) use session::{Figures, Names, Params, Refusal, Session};
 pub use surface::{Corrupt, Node, Plan, Replaces, Surface};
 
 use session::Change;
@@ -31,10 +31,10 @@ pub(crate) enum Outcome {
     Ignored,
     /// Refused whole (validate, then commit): the session is as it was.
     Refused { seq: Option<u64>, why: Refusal },
-    /// Applied to the session given; `now`: what it shows, when that changed.
-    Applied { now: Option<Figures> },
-    /// The session's first applied frame: the session it made, and what it shows.
-    Created { session: Box<Session>, now: Figures },
+    /// Applied to the session given.
+    Applied,
+    /// The session's first applied frame: the session it made.
+    Created { session: Box<Session> },
 }
 
 impl Projector {
@@ -65,52 +65,76 @@ impl Projector {
     }
 
     /// Applies a main frame to its session (`None`: the session has no state yet;
-    /// `returning`: it had, and lost it to eviction).
-    pub fn step(&self, session: Option<&mut Session>, returning: bool, v: &Frame) -> Outcome {
+    /// `returning`: it had, and lost it to eviction). When the frame makes the session or
+    /// changes what it shows (contract §3.6), `shows` is handed the frame's `seq`, what the
+    /// session shows now and the names it carries, by reference: a frame that changes nothing
+    /// (most: counters) builds no figures to hand back.
+    pub fn step(
+        &self,
+        session: Option<&mut Session>,
+        returning: bool,
+        v: &Frame,
+        shows: impl FnOnce(u64, &Figures, &Names),
+    ) -> Outcome {
         if let (Some(s), Some(seq)) = (session.as_deref(), v.seq())
             && s.is_redelivery(seq)
         {
             return Outcome::Ignored;
         }
-        let change = match Change::read(v) {
-            Ok(change) => change,
-            Err(why) => return Outcome::Refused { seq: v.seq(), why },
-        };
-        let Some(seq) = v.seq() else {
-            return Outcome::Ignored;
-        };
+        // Two calls of one body: the frame that only moves the cursor (most: counters) runs
+        // one with no change in it at all, and never builds one.
+        match Change::read(v) {
+            Err(why) => Outcome::Refused { seq: v.seq(), why },
+            Ok(Some(c)) => self.apply(session, returning, c.seq, Some(&c), shows),
+            Ok(None) => match v.seq() {
+                Some(seq) => self.apply(session, returning, seq, None, shows),
+                None => Outcome::Ignored,
+            },
+        }
+    }
+
+    /// [`Projector::step`] once the change is read: `seq` is the frame's.
+    #[inline(always)]
+    fn apply(
+        &self,
+        session: Option<&mut Session>,
+        returning: bool,
+        seq: u64,
+        change: Option<&Change>,
+        shows: impl FnOnce(u64, &Figures, &Names),
+    ) -> Outcome {
         match session {
             Some(s) => {
                 // A change that only moves the cursor (most frames: counters) shows nothing new,
                 // unless the session is over `max_nodes` and the apply trims it.
-                let quiet = change.as_ref().is_none_or(Change::inert)
-                    && s.surface.len() <= self.params.max_nodes;
+                let quiet =
+                    change.is_none_or(Change::inert) && s.surface.len() <= self.params.max_nodes;
                 let before = (!quiet).then(|| self.figures(s));
-                match s.apply(change.as_ref(), seq, self.params.max_nodes) {
-                    Err(why) => Outcome::Refused {
+                let renames = change.is_some_and(|c| c.renames(&s.names));
+                if let Err(why) = s.apply(change, seq, self.params.max_nodes) {
+                    return Outcome::Refused {
                         seq: Some(seq),
                         why,
-                    },
-                    Ok(()) => Outcome::Applied {
-                        now: before.and_then(|before| {
-                            let now = self.figures(s);
-                            (now != before).then_some(now)
-                        }),
-                    },
+                    };
                 }
+                if let Some(before) = before {
+                    let now = self.figures(s);
+                    if now != before || renames {
+                        shows(seq, &now, &s.names);
+                    }
+                }
+                Outcome::Applied
             }
             None => {
-                let mut s = Session::starting_at(seq, returning);
-                match s.apply(change.as_ref(), seq, self.params.max_nodes) {
-                    Err(why) => Outcome::Refused {
+                let mut s = Box::new(Session::starting_at(seq, returning));
+                if let Err(why) = s.apply(change, seq, self.params.max_nodes) {
+                    return Outcome::Refused {
                         seq: Some(seq),
                         why,
-                    },
-                    Ok(()) => Outcome::Created {
-                        now: self.figures(&s),
-                        session: Box::new(s),
-                    },
+                    };
                 }
+                shows(seq, &self.figures(&s), &s.names);
+                Outcome::Created { session: s }
             }
         }
     }

@@ -1,6 +1,6 @@
 //! The records the pressure view writes: `context/pressure` and `context/error` (contract §3, §5).
 
-use super::session::{Figures, Refusal};
+use super::session::{Figures, Names, Refusal};
 use crate::json::{self, write_string, write_uint};
 use crate::record::Emit;
 use crate::state::checkpoint::STATE_VERSION;
@@ -90,13 +90,14 @@ pub(crate) fn pressure_record(
     seq: u64,
     stamp: Option<&str>,
     f: &Figures,
+    names: &Names,
 ) -> Emit {
     // One buffer, sized once: it never grows.
     let plain = json::plain_ascii(key);
     let room = PRESSURE_ROOM
         + string_room(key.len(), plain)
         + stamp.map_or(0, str::len)
-        + [&f.names.agent, &f.names.model]
+        + [&names.agent, &names.model]
             .iter()
             .map(|n| n.as_deref().map_or(0, |n| string_room(n.len(), false)))
             .sum::<usize>();
@@ -128,8 +129,8 @@ pub(crate) fn pressure_record(
         out.extend_from_slice(b",\"partial\":true");
     }
     for (head, v) in [
-        (head!("agent"), &f.names.agent),
-        (head!("model"), &f.names.model),
+        (head!("agent"), &names.agent),
+        (head!("model"), &names.model),
     ] {
         if let Some(v) = v {
             out.extend_from_slice(head);

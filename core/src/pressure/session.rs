@@ -7,6 +7,7 @@ use crate::config::{CompactAt, Projection};
 use crate::estimate::estimate;
 use crate::frame::kind::{ASSISTANT_MESSAGE, COMPACT_START, REQUEST_HEADER};
 use crate::frame::{Field, Frame, object_uints, usage_tokens};
+use crate::json;
 use crate::pressure::surface::{Corrupt, Node, Plan, Replaces, Surface};
 
 /// The per-session state, everything a checkpoint carries.
@@ -125,8 +126,9 @@ pub(crate) struct Params {
     pub max_nodes: usize,
 }
 
-/// What a session shows, as a `context/pressure` record carries it.
-#[derive(Debug, Clone, PartialEq)]
+/// What a session shows, as a `context/pressure` record carries it, but for the names
+/// ([`Session::names`], which a record carries beside these).
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Figures {
     /// `pressureTokens`, the last reading.
     pub pressure: Option<u64>,
@@ -143,8 +145,6 @@ pub(crate) struct Figures {
     /// `compactAtTokens`.
     pub compact_at: Option<u64>,
     pub partial: bool,
-    /// `agent` and `model`, when a header named them.
-    pub names: Names,
 }
 
 impl Figures {
@@ -214,6 +214,71 @@ pub(crate) struct Change {
     anchor_seq: Option<u64>,
 }
 
+/// [`usage_tokens`] of a `usage` object read as part of its frame. The compact shape every
+/// writer gives it, `{"name":digits,…}` (no whitespace, no escape in a key, each value an
+/// integer written as digits), is read here, in one pass with each name compared a word at a
+/// time; any other shape goes to [`usage_tokens`]. On that shape the two agree: a key without
+/// an escape is its name as it stands, a value of digits is the text [`json::uint`] reads
+/// either way (too long a one is invalid, counting 0), and the last of a repeated name wins.
+fn prompt_tokens(usage: &str) -> u64 {
+    compact_usage(usage.as_bytes()).unwrap_or_else(|| usage_tokens(usage))
+}
+
+/// [`prompt_tokens`] of the compact shape; `None` for any other.
+#[inline]
+fn compact_usage(b: &[u8]) -> Option<u64> {
+    const NAMES: [&[u8]; 3] = [
+        b"input_tokens\":",
+        b"cache_read_input_tokens\":",
+        b"cache_creation_input_tokens\":",
+    ];
+    let named = |rest: &[u8], n: &[u8]| rest.len() >= n.len() && json::same(&rest[..n.len()], n);
+    let mut fields = [Field::Absent; 3];
+    if b.first() != Some(&b'{') {
+        return None;
+    }
+    let mut i = 1;
+    loop {
+        // A key, then its colon.
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
+        let rest = &b[i + 1..];
+        let (slot, value) = match NAMES.iter().position(|n| named(rest, n)) {
+            Some(k) => (Some(k), i + 1 + NAMES[k].len()),
+            None => {
+                let end = i + 1 + rest.iter().position(|&c| c == b'"' || c == b'\\')?;
+                if b[end] != b'"' || b.get(end + 1) != Some(&b':') {
+                    return None;
+                }
+                (None, end + 2)
+            }
+        };
+        // Its value: digits, then `,` or the closing `}` that ends the text.
+        let mut j = value;
+        while b.get(j).is_some_and(u8::is_ascii_digit) {
+            j += 1;
+        }
+        if j == value {
+            return None;
+        }
+        if let Some(k) = slot {
+            // SAFETY: ASCII digits.
+            let digits = unsafe { std::str::from_utf8_unchecked(&b[value..j]) };
+            fields[k] = json::uint(digits).map_or(Field::Invalid, Field::Valid);
+        }
+        match b.get(j) {
+            Some(b',') => i = j + 1,
+            Some(b'}') if j + 1 == b.len() => break,
+            _ => return None,
+        }
+    }
+    Some(fields.iter().fold(0u64, |s, f| match f {
+        Field::Valid(n) => s.saturating_add(*n),
+        _ => s,
+    }))
+}
+
 fn replaces(raw: &str) -> Option<Replaces> {
     match object_uints(raw, ["from_seq", "to_seq"])? {
         [Field::Valid(from_seq), Field::Valid(to_seq)] => Some(Replaces { from_seq, to_seq }),
@@ -222,7 +287,8 @@ fn replaces(raw: &str) -> Option<Replaces> {
 }
 
 impl Change {
-    /// Reads what a main frame would change. `Ok(None)`: nothing (it only moves the cursor).
+    /// Reads what a main frame would change. `Ok(None)`: nothing (it only moves the cursor);
+    /// `Some` may still be [`Change::inert`] (a header that names nothing the view reads).
     pub fn read(v: &Frame) -> Result<Option<Change>, Refusal> {
         let is = |kind: &str| {
             v.kind()
@@ -231,7 +297,7 @@ impl Change {
         let header = is(REQUEST_HEADER);
         let compact_start = is(COMPACT_START);
         let sample = match v.usage() {
-            Some(usage) if is(ASSISTANT_MESSAGE) => Some(usage_tokens(usage)),
+            Some(usage) if is(ASSISTANT_MESSAGE) => Some(prompt_tokens(usage)),
             _ => None,
         };
         // Content the log measured but does not carry joins the surface like a message
@@ -239,6 +305,11 @@ impl Change {
         let measured = v.message_chars();
         let content = v.message().is_some() || measured.is_some();
         let touches = header || sample.is_some() || content || v.replaces().is_some();
+        // Neither touching the projection nor a `compact/start` (a counter, a tool call): the
+        // frame only moves the cursor (contract §3.7), with a `seq` or without.
+        if !touches && !compact_start {
+            return Ok(None);
+        }
         let Some(seq) = v.seq() else {
             return if touches {
                 Err(Refusal::NoSeq)
@@ -286,6 +357,13 @@ impl Change {
 }
 
 impl Change {
+    /// Whether applying the change names an agent or model other than `names` does: a change
+    /// of what a record says (contract §3.6) that no figure shows.
+    pub fn renames(&self, names: &Names) -> bool {
+        (self.agent.is_some() && self.agent != names.agent)
+            || (self.model.is_some() && self.model != names.model)
+    }
+
     /// Whether the change holds nothing but its seq: applied, it only moves the cursor, and
     /// what the session shows cannot change (a counter, a tool call).
     pub fn inert(&self) -> bool {
@@ -359,6 +437,10 @@ impl Session {
         max_nodes: usize,
     ) -> Result<(), Refusal> {
         let Some(c) = change else {
+            // As an inert change: the cursor moves, and a surface over the bound is trimmed.
+            if self.surface.len() > max_nodes {
+                self.trim(max_nodes);
+            }
             self.cursor = Some(seq);
             return Ok(());
         };
@@ -588,7 +670,6 @@ impl Session {
             scale_milli: scaled(1000, n, d) as u64,
             compact_at,
             partial: self.partial,
-            names: self.names.clone(),
         }
     }
 }
@@ -596,6 +677,66 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The compact `usage` reader answers as `usage_tokens` on every JSON object: compact
+    /// ones (which it reads) and any other (which it hands on).
+    #[test]
+    fn compact_usage_reads_as_usage_tokens() {
+        let keys = [
+            r#""input_tokens""#,
+            r#""cache_read_input_tokens""#,
+            r#""cache_creation_input_tokens""#,
+            r#""output_tokens""#,
+            r#""input_tokens_x""#,
+            r#""input\u005ftokens""#,
+            r#""""#,
+        ];
+        let values = [
+            "0",
+            "7",
+            "189",
+            "12345678",
+            "123456789",
+            "9999999999999999999",
+            "18446744073709551615",
+            "18446744073709551616",
+            "123456789012345678901",
+            "-1",
+            "1.5",
+            "1e3",
+            r#""12""#,
+            "null",
+            "{}",
+            r#"{"input_tokens":5}"#,
+            "[1]",
+        ];
+        let mut rng = crate::rng::Rng::new(11);
+        let mut compact = 0;
+        for _ in 0..50_000 {
+            let n = rng.next_u64() % 6;
+            let spaced = rng.next_u64().is_multiple_of(8);
+            let mut text = String::from("{");
+            for k in 0..n {
+                if k > 0 {
+                    text.push(',');
+                }
+                if spaced {
+                    text.push(' ');
+                }
+                text.push_str(keys[(rng.next_u64() % keys.len() as u64) as usize]);
+                text.push(':');
+                text.push_str(values[(rng.next_u64() % values.len() as u64) as usize]);
+            }
+            text.push('}');
+            assert!(
+                serde_json::from_str::<serde_json::Value>(&text).is_ok(),
+                "{text}"
+            );
+            compact += usize::from(compact_usage(text.as_bytes()).is_some());
+            assert_eq!(prompt_tokens(&text), usage_tokens(&text), "{text}");
+        }
+        assert!(compact > 5_000, "{compact} read by the compact reader");
+    }
 
     #[test]
     fn scaling_rounds_halves_away_from_zero() {

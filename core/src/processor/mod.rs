@@ -149,7 +149,7 @@ impl Processor {
         key: &[u8],
         line: Option<EntryId>,
         v: &Frame,
-        out: Option<&mut Vec<Emit>>,
+        mut out: Option<&mut Vec<Emit>>,
     ) {
         if !Projector::reads(v) {
             return;
@@ -169,38 +169,46 @@ impl Processor {
             }
             None => (None, self.sessions.has_tombstone(key)),
         };
-        let now = match self.projector.step(session, returning, v) {
-            Outcome::Ignored => None,
+        // The record is written as the step finds the session shows something new: no
+        // figures handed back by value.
+        let outcome = self
+            .projector
+            .step(session, returning, v, |seq, now, names| {
+                if let Some(out) = out.as_deref_mut() {
+                    out.push(pressure::pressure_record(
+                        at,
+                        key,
+                        seq,
+                        v.stamp(),
+                        now,
+                        names,
+                    ));
+                }
+            });
+        match outcome {
+            Outcome::Ignored => {}
             Outcome::Refused { seq, why } => {
                 if let Some(out) = out {
                     out.push(pressure::error_record(at, key, seq, &why));
                 }
-                return;
             }
-            Outcome::Applied { now } => {
+            Outcome::Applied => {
                 if line.is_none() {
                     self.sessions
                         .touch(id.expect("an applied frame's session has an entry"));
                 }
-                now
             }
-            Outcome::Created { session, now } => {
-                match id {
-                    Some(id) => {
-                        let e = self.sessions.get_mut(id);
-                        e.pressure = Some(session);
-                        e.returning = false;
-                    }
-                    None => {
-                        self.sessions.take_tombstone(key);
-                        self.sessions.insert(key, Entry::with_pressure(session));
-                    }
+            Outcome::Created { session } => match id {
+                Some(id) => {
+                    let e = self.sessions.get_mut(id);
+                    e.pressure = Some(session);
+                    e.returning = false;
                 }
-                Some(now)
-            }
-        };
-        if let (Some(out), Some(now), Some(seq)) = (out, now, v.seq()) {
-            out.push(pressure::pressure_record(at, key, seq, v.stamp(), &now));
+                None => {
+                    self.sessions.take_tombstone(key);
+                    self.sessions.insert(key, Entry::with_pressure(session));
+                }
+            },
         }
     }
 
