@@ -212,6 +212,24 @@ impl<'a> Frame<'a> {
         .is_some()
     }
 
+    /// [`Frame::parse`] into this frame: every field back to its default, then this record's
+    /// read into it where it stands (a frame handed back by value writes all of its fields out
+    /// again). `false`, its fields unspecified, when the record is not a JSON object.
+    pub fn read_all(&mut self, bytes: &'a [u8]) -> bool {
+        *self = Frame {
+            bytes,
+            ..Frame::default()
+        };
+        json::object_known(
+            bytes,
+            Isa::best(),
+            Name::of,
+            #[inline(always)]
+            |m, name| self.set::<true>(bytes, m, name),
+        )
+        .is_some()
+    }
+
     /// `ALL`: every field the views read; else the fold's alone (a generic, so that each
     /// reading is a walk of its own).
     fn parse_with<const ALL: bool>(bytes: &'a [u8], isa: Isa) -> Option<Frame<'a>> {
@@ -645,6 +663,30 @@ mod tests {
         for r in records {
             let fresh = Frame::parse_fold(r.as_bytes());
             assert_eq!(again.read_fold(r.as_bytes()), fresh.is_some(), "{r}");
+            if let Some(fresh) = fresh {
+                assert_eq!(again, fresh, "{r}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_frame_read_again_in_full_holds_only_the_new_records_fields() {
+        let records = [
+            r#"{"type":"request/header","id":"h","session_id":"s","seq":0,"timestamp":"t0","system":"sys","tools":[1],"context_window":200000,"auto_compact_tokens":150000,"compact_reserve":13000,"compact_restore":1400,"agent":"codex","model":"m"}"#,
+            r#"{"type":"user/message","seq":1,"message":{"role":"user"},"message_chars":12}"#,
+            r#"{"type":"assistant/message","seq":2,"usage":{"input_tokens":5},"anchor_seq":1,"extras":{"parent_tool_use_id":"p"}}"#,
+            r#"{"type":"compact/start","seq":3,"trigger":"auto","preTokens":9,"restore_shown":true}"#,
+            r#"{"type":"compact/end","seq":4,"replaces":{"from_seq":1,"to_seq":2}}"#,
+            r#"{"type":"thinking/tokens","seq":5,"timestamp":"t","estimated_tokens_delta":3,"folded_frames":2,"folded_from":"t0"}"#,
+            r#"[1]"#,
+            r#"{"seq":6}"#,
+            r#"{}"#,
+            r#"{"typ\u0065":"x","id":"y"}"#,
+        ];
+        let mut again = Frame::default();
+        for r in records.iter().chain(records.iter().rev()) {
+            let fresh = Frame::parse(r.as_bytes());
+            assert_eq!(again.read_all(r.as_bytes()), fresh.is_some(), "{r}");
             if let Some(fresh) = fresh {
                 assert_eq!(again, fresh, "{r}");
             }

@@ -225,8 +225,10 @@ impl Processor {
     fn run_frames(&mut self, records: &[RecordIn], replay: bool) -> Vec<Emit> {
         if self.view == View::Pressure {
             let mut out = Vec::new();
+            // One frame read into again and again (see `Frame::read_all`).
+            let mut v = Frame::default();
             for (at, rec) in records.iter().enumerate() {
-                if let Some(v) = Frame::parse(rec.value) {
+                if v.read_all(rec.value) {
                     let key = session_key(rec.key, Some(&v));
                     let sink = (!replay).then_some(&mut out);
                     self.project(at, &key, None, &v, sink);
@@ -460,14 +462,11 @@ impl Processor {
                 let mut page = Page::default();
                 let mut frame = Frame::default();
                 for rec in records {
-                    let parsed;
                     let v = match self.view {
-                        View::Frames => frame.read_fold(rec.value).then_some(&frame),
-                        View::Pressure => {
-                            parsed = Frame::parse(rec.value);
-                            parsed.as_ref()
-                        }
+                        View::Frames => frame.read_fold(rec.value),
+                        View::Pressure => frame.read_all(rec.value),
                     };
+                    let v = v.then_some(&frame);
                     let k = session_key(rec.key, v);
                     if stage == Probe::Lookup && k.len() <= MAX_KEY_LEN {
                         std::hint::black_box(self.entry(&k, &mut page));
