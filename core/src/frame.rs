@@ -48,7 +48,8 @@ pub struct Place {
     pub repeated: bool,
 }
 
-/// The top-level members a view reads (contract §1), by name.
+/// The top-level members the frame reader knows (contract §1), by name: the fields the views
+/// read, and `id`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Name {
     /// `id`: carried, never read (contract §1); named so that the walk takes it without a
@@ -172,8 +173,8 @@ impl<'a> Frame<'a> {
     }
 
     /// A record as the fold reads it (contract §2): its kind, stamp, the three fold fields,
-    /// `extras` and `session_id`; the fields only the pressure view reads are left unread
-    /// (`seq` is an integer on every record the fold would not look at).
+    /// `extras` and `session_id`; the fields only the pressure view reads, `seq` among them,
+    /// are left unread.
     #[inline]
     pub fn parse_fold(bytes: &'a [u8]) -> Option<Frame<'a>> {
         Frame::parse_with::<false>(bytes, Isa::best())
@@ -187,7 +188,11 @@ impl<'a> Frame<'a> {
         clippy::redundant_closure,
         reason = "the closure carries #[inline(always)]; the function item is not inlined"
     )]
-    pub fn read_fold(&mut self, bytes: &'a [u8]) -> bool {
+    pub(crate) fn read_fold(&mut self, bytes: &'a [u8]) -> bool {
+        debug_assert!(
+            self.seq.is_none() && self.message.is_none() && self.context_window.is_none(),
+            "a frame read in full is read again as the fold reads it"
+        );
         self.bytes = bytes;
         self.kind = None;
         self.stamp = None;
@@ -200,14 +205,17 @@ impl<'a> Frame<'a> {
         self.from_place = Place::default();
         self.frames_place = Place::default();
         // The name match inlined into the walk (a call per key cost more, docs/bench.md).
-        json::object_known(
-            bytes,
-            Isa::best(),
-            #[inline(always)]
-            |key| Name::of(key),
-            #[inline(always)]
-            |m, name| self.set::<false>(bytes, m, name),
-        )
+        // SAFETY: `Name::of` names only the fields' names: ASCII letters and `_`.
+        unsafe {
+            json::object_known(
+                bytes,
+                Isa::best(),
+                #[inline(always)]
+                |key| Name::of(key),
+                #[inline(always)]
+                |m, name| self.set::<false>(bytes, m, name),
+            )
+        }
         .is_some()
     }
 
@@ -218,19 +226,22 @@ impl<'a> Frame<'a> {
         clippy::redundant_closure,
         reason = "the closure carries #[inline(always)]; the function item is not inlined"
     )]
-    pub fn read_all(&mut self, bytes: &'a [u8]) -> bool {
+    pub(crate) fn read_all(&mut self, bytes: &'a [u8]) -> bool {
         *self = Frame {
             bytes,
             ..Frame::default()
         };
-        json::object_known(
-            bytes,
-            Isa::best(),
-            #[inline(always)]
-            |key| Name::of(key),
-            #[inline(always)]
-            |m, name| self.set::<true>(bytes, m, name),
-        )
+        // SAFETY: `Name::of` names only the fields' names: ASCII letters and `_`.
+        unsafe {
+            json::object_known(
+                bytes,
+                Isa::best(),
+                #[inline(always)]
+                |key| Name::of(key),
+                #[inline(always)]
+                |m, name| self.set::<true>(bytes, m, name),
+            )
+        }
         .is_some()
     }
 
@@ -242,13 +253,16 @@ impl<'a> Frame<'a> {
             ..Frame::default()
         };
         // Inlined into the walk: a call per member would pass the member through memory.
-        json::object_known(
-            bytes,
-            isa,
-            Name::of,
-            #[inline(always)]
-            |m, name| v.set::<ALL>(bytes, m, name),
-        )?;
+        // SAFETY: `Name::of` names only the fields' names: ASCII letters and `_`.
+        unsafe {
+            json::object_known(
+                bytes,
+                isa,
+                Name::of,
+                #[inline(always)]
+                |m, name| v.set::<ALL>(bytes, m, name),
+            )
+        }?;
         Some(v)
     }
 

@@ -301,12 +301,12 @@ pub(crate) unsafe fn member<'a, B: Block>(b: &'a [u8], i: usize) -> Res<Read<'a>
 }
 
 /// [`member`] of a key that `known` may name, and its name: a key `known` names is taken
-/// from its closing quote, the first `"` within two blocks, with no string scan (`known` must
-/// name only keys of ASCII letters, digits and `_`, which are whole JSON strings as they
-/// stand); any other is read by [`member`].
+/// from its closing quote, the first `"` within two blocks, with no string scan; any other is
+/// read by [`member`].
 ///
 /// # Safety
-/// The CPU has `B`'s instruction set.
+/// The CPU has `B`'s instruction set, and `known` names only keys of ASCII letters, digits and
+/// `_` (whole JSON strings as they stand, see [`super::object_known`]).
 #[inline(always)]
 pub(crate) unsafe fn member_known<'a, B: Block, T>(
     b: &'a [u8],
@@ -323,6 +323,12 @@ pub(crate) unsafe fn member_known<'a, B: Block, T>(
     if q != 0 {
         let close = at + q.trailing_zeros() as usize;
         if let Some(t) = known(&b[i..close]) {
+            debug_assert!(
+                b[i..close]
+                    .iter()
+                    .all(|c| c.is_ascii_alphanumeric() || *c == b'_'),
+                "`known` named a key that is no plain name"
+            );
             return Ok((
                 unsafe { member_rest::<B>(b, i, close + 1, false) }?,
                 Some(t),

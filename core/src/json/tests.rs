@@ -284,25 +284,27 @@ fn known_keys_are_named_and_read_as_every_other_key() {
         r#"{"type"#,
         "{\"ty\u{0001}pe\":1}",
     ];
-    for t in texts {
-        let mut plain = Vec::new();
-        let read_plain = object(t.as_bytes(), Isa::best(), |m| plain.push((m.key, m.value)));
-        let mut named = Vec::new();
-        let read_named = object_known(t.as_bytes(), Isa::best(), known, |m, name| {
-            named.push(((m.key, m.value), name))
-        });
-        assert_eq!(read_named, read_plain, "{t}");
-        let members: Vec<_> = named.iter().map(|(m, _)| *m).collect();
-        assert_eq!(members, plain, "{t}");
-        for ((key, _), name) in &named {
-            // A name is only ever the key's own; a key read by the scan may go unnamed.
-            if let Some(n) = name {
-                assert_eq!(Some(*n), known(key.as_bytes()), "{t}: {key}");
-            }
-        }
-        if read_plain.is_some() {
+    for isa in [Isa::portable(), Isa::best()] {
+        for t in texts {
+            let mut plain = Vec::new();
+            let read_plain = object(t.as_bytes(), isa, |m| plain.push((m.key, m.value)));
+            let mut named = Vec::new();
+            // SAFETY: `known` names only keys of ASCII letters and `_`.
+            let read_named = unsafe {
+                object_known(t.as_bytes(), isa, known, |m, name| {
+                    named.push(((m.key, m.value), name))
+                })
+            };
+            assert_eq!(read_named, read_plain, "{t}");
+            let members: Vec<_> = named.iter().map(|(m, _)| *m).collect();
+            assert_eq!(members, plain, "{t}");
             for ((key, _), name) in &named {
-                if !key.contains('\\') && key.len() <= 32 {
+                // A name is only ever the key's own; a key read by the scan may go unnamed.
+                if let Some(n) = name {
+                    assert_eq!(Some(*n), known(key.as_bytes()), "{t}: {key}");
+                }
+                // Every instruction set looks two blocks, 16 bytes at least, for the quote.
+                if read_plain.is_some() && !key.contains('\\') && key.len() < 16 {
                     assert_eq!(*name, known(key.as_bytes()), "{t}: {key}");
                 }
             }

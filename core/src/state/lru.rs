@@ -38,7 +38,7 @@ fn mix(h: u64, w: u64) -> u64 {
 }
 
 /// MurmurHash3's finaliser: every bit of the state reaches every bit of the hash (the index
-/// takes its bucket from the low bits and its tag from the high ones).
+/// takes its slot from the low bits).
 #[inline]
 fn finish(mut h: u64) -> u64 {
     h ^= h >> 33;
@@ -82,7 +82,7 @@ impl KeyHash {
     }
 }
 
-/// The index is keyed by hashes that are already mixed: it hashes them as they are.
+/// The tombstones are keyed by hashes that are already mixed: they hash them as they are.
 #[derive(Default)]
 struct Identity(u64);
 
