@@ -184,10 +184,6 @@ impl<'a> Frame<'a> {
     /// fields are cleared and read again, the rest were never set (a frame handed back by value
     /// writes all of its fields out for every record). `false`, its fields unspecified, when the
     /// record is not a JSON object.
-    #[expect(
-        clippy::redundant_closure,
-        reason = "the closure carries #[inline(always)]; the function item is not inlined"
-    )]
     pub(crate) fn read_fold(&mut self, bytes: &'a [u8]) -> bool {
         debug_assert!(
             self.seq.is_none() && self.message.is_none() && self.context_window.is_none(),
@@ -204,45 +200,18 @@ impl<'a> Frame<'a> {
         self.delta_place = Place::default();
         self.from_place = Place::default();
         self.frames_place = Place::default();
-        // The name match inlined into the walk (a call per key cost more, docs/bench.md).
-        // SAFETY: `Name::of` names only the fields' names: ASCII letters and `_`.
-        unsafe {
-            json::object_known(
-                bytes,
-                Isa::best(),
-                #[inline(always)]
-                |key| Name::of(key),
-                #[inline(always)]
-                |m, name| self.set::<false>(bytes, m, name),
-            )
-        }
-        .is_some()
+        self.read_members::<false>(bytes, Isa::best())
     }
 
     /// [`Frame::parse`] into this frame: every field back to its default, then this record's
     /// read into it where it stands (a frame handed back by value writes all of its fields out
     /// again). `false`, its fields unspecified, when the record is not a JSON object.
-    #[expect(
-        clippy::redundant_closure,
-        reason = "the closure carries #[inline(always)]; the function item is not inlined"
-    )]
     pub(crate) fn read_all(&mut self, bytes: &'a [u8]) -> bool {
         *self = Frame {
             bytes,
             ..Frame::default()
         };
-        // SAFETY: `Name::of` names only the fields' names: ASCII letters and `_`.
-        unsafe {
-            json::object_known(
-                bytes,
-                Isa::best(),
-                #[inline(always)]
-                |key| Name::of(key),
-                #[inline(always)]
-                |m, name| self.set::<true>(bytes, m, name),
-            )
-        }
-        .is_some()
+        self.read_members::<true>(bytes, Isa::best())
     }
 
     /// `ALL`: every field the views read; else the fold's alone (a generic, so that each
@@ -252,7 +221,9 @@ impl<'a> Frame<'a> {
             bytes,
             ..Frame::default()
         };
-        // Inlined into the walk: a call per member would pass the member through memory.
+        // Inlined into the walk: a call per member would pass the member through memory. Its
+        // own walk, not `read_members`: through it, the views' walks were inlined otherwise
+        // and cost 4% more fuel a small record (measured).
         // SAFETY: `Name::of` names only the fields' names: ASCII letters and `_`.
         unsafe {
             json::object_known(
@@ -264,6 +235,30 @@ impl<'a> Frame<'a> {
             )
         }?;
         Some(v)
+    }
+
+    /// `bytes`' members into this frame's fields (`ALL`: every field the views read; else the
+    /// fold's alone); `false` when `bytes` is no JSON object.
+    #[expect(
+        clippy::redundant_closure,
+        reason = "the closure carries #[inline(always)]; the function item is not inlined"
+    )]
+    #[inline(always)]
+    fn read_members<const ALL: bool>(&mut self, bytes: &'a [u8], isa: Isa) -> bool {
+        // The name match and the member's reading inlined into the walk (a call per key cost
+        // more, docs/bench.md).
+        // SAFETY: `Name::of` names only the fields' names: ASCII letters and `_`.
+        unsafe {
+            json::object_known(
+                bytes,
+                isa,
+                #[inline(always)]
+                |key| Name::of(key),
+                #[inline(always)]
+                |m, name| self.set::<ALL>(bytes, m, name),
+            )
+        }
+        .is_some()
     }
 
     /// Records one top-level member; the last of a repeated key wins.
