@@ -191,19 +191,9 @@ impl<Id: Copy> Page<Id> {
     }
 
     /// The page ends: open parts close (an id evicted and reused meanwhile holds no open part
-    /// of this page's, and closing it again is a no-op).
-    pub fn finish(self, state: impl FnMut(Id) -> Option<Part>) -> Vec<Out> {
-        let mut out = Vec::with_capacity(self.acts.len());
-        self.finish_each(state, |o| out.push(o));
-        out
-    }
-
-    /// [`Page::finish`], each out handed to `f` in order as it is told (no list of them made).
-    pub fn finish_each(
-        mut self,
-        mut state: impl FnMut(Id) -> Option<Part>,
-        mut f: impl FnMut(Out),
-    ) {
+    /// of this page's, and closing it again is a no-op), and each out goes to `f` in order as
+    /// it is told (no list of them made).
+    pub fn finish(mut self, mut state: impl FnMut(Id) -> Option<Part>, mut f: impl FnMut(Out)) {
         for id in std::mem::take(&mut self.open) {
             if let Some(p) = state(id) {
                 self.close(p);

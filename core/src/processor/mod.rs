@@ -249,32 +249,28 @@ impl Processor {
             self.fold_step(&mut page, v, rec.key, None, replay);
         }
         let mut emits = Vec::with_capacity(if replay { 0 } else { records.len() });
-        let sessions = &mut self.sessions;
-        page.finish_each(
-            |id| sessions.get_mut(id).fold.end_page(),
-            |o| {
-                if replay {
-                    return;
-                }
-                emits.push(match o {
-                    Out::Pass(i) => Emit::Pass(i),
-                    Out::Fold {
-                        newest,
-                        oldest,
+        self.finish(page, |o| {
+            if replay {
+                return;
+            }
+            emits.push(match o {
+                Out::Pass(i) => Emit::Pass(i),
+                Out::Fold {
+                    newest,
+                    oldest,
+                    delta,
+                    frames,
+                } => Emit::Replace(
+                    newest,
+                    frames::folded(
+                        (records[newest].value, &marks[newest]),
+                        (records[oldest].value, &marks[oldest]),
                         delta,
                         frames,
-                    } => Emit::Replace(
-                        newest,
-                        frames::folded(
-                            (records[newest].value, &marks[newest]),
-                            (records[oldest].value, &marks[oldest]),
-                            delta,
-                            frames,
-                        ),
                     ),
-                })
-            },
-        );
+                ),
+            })
+        });
         emits
     }
 
@@ -311,9 +307,10 @@ impl Processor {
         }
     }
 
-    fn finish(&mut self, page: Page) -> Vec<Out> {
+    /// The page ends (its sessions' open parts close): each out to `f` in order.
+    fn finish(&mut self, page: Page, f: impl FnMut(Out)) {
         let sessions = &mut self.sessions;
-        page.finish(|id| sessions.get_mut(id).fold.end_page())
+        page.finish(|id| sessions.get_mut(id).fold.end_page(), f)
     }
 
     /// Records that are an agent's log lines: each adapted, its frames through the view.
@@ -393,7 +390,7 @@ impl Processor {
             keys.push(key);
         }
         if replay {
-            self.finish(page);
+            self.finish(page, |_| {});
             return Vec::new();
         }
         let key_of = |j: usize| keys[origin[j]].clone();
@@ -410,7 +407,8 @@ impl Processor {
                 })
                 .collect();
         }
-        let outs = self.finish(page);
+        let mut outs = Vec::new();
+        self.finish(page, |o| outs.push(o));
         let folded: Vec<Option<Vec<u8>>> = outs
             .iter()
             .map(|o| match *o {
