@@ -56,9 +56,19 @@ pub(crate) unsafe fn tail<B: Block>(b: &[u8], i: usize) -> (B, u32, u64) {
 #[derive(Clone, Copy)]
 pub(crate) struct Swar(u64);
 
-const ONES: u64 = u64::MAX / 255;
+/// 0x01 in each byte of a word.
+pub(crate) const ONES: u64 = u64::MAX / 255;
 const HIGH: u64 = ONES * 0x80;
 const LOW7: u64 = ONES * 0x7f;
+
+/// Each byte of `x` that is no ASCII digit, nonzero; each digit, zero: a digit's high nibble
+/// is 3, and stays 3 when 6 is added. (A byte of 0xFA or more carries into the bytes after it,
+/// never before: the lowest nonzero byte is always the first that is no digit.)
+#[inline(always)]
+pub(crate) fn non_digits(x: u64) -> u64 {
+    ((x & (ONES * 0xF0)) ^ (ONES * 0x30))
+        | ((x.wrapping_add(ONES * 0x06) & (ONES * 0xF0)) ^ (ONES * 0x30))
+}
 
 impl Swar {
     /// High bit of each byte set where the byte is zero.

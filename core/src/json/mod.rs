@@ -19,7 +19,7 @@ pub use block::Isa;
 use block::Simd128;
 #[cfg(target_arch = "x86_64")]
 use block::{Avx2, Sse2};
-use block::{Block, Kind, Swar};
+use block::{Block, Kind, ONES, Swar, non_digits};
 pub(crate) use scan::plain;
 use scan::{Bad, Res, string_end};
 use steps::{Read, Scanner, after_member, member_known, skip_ws};
@@ -376,14 +376,10 @@ pub fn uint(raw: &str) -> Option<u64> {
 /// costs a compare and a multiply per digit).
 #[inline(always)]
 fn eight_digits(b: &[u8]) -> Option<u64> {
-    const ONES: u64 = u64::MAX / 255;
     let mut w = [b'0'; 8];
     w[8 - b.len()..].copy_from_slice(b);
     let x = u64::from_le_bytes(w);
-    // Every byte is 0x30..=0x3F, and adding 6 keeps it below 0x40: a digit.
-    if x & (ONES * 0xF0) != ONES * 0x30
-        || x.wrapping_add(ONES * 0x06) & (ONES * 0xF0) != ONES * 0x30
-    {
+    if non_digits(x) != 0 {
         return None;
     }
     // The first digit is the lowest byte: pairs, then fours, then the eight.

@@ -4,7 +4,7 @@
 
 use std::marker::PhantomData;
 
-use super::block::Block;
+use super::block::{Block, ONES, non_digits};
 use super::scan::{Bad, Base, Res, quotes, string};
 
 // The cursor's steps are functions of the text and an index that return the next index: the
@@ -25,12 +25,9 @@ pub(crate) fn skip_ws(b: &[u8], mut i: usize) -> usize {
 #[inline(always)]
 fn digits(b: &[u8], mut i: usize) -> usize {
     // Eight bytes at a time while eight are left: the first byte that is no digit is the
-    // lowest flagged one (a carry from a flagged byte reaches only the bytes after it).
-    const ONES: u64 = u64::MAX / 255;
+    // lowest flagged one.
     while let Some(w) = b.get(i..i + 8) {
-        let x = u64::from_le_bytes(w.try_into().expect("eight bytes"));
-        let t = ((x & (ONES * 0xF0)) ^ (ONES * 0x30))
-            | ((x.wrapping_add(ONES * 0x06) & (ONES * 0xF0)) ^ (ONES * 0x30));
+        let t = non_digits(u64::from_le_bytes(w.try_into().expect("eight bytes")));
         let flagged = (((t & (ONES * 0x7F)) + ONES * 0x7F) | t) & (ONES * 0x80);
         if flagged != 0 {
             return i + flagged.trailing_zeros() as usize / 8;
