@@ -379,21 +379,8 @@ unsafe fn member_rest<'a, B: Block>(
 /// After an object's member: `(true, i)` for a `,` and the next key's opening quote (`i` just
 /// after the quote), `(false, i)` for the closing `}` (`i` after it), whitespace around them
 /// skipped. The walk tests compact JSON's `,"` and `}` itself; this is its way round the rest.
-#[inline(never)]
-pub(crate) fn after_member(b: &[u8], i: usize) -> Res<(bool, usize)> {
-    match b.get(i) {
-        Some(b',') => match b.get(i + 1) {
-            Some(b'"') => Ok((true, i + 2)),
-            _ => next_key(b, i + 1),
-        },
-        Some(b'}') => Ok((false, i + 1)),
-        _ => after_member_ws(b, i),
-    }
-}
-
-/// [`after_member`] with whitespace before the separator.
 #[cold]
-fn after_member_ws(b: &[u8], i: usize) -> Res<(bool, usize)> {
+pub(crate) fn after_member(b: &[u8], i: usize) -> Res<(bool, usize)> {
     let at = skip_ws(b, i);
     match b.get(at) {
         Some(b',') => next_key(b, at + 1),
