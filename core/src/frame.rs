@@ -483,6 +483,11 @@ pub fn usage_tokens(usage: &str) -> u64 {
         ],
     )
     .unwrap_or_default();
+    prompt_sum(&fields)
+}
+
+/// The sum of the `usage` fields read (see [`usage_tokens`]), a missing or bad one counting 0.
+pub(crate) fn prompt_sum(fields: &[Field<u64>]) -> u64 {
     fields.iter().fold(0u64, |s, f| match f {
         Field::Valid(n) => s.saturating_add(*n),
         _ => s,

@@ -6,7 +6,7 @@
 use crate::config::{CompactAt, Projection};
 use crate::estimate::estimate;
 use crate::frame::kind::{ASSISTANT_MESSAGE, COMPACT_START, REQUEST_HEADER};
-use crate::frame::{Field, Frame, object_uints, usage_tokens};
+use crate::frame::{Field, Frame, object_uints, prompt_sum, usage_tokens};
 use crate::json;
 use crate::pressure::surface::{Corrupt, Node, Plan, Replaces, Surface};
 
@@ -273,10 +273,7 @@ fn compact_usage(b: &[u8]) -> Option<u64> {
             _ => return None,
         }
     }
-    Some(fields.iter().fold(0u64, |s, f| match f {
-        Field::Valid(n) => s.saturating_add(*n),
-        _ => s,
-    }))
+    Some(prompt_sum(&fields))
 }
 
 fn replaces(raw: &str) -> Option<Replaces> {
