@@ -422,6 +422,63 @@ fn every_byte_at_every_lane_reads_alike_in_the_engine() {
     }
 }
 
+/// Session keys of every length from 1 to 64 bytes, each beside the keys that differ from it in
+/// one byte, at every position (the session index's hash and compare take 8- and 16-byte words
+/// that overlap at the key's end), their counters interleaved; and the same stream with each key
+/// renamed to one that shares no byte position with the others (`n-p`). The index must tell the
+/// first keys apart as it tells the second apart.
+fn keys_one_byte_apart() -> (Vec<Rec>, Vec<Rec>) {
+    let (mut close, mut apart) = (Vec::new(), Vec::new());
+    let mut seq = 0;
+    for n in 1..=64usize {
+        let base = vec![b'k'; n];
+        for p in 0..n {
+            let mut other = base.clone();
+            other[p] = b'K';
+            let renamed = |key: &[u8]| {
+                if key == base {
+                    format!("{n}-base").into_bytes()
+                } else {
+                    format!("{n}-{p}").into_bytes()
+                }
+            };
+            let mut push = |key: &[u8], value: String| {
+                close.push(Rec::new(Some(key), value.as_bytes()));
+                apart.push(Rec::new(Some(&renamed(key)), value.as_bytes()));
+            };
+            for key in [&base[..], &other[..], &base[..], &other[..], &other[..]] {
+                seq += 1;
+                push(
+                    key,
+                    format!(
+                        r#"{{"type":"thinking/tokens","seq":{seq},"timestamp":"t{seq}","estimated_tokens_delta":1}}"#
+                    ),
+                );
+            }
+            for key in [&base[..], &other[..]] {
+                seq += 1;
+                push(
+                    key,
+                    format!(r#"{{"type":"user/message","seq":{seq},"message":{{"content":"x"}}}}"#),
+                );
+            }
+        }
+    }
+    (close, apart)
+}
+
+#[test]
+fn keys_one_byte_apart_are_sessions_apart_in_the_engine() {
+    let (close, apart) = keys_one_byte_apart();
+    for params in [&[][..], &[("max_sessions", "50")][..]] {
+        let out = both_checked(params, None, &split(&close, 0));
+        let expected = both_checked(params, None, &split(&apart, 0));
+        let values = |recs: &[Rec]| recs.iter().map(|r| r.value.clone()).collect::<Vec<_>>();
+        assert!(folds(&out) >= 2000, "{params:?}: {} folds", folds(&out));
+        assert_eq!(values(&out), values(&expected), "{params:?}");
+    }
+}
+
 /// The engine refuses the module where it has no SIMD: the `.wasm` holds SIMD instructions.
 #[test]
 fn the_module_scans_with_simd_and_fluvios_engine_runs_it() {

@@ -262,15 +262,6 @@ mod wasm {
     pub(crate) struct Simd128(v128);
 
     impl Simd128 {
-        /// All ones in each lane that is `"`, `\\` or a control character.
-        #[inline(always)]
-        fn special_lanes(self) -> v128 {
-            v128_or(
-                self.quote_or_backslash_lanes(),
-                u8x16_lt(self.0, u8x16_splat(0x20)),
-            )
-        }
-
         #[inline(always)]
         fn quote_or_backslash_lanes(self) -> v128 {
             v128_or(
@@ -291,9 +282,11 @@ mod wasm {
 
         #[inline(always)]
         fn attention(self) -> u64 {
-            // The bitmask takes each lane's high bit: set in a special lane, and in a byte
-            // ≥ 0x80 itself.
-            u8x16_bitmask(v128_or(self.special_lanes(), self.0)) as u64
+            // Below 0x20 as a signed byte: a control character, or a byte ≥ 0x80.
+            u8x16_bitmask(v128_or(
+                self.quote_or_backslash_lanes(),
+                i8x16_lt(self.0, i8x16_splat(0x20)),
+            )) as u64
         }
 
         #[inline(always)]

@@ -20,32 +20,21 @@ struct Slot<V> {
     older: u32,
 }
 
-/// The session index's hash: a multiply per eight bytes of key, several times cheaper than
-/// SipHash on the 36-byte ids agents use, and on wasm32 made of its native 64-bit multiply (a
-/// 128-bit product is a library call there, paid for every record's lookup). Seeded per map
-/// from std's random state where the platform has one (in wasm32-unknown-unknown std's keys
-/// are fixed, as SipHash's are).
+/// The session index's hash: FxHash's step (a rotate, an xor and a 64-bit multiply) per eight
+/// bytes of key, several times cheaper than SipHash on the 36-byte ids agents use, and on
+/// wasm32 made of its native 64-bit multiply (a 128-bit product is a library call there, paid
+/// for every record's lookup). Seeded per map from std's random state where the platform has
+/// one (in wasm32-unknown-unknown std's keys are fixed, as SipHash's are).
 #[derive(Clone, Copy)]
 struct KeyHash(u64);
 
-const MUL: u64 = 0x9e37_79b9_7f4a_7c15;
+const MUL: u64 = 0x517c_c1b7_2722_0a95;
 
-/// One word into the state: a 64-bit multiply, its high half folded back down.
-#[inline]
+/// One word into the state. A multiply carries each bit only upwards; the rotate brings the
+/// top bits of the state back down before the next word.
+#[inline(always)]
 fn mix(h: u64, w: u64) -> u64 {
-    let p = (h ^ w).wrapping_mul(MUL);
-    p ^ (p >> 29)
-}
-
-/// MurmurHash3's finaliser: every bit of the state reaches every bit of the hash (the index
-/// takes its slot from the low bits).
-#[inline]
-fn finish(mut h: u64) -> u64 {
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    h ^ (h >> 33)
+    (h.rotate_left(5) ^ w).wrapping_mul(MUL)
 }
 
 impl KeyHash {
@@ -55,13 +44,35 @@ impl KeyHash {
 
     /// Every byte of the key reaches the hash: its words, the last one overlapping the one
     /// before when the length is no multiple of eight (no copy into a padded word), and its
-    /// length, which tells overlapping keys apart.
+    /// length, which tells overlapping keys apart. The last multiply's top half, where every
+    /// bit of the key has reached, is folded onto the low bits the index takes its slot from.
     #[inline]
     fn hash(&self, key: &[u8]) -> u64 {
         let n = key.len();
         let w8 = |at: usize| u64::from_le_bytes(key[at..at + 8].try_into().expect("eight bytes"));
         let w4 = |at: usize| u32::from_le_bytes(key[at..at + 4].try_into().expect("four bytes"));
         let mut h = self.0 ^ n as u64;
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        if (16..=48).contains(&n) {
+            use std::arch::wasm32::{
+                i64x2_mul, i64x2_splat, u64x2_extract_lane, u64x2_shr, v128, v128_load, v128_xor,
+            };
+            // Two lanes, each as `mix` folds its words (a shift for the rotate), over the
+            // 16-byte chunks that cover the key: at 0, at 16 past 32 bytes, and the last.
+            // SAFETY: 16 bytes from `at ≤ n - 16` are inside the key.
+            let chunk = |at: usize| unsafe { v128_load(key.as_ptr().add(at).cast::<v128>()) };
+            let step = |acc: v128, c: v128| {
+                let p = i64x2_mul(v128_xor(acc, c), i64x2_splat(MUL as i64));
+                v128_xor(p, u64x2_shr(p, 29))
+            };
+            let mut acc = step(i64x2_splat(h as i64), chunk(0));
+            if n > 32 {
+                acc = step(acc, chunk(16));
+            }
+            acc = step(acc, chunk(n - 16));
+            h = mix(u64x2_extract_lane::<0>(acc), u64x2_extract_lane::<1>(acc));
+            return h ^ (h >> 32);
+        }
         match n {
             0 => {}
             1..=3 => {
@@ -78,8 +89,32 @@ impl KeyHash {
                 h = mix(h, w8(n - 8));
             }
         }
-        finish(h)
+        h ^ (h >> 32)
     }
+}
+
+/// Whether two keys are equal: [`crate::json::same`], but 16 bytes a compare where the module
+/// has `v128`s (a session id of 17 to 48 bytes is two or three, with no loop).
+#[inline(always)]
+fn key_eq(a: &[u8], b: &[u8]) -> bool {
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    if a.len() == b.len() && (16..=48).contains(&a.len()) {
+        use std::arch::wasm32::{v128, v128_any_true, v128_load, v128_or, v128_xor};
+        let n = a.len();
+        // SAFETY: 16 bytes from `at ≤ n - 16` are inside both keys (of length `n`).
+        let diff = |at: usize| unsafe {
+            v128_xor(
+                v128_load(a.as_ptr().add(at).cast::<v128>()),
+                v128_load(b.as_ptr().add(at).cast::<v128>()),
+            )
+        };
+        let mut d = v128_or(diff(0), diff(n - 16));
+        if n > 32 {
+            d = v128_or(d, diff(16));
+        }
+        return !v128_any_true(d);
+    }
+    crate::json::same(a, b)
 }
 
 /// The tombstones are keyed by hashes that are already mixed: they hash them as they are.
@@ -187,7 +222,7 @@ impl<V> Lru<V> {
     /// The entry of `key`, without changing its recency. A run of records of one session finds
     /// it as the most recently used, without hashing.
     pub fn peek(&self, key: &[u8]) -> Option<EntryId> {
-        if self.newest != NIL && crate::json::same(&self.entries[self.newest as usize].key, key) {
+        if self.newest != NIL && key_eq(&self.entries[self.newest as usize].key, key) {
             return Some(self.newest);
         }
         self.find(self.hasher.hash(key), key)
@@ -207,7 +242,7 @@ impl<V> Lru<V> {
                 return None;
             }
             let e = &self.entries[id as usize];
-            if e.hash == h && crate::json::same(&e.key, key) {
+            if e.hash == h && key_eq(&e.key, key) {
                 return Some(id);
             }
             at = (at + 1) & mask;
