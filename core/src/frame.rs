@@ -338,9 +338,8 @@ impl<'a> Frame<'a> {
         self.kind.as_deref()
     }
     /// Whether this frame is a counter of the given type.
-    pub fn is_counter(&self, counter_type: &str) -> bool {
-        self.kind()
-            .is_some_and(|k| json::same(k.as_bytes(), counter_type.as_bytes()))
+    pub fn is_counter(&self, counter_type: &json::Needle) -> bool {
+        self.kind().is_some_and(|k| counter_type.is(k.as_bytes()))
     }
     /// `seq`, when it is an integer ≥ 0.
     pub fn seq(&self) -> Option<u64> {
@@ -502,7 +501,7 @@ mod tests {
     fn reads_only_what_it_needs() {
         let rec = br#"{"type":"thinking/tokens","id":"c1","seq":4,"timestamp":"t1","estimated_tokens_delta":5,"big":[1,{"a":[2]}],"extras":{"parent_tool_use_id":null}}"#;
         let v = Frame::parse(rec).unwrap();
-        assert!(v.is_counter("thinking/tokens"));
+        assert!(v.is_counter(&json::Needle::new(b"thinking/tokens")));
         assert_eq!(v.seq(), Some(4));
         assert_eq!(v.stamp(), Some("\"t1\""));
         assert_eq!(v.delta(), Some(5));

@@ -12,6 +12,7 @@ use std::ops::Range;
 
 use crate::config::{Config, Malformed, Subagents};
 use crate::frame::{Field, Frame};
+use crate::json;
 
 /// What the fold sees of one frame.
 #[derive(Debug, Clone, Copy)]
@@ -79,7 +80,7 @@ impl Marks {
 
 /// The params the fold reads, and the role each frame plays in it.
 pub(crate) struct Folder {
-    counter_type: String,
+    counter_type: json::Needle,
     subagents: Subagents,
     malformed: Malformed,
 }
@@ -87,7 +88,7 @@ pub(crate) struct Folder {
 impl Folder {
     pub fn new(config: &Config) -> Folder {
         Folder {
-            counter_type: config.counter_type.clone(),
+            counter_type: json::Needle::new(config.counter_type.as_bytes()),
             subagents: config.subagents,
             malformed: config.malformed,
         }

@@ -66,6 +66,42 @@ pub fn same(a: &[u8], b: &[u8]) -> bool {
     }
 }
 
+/// A byte string compared against many others, as [`same`] compares: its first and last words
+/// read once, so that a string of 8 to 16 bytes (a frame type) is told in two word compares.
+#[derive(Debug, Clone)]
+pub struct Needle {
+    bytes: Box<[u8]>,
+    first: u64,
+    last: u64,
+}
+
+impl Needle {
+    pub fn new(bytes: &[u8]) -> Needle {
+        let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("eight"));
+        let (first, last) = match bytes.len() {
+            8..=16 => (word(0), word(bytes.len() - 8)),
+            _ => (0, 0),
+        };
+        Needle {
+            bytes: bytes.into(),
+            first,
+            last,
+        }
+    }
+
+    /// Whether `s` is this string.
+    #[inline(always)]
+    pub fn is(&self, s: &[u8]) -> bool {
+        let n = self.bytes.len();
+        if !(8..=16).contains(&n) {
+            return same(&self.bytes, s);
+        }
+        let word = |at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("eight"));
+        // The words overlap where `n` < 16: together they are every byte.
+        s.len() == n && word(0) == self.first && word(n - 8) == self.last
+    }
+}
+
 /// [`Member::string`] of a value that is no plain string (the cold path).
 #[inline(never)]
 fn unplain(raw: &str) -> Option<Cow<'_, str>> {
