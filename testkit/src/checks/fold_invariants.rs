@@ -54,7 +54,7 @@ fn non_counters(config: &Config, recs: &[GenRecord]) -> Vec<GenRecord> {
         .filter(|(_, v)| match Frame::parse(v) {
             None => config.malformed != Malformed::Drop,
             Some(v) if v.is_subagent() => config.subagents == Subagents::Keep,
-            Some(v) => !v.is_counter(&config.counter_type),
+            Some(v) => v.kind() != Some(config.counter_type.as_str()),
         })
         .cloned()
         .collect()

@@ -12,7 +12,7 @@ use super::show;
 
 /// Whether a record is a main counter of the config's type.
 pub(super) fn main_counter(config: &Config, v: Option<&Frame>) -> bool {
-    v.is_some_and(|v| !v.is_subagent() && v.is_counter(&config.counter_type))
+    v.is_some_and(|v| !v.is_subagent() && v.kind() == Some(config.counter_type.as_str()))
 }
 
 /// How many original counters a counter stands for.
@@ -90,7 +90,10 @@ pub fn check_frames_invocation(config: &Config, records: &[RecordIn], out: &[Emi
                 }
                 Subagents::Keep => assert!(passed, "kept sub-agent record {i} not passed"),
             },
-            Some(v) if !v.is_counter(&config.counter_type) || session.len() > MAX_KEY_LEN => {
+            Some(v)
+                if v.kind() != Some(config.counter_type.as_str())
+                    || session.len() > MAX_KEY_LEN =>
+            {
                 assert!(
                     passed,
                     "record {i} (no counter, or a session key over the limit) not passed unchanged"
