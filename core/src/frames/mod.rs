@@ -12,7 +12,7 @@ use std::ops::Range;
 
 use crate::config::{Config, Malformed, Subagents};
 use crate::frame::{Field, Frame};
-use crate::json;
+use crate::json::{self, Isa};
 
 /// What the fold sees of one frame.
 #[derive(Debug, Clone, Copy)]
@@ -81,6 +81,8 @@ impl Marks {
 /// The params the fold reads, and the role each frame plays in it.
 pub(crate) struct Folder {
     counter_type: json::Needle,
+    /// What [`Folder::passes_unread`] looks for; `None` where it cannot answer (see there).
+    unread: Option<Unread>,
     subagents: Subagents,
     malformed: Malformed,
 }
@@ -89,9 +91,48 @@ impl Folder {
     pub fn new(config: &Config) -> Folder {
         Folder {
             counter_type: json::Needle::new(config.counter_type.as_bytes()),
+            unread: Unread::new(config),
             subagents: config.subagents,
             malformed: config.malformed,
         }
+    }
+
+    /// Whether a keyed record plays [`Role::Other`] whether or not it is a frame, so that the
+    /// fold takes it unread: under `malformed=pass` a malformed record is served in place and
+    /// ends its session's run (contract §4) as a main frame that is no counter does (§2).
+    ///
+    /// If the record is a frame, it is a main non-counter when its bytes hold neither
+    /// `"extras"` nor the counter type between quotes as they stand, nor an escape `\u` or
+    /// `\/`: those are the only escapes that can stand for a letter, a digit, `/` or any other
+    /// byte a counter type may hold here (see [`Unread::new`]), so no key reads as `extras`
+    /// and no string as the counter type. A counter that names its type first is told at once.
+    #[inline]
+    pub fn passes_unread(&self, b: &[u8]) -> bool {
+        let Some(u) = &self.unread else {
+            return false;
+        };
+        let starts =
+            |at: usize, s: &[u8]| b.len() >= at + s.len() && json::same(&b[at..at + s.len()], s);
+        // A record that opens as a counter that names its type first does: read at once
+        // (this only saves the scan; any other goes on to it).
+        let word = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("eight"));
+        if u.head
+            .is_some_and(|h| b.len() >= 16 && word(0) == h[0] && word(8) == h[1])
+        {
+            return false;
+        }
+        // From the end: where a sub-agent frame's `extras` stands.
+        let mut end = b.len();
+        while let Some(at) = json::last_sought(Isa::best(), b, end, u.sought) {
+            if b[at] == b'\\'
+                || starts(at, b"\"extras\"")
+                || at >= u.at && starts(at - u.at, &u.quoted)
+            {
+                return false;
+            }
+            end = at;
+        }
+        true
     }
 
     /// A frame's role; `replay`: in `look_back`, where `malformed=fail` refuses nothing.
@@ -109,6 +150,44 @@ impl Folder {
             Some(v) if v.is_counter(&self.counter_type) => Role::Counter(tally(v)),
             Some(_) => Role::Other,
         }
+    }
+}
+
+/// What [`Folder::passes_unread`] looks for: the escapes `\u` and `\/`, `"extras"` by its
+/// first two bytes, and the counter type between quotes by two of its bytes (`at` into it),
+/// a pair that is no two letters where it has one (`g/` of `"thinking/tokens"`): pairs of
+/// letters are common in text, and each one found is a compare.
+struct Unread {
+    sought: json::Sought,
+    quoted: Box<[u8]>,
+    at: usize,
+    /// The first 16 bytes of `{"type":"` and the counter type, as two words, where it has 16.
+    head: Option<[u64; 2]>,
+}
+
+impl Unread {
+    /// `None` under any `malformed` but `pass`, and for a counter type that holds a byte JSON
+    /// must escape (`"`, `\\`, a control character): its strings' bytes are then never the
+    /// counter type's own.
+    fn new(config: &Config) -> Option<Unread> {
+        let ct = config.counter_type.as_bytes();
+        let plain = !ct.is_empty() && ct.iter().all(|&c| c >= 0x20 && c != b'"' && c != b'\\');
+        if config.malformed != Malformed::Pass || !plain {
+            return None;
+        }
+        let quoted: Box<[u8]> = [b"\"", ct, b"\""].concat().into();
+        let letters = |k: usize| quoted[k..k + 2].iter().all(u8::is_ascii_alphanumeric);
+        let at = (1..quoted.len() - 2)
+            .find(|&k| !letters(k))
+            .unwrap_or(quoted.len() - 2);
+        let head = [b"{\"type\":", &quoted[..]].concat();
+        let word = |at: usize| u64::from_le_bytes(head[at..at + 8].try_into().expect("eight"));
+        Some(Unread {
+            head: (head.len() >= 16).then(|| [word(0), word(8)]),
+            sought: json::Sought([*b"\\u", *b"\\/", *b"\"e", [quoted[at], quoted[at + 1]]]),
+            quoted,
+            at,
+        })
     }
 }
 
@@ -244,4 +323,98 @@ pub(crate) fn folded(
         .and_then(|r| oldest.get(r))
         .unwrap_or(b"null");
     splice(newest, at_newest.places.clone(), delta, frames, from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records of every kind around the bytes the check looks for, each padded so that those
+    /// bytes fall at every place of a block: taken unread only where the strict reading finds
+    /// no frame or a main non-counter, and every plain main non-counter taken so.
+    #[test]
+    fn a_record_is_taken_unread_only_where_it_goes_as_a_main_non_counter() {
+        let folder = Folder::new(&Config::default());
+        let counter = json::Needle::new(b"thinking/tokens");
+        let bodies = [
+            (
+                r#"{"type":"user/message","seq":1,"message":{"content":"PAD"}}"#,
+                true,
+            ),
+            (
+                r#"{"seq":1,"message":{"content":"PADextras","note":"extras"},"type":"tool/result"}"#,
+                false,
+            ),
+            (
+                r#"{"type":"user/message","x":"PAD","extras":{"parent_tool_use_id":"t"}}"#,
+                false,
+            ),
+            (
+                r#"{"type":"user/message","x":"PAD","extr\u0061s":{"parent_tool_use_id":"t"}}"#,
+                false,
+            ),
+            (
+                r#"{"type":"user/message","x":"PAD","type":"thinking/tokens"}"#,
+                false,
+            ),
+            (
+                r#"{"x":"PAD","type":"thinking\/tokens","timestamp":"t"}"#,
+                false,
+            ),
+            (
+                r#"{"x":"PAD","type":"thinking/tokens","timestamp":"t"}"#,
+                false,
+            ),
+            (
+                r#"{"type":"thinking/tokens","timestamp":"t","estimated_tokens_delta":1,"x":"PAD"}"#,
+                false,
+            ),
+            (
+                r#"{"type":"assistant/message","text":"a\nb\"c PAD","usage":{"input_tokens":3}}"#,
+                true,
+            ),
+            (
+                r#"{"type":"user/message","text":"the thinking tokens PAD example"}"#,
+                true,
+            ),
+            (r#"{"type":"user/message" "x":"PAD"}"#, true),
+            (r#"{"type":"user/message","x":"PAD"}trailing"#, true),
+        ];
+        for (body, plain) in bodies {
+            for pad in 0..40 {
+                let text = body.replace("PAD", &"p".repeat(pad));
+                let b = text.as_bytes();
+                let unread = folder.passes_unread(b);
+                if unread && let Some(v) = Frame::parse(b) {
+                    assert!(!v.is_subagent() && !v.is_counter(&counter), "{text}");
+                }
+                assert_eq!(unread, plain, "{text}");
+            }
+        }
+        // Bytes that are no UTF-8: malformed, and taken unread as any malformed record is.
+        assert!(folder.passes_unread(b"{\"type\":\"user/message\",\"x\":\"\xff\"}"));
+    }
+
+    /// Under any `malformed` but `pass`, or a counter type JSON must escape, nothing is.
+    #[test]
+    fn nothing_is_taken_unread_where_a_malformed_record_goes_otherwise() {
+        let b = br#"{"type":"user/message","x":"y"}"#;
+        for (malformed, counter_type) in [
+            (Malformed::Drop, "thinking/tokens"),
+            (Malformed::Fail, "thinking/tokens"),
+            (Malformed::Pass, "a\"b"),
+            (Malformed::Pass, ""),
+        ] {
+            let config = Config {
+                malformed,
+                counter_type: counter_type.into(),
+                ..Config::default()
+            };
+            assert!(
+                !Folder::new(&config).passes_unread(b),
+                "{malformed:?} {counter_type}"
+            );
+        }
+        assert!(Folder::new(&Config::default()).passes_unread(b));
+    }
 }

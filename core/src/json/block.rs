@@ -22,6 +22,15 @@ pub(crate) trait Block: Copy {
     fn whitespace(self) -> u64;
     /// UTF-8 continuation bytes (`10xxxxxx`), which belong to a scalar already counted.
     fn continuation(self) -> u64;
+    /// Bytes that begin one of `pairs`, `next` being the block one byte on.
+    #[inline(always)]
+    fn pairs(self, next: Self, pairs: [[u8; 2]; 4]) -> u64 {
+        let mut m = 0;
+        for [a, b] in pairs {
+            m |= self.byte(a) & next.byte(b);
+        }
+        m
+    }
 }
 
 /// The low `n` bits set (`n` ≤ 64).
@@ -312,6 +321,22 @@ mod wasm {
         fn continuation(self) -> u64 {
             let top = v128_and(self.0, u8x16_splat(0xC0));
             u8x16_bitmask(u8x16_eq(top, u8x16_splat(0x80))) as u64
+        }
+
+        #[inline(always)]
+        fn pairs(self, next: Simd128, pairs: [[u8; 2]; 4]) -> u64 {
+            // The lanes combined in the register, one bitmask for all four.
+            let pair = |[a, b]: [u8; 2]| {
+                v128_and(
+                    u8x16_eq(self.0, u8x16_splat(a)),
+                    u8x16_eq(next.0, u8x16_splat(b)),
+                )
+            };
+            let [p, q, r, t] = pairs;
+            u8x16_bitmask(v128_or(
+                v128_or(pair(p), pair(q)),
+                v128_or(pair(r), pair(t)),
+            )) as u64
         }
     }
 }

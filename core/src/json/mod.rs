@@ -20,8 +20,8 @@ use block::Simd128;
 #[cfg(target_arch = "x86_64")]
 use block::{Avx2, Sse2};
 use block::{Block, Kind, ONES, Swar, non_digits};
-pub(crate) use scan::plain;
 use scan::{Bad, Res, string_end};
+pub(crate) use scan::{Sought, last_sought, plain};
 use steps::{Read, Scanner, after_member, member_known, skip_ws};
 
 /// One member of an object: its key as it stands between the quotes, whether that key holds
@@ -87,6 +87,18 @@ impl Needle {
             first,
             last,
         }
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
     }
 
     /// Whether `s` is this string.

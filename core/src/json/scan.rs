@@ -167,6 +167,60 @@ unsafe fn plain_run<B: Block>(b: &[u8], mut i: usize) -> (usize, usize) {
     (i, continuation)
 }
 
+/// The pairs of bytes [`last_sought`] looks for.
+#[derive(Clone, Copy)]
+pub(crate) struct Sought(pub [[u8; 2]; 4]);
+
+/// The first bytes of the pairs in the block at `at`, bit 0 for byte `at`. `at + 1 + LEN ≤
+/// b.len()`.
+///
+/// # Safety
+/// As above, and the CPU has `B`'s instruction set.
+#[inline(always)]
+unsafe fn sought_at<B: Block>(b: &[u8], at: usize, m: Sought) -> u64 {
+    // SAFETY: the caller vouches for `LEN + 1` bytes from `at` and for the instruction set.
+    let (x, y) = unsafe { (B::load(b.as_ptr().add(at)), B::load(b.as_ptr().add(at + 1))) };
+    x.pairs(y, m.0)
+}
+
+/// Below `end`: the last index `k` where one of `m`'s pairs begins (`k + 1 < b.len()`), a
+/// block at a time from the end (the first block read overlapping the one after, not byte by
+/// byte).
+///
+/// # Safety
+/// The CPU has `B`'s instruction set.
+#[inline(always)]
+unsafe fn last_sought_on<B: Block>(b: &[u8], end: usize, m: Sought) -> Option<usize> {
+    let mut end = end.min(b.len().saturating_sub(1));
+    while end >= B::LEN {
+        let start = end - B::LEN;
+        // SAFETY: `start + LEN + 1 = end + 1 ≤ b.len()`; the caller vouches for the set.
+        let hits = unsafe { sought_at::<B>(b, start, m) };
+        if hits != 0 {
+            return Some(start + 63 - hits.leading_zeros() as usize);
+        }
+        end = start;
+    }
+    if end == 0 {
+        return None;
+    }
+    if b.len() > B::LEN {
+        // SAFETY: as above, from 0; only its bits below `end` are new.
+        let hits = unsafe { sought_at::<B>(b, 0, m) } & low_bits(end as u32);
+        return (hits != 0).then(|| 63 - hits.leading_zeros() as usize);
+    }
+    (0..end)
+        .rev()
+        .find(|&k| m.0.iter().any(|p| p[0] == b[k] && p[1] == b[k + 1]))
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn last_sought_avx2(b: &[u8], end: usize, m: Sought) -> Option<usize> {
+    // SAFETY: this function runs only where the CPU has AVX2.
+    unsafe { last_sought_on::<Avx2>(b, end, m) }
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn string_avx2(b: &[u8], i: usize) -> Res<(usize, bool)> {
@@ -211,6 +265,12 @@ pub(crate) fn string_end(isa: Isa, b: &[u8], i: usize) -> Res<(usize, bool)> {
 #[inline]
 pub(crate) fn plain(isa: Isa, b: &[u8], i: usize) -> (usize, usize) {
     per_isa!(isa, plain_run, plain_run_avx2, b, i)
+}
+
+/// [`last_sought_on`] on `isa`: the last index below `end` where one of `m`'s pairs begins.
+#[inline]
+pub(crate) fn last_sought(isa: Isa, b: &[u8], end: usize, m: Sought) -> Option<usize> {
+    per_isa!(isa, last_sought_on, last_sought_avx2, b, end, m)
 }
 
 /// The blocks every machine that runs this build has: SSE2 on x86_64 (its baseline), SIMD128

@@ -331,3 +331,41 @@ fn uint_text_writes_what_display_writes() {
         assert_eq!(uint_text(n, &mut buf), n.to_string());
     }
 }
+
+/// `last_sought` against a byte-by-byte search, on every instruction set, for texts of every
+/// length to 80 with a pair at every place (and pairs that only half match around it).
+#[test]
+fn last_sought_finds_the_last_pair_on_every_isa() {
+    let sought = Sought([*b"\\u", *b"\\/", *b"\"e", *b"g/"]);
+    let naive = |b: &[u8], end: usize| {
+        (0..end.min(b.len().saturating_sub(1)))
+            .rev()
+            .find(|&k| sought.0.iter().any(|p| p[0] == b[k] && p[1] == b[k + 1]))
+    };
+    for len in 0..80 {
+        for at in 0..len.max(1) {
+            for (p, fill) in [
+                (b"\\u", b'\\'),
+                (b"g/", b'/'),
+                (b"\"e", b'e'),
+                (b"zz", b'"'),
+            ] {
+                let mut b = vec![fill; len];
+                if at + 2 <= len {
+                    b[at..at + 2].copy_from_slice(p);
+                }
+                for end in [len, at, at + 1, len / 2] {
+                    let want = naive(&b, end);
+                    for isa in Isa::available() {
+                        assert_eq!(
+                            last_sought(isa, &b, end, sought),
+                            want,
+                            "{isa:?} len {len} at {at} end {end} {:?}",
+                            String::from_utf8_lossy(&b)
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

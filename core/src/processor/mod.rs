@@ -242,7 +242,10 @@ impl Processor {
         // One frame read into again and again (see `Frame::read_fold`).
         let mut frame = Frame::default();
         for rec in records {
-            let v = frame.read_fold(rec.value).then_some(&frame);
+            // A keyed record that goes alike whether or not it is a frame is taken unread, as
+            // a malformed one is (see `Folder::passes_unread`).
+            let unread = rec.key.is_some() && self.folder.passes_unread(rec.value);
+            let v = (!unread && frame.read_fold(rec.value)).then_some(&frame);
             if !replay {
                 marks.push(v.map(Marks::of).unwrap_or_default());
             }
