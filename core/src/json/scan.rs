@@ -192,6 +192,19 @@ unsafe fn sought_at<B: Block>(b: &[u8], at: usize, m: Sought) -> u64 {
 #[inline(always)]
 unsafe fn last_sought_on<B: Block>(b: &[u8], end: usize, m: Sought) -> Option<usize> {
     let mut end = end.min(b.len().saturating_sub(1));
+    // 64 bytes a step while they last, then a block at a time.
+    while end >= 64 {
+        let start = end - 64;
+        let mut hits = 0;
+        for k in 0..64 / B::LEN {
+            // SAFETY: `start + 64 + 1 = end + 1 ≤ b.len()`; the caller vouches for the set.
+            hits |= unsafe { sought_at::<B>(b, start + k * B::LEN, m) } << (k * B::LEN);
+        }
+        if hits != 0 {
+            return Some(start + 63 - hits.leading_zeros() as usize);
+        }
+        end = start;
+    }
     while end >= B::LEN {
         let start = end - B::LEN;
         // SAFETY: `start + LEN + 1 = end + 1 ≤ b.len()`; the caller vouches for the set.

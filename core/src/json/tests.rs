@@ -333,7 +333,7 @@ fn uint_text_writes_what_display_writes() {
 }
 
 /// `last_sought` against a byte-by-byte search, on every instruction set, for texts of every
-/// length to 80 with a pair at every place (and pairs that only half match around it).
+/// length to 160 with a pair at every place (and pairs that only half match around it).
 #[test]
 fn last_sought_finds_the_last_pair_on_every_isa() {
     let sought = Sought([*b"\\u", *b"\\/", *b"\"e", *b"g/"]);
@@ -342,7 +342,7 @@ fn last_sought_finds_the_last_pair_on_every_isa() {
             .rev()
             .find(|&k| sought.0.iter().any(|p| p[0] == b[k] && p[1] == b[k + 1]))
     };
-    for len in 0..80 {
+    for len in 0..160 {
         for at in 0..len.max(1) {
             for (p, fill) in [
                 (b"\\u", b'\\'),
