@@ -47,7 +47,9 @@ pub use config::{
 pub use estimate::estimate;
 pub use frame::{Frame, kind, usage_tokens};
 pub use hash::{Fnv1a, fnv1a};
-pub use processor::{Probe, Processor};
+#[cfg(feature = "probe")]
+pub use processor::Probe;
+pub use processor::Processor;
 pub use record::{BatchError, Emit, MAX_KEY_LEN, RecordIn, session_key};
 pub use rng::Rng;
 pub use state::checkpoint::{CheckpointError, STATE_VERSION};

@@ -22,6 +22,7 @@ type Page = frames::Page<EntryId>;
 
 /// How far [`Processor::probe`] runs: each stage adds one phase of an invocation to the one
 /// before it.
+#[cfg(feature = "probe")]
 #[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Probe {
@@ -242,9 +243,7 @@ impl Processor {
         // One frame read into again and again (see `Frame::read_fold`).
         let mut frame = Frame::default();
         for rec in records {
-            // A keyed record that goes alike whether or not it is a frame is taken unread, as
-            // a malformed one is (see `Folder::passes_unread`).
-            let unread = rec.key.is_some() && self.folder.passes_unread(rec.value);
+            let unread = self.unread(rec);
             let v = (!unread && frame.read_fold(rec.value)).then_some(&frame);
             if !replay {
                 marks.push(v.map(Marks::of).unwrap_or_default());
@@ -275,6 +274,13 @@ impl Processor {
             })
         });
         emits
+    }
+
+    /// Whether the frames view takes this record unread: a keyed record that goes alike
+    /// whether or not it is a frame, as a malformed one does (see `Folder::passes_unread`).
+    #[inline(always)]
+    fn unread(&self, rec: &RecordIn) -> bool {
+        rec.key.is_some() && self.folder.passes_unread(rec.value)
     }
 
     /// One frame through the fold: `line` is its line's entry and session, when an adapter made it.
@@ -449,12 +455,15 @@ impl Processor {
     /// One invocation run only as far as `stage`, for the bench's count of each phase's fuel
     /// (`bench --phases`, docs/bench.md): no other caller. Records made are returned only at
     /// [`Probe::Records`]; every earlier stage returns none.
+    #[cfg(feature = "probe")]
     #[doc(hidden)]
     pub fn probe(&mut self, records: &[RecordIn], stage: Probe) -> Vec<Emit> {
         match stage {
+            // Each record the view reads checked as an object; the rest, taken unread.
             Probe::Walk => {
                 for rec in records {
-                    std::hint::black_box(json::is_object(rec.value));
+                    let unread = self.view == View::Frames && self.unread(rec);
+                    std::hint::black_box(!unread && json::is_object(rec.value));
                 }
                 Vec::new()
             }
@@ -464,7 +473,7 @@ impl Processor {
                 let mut frame = Frame::default();
                 for rec in records {
                     let v = match self.view {
-                        View::Frames => frame.read_fold(rec.value),
+                        View::Frames => !self.unread(rec) && frame.read_fold(rec.value),
                         View::Pressure => frame.read_all(rec.value),
                     };
                     let v = v.then_some(&frame);
