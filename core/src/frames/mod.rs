@@ -115,7 +115,7 @@ impl Folder {
             |at: usize, s: &[u8]| b.len() >= at + s.len() && json::same(&b[at..at + s.len()], s);
         // A record that opens as a counter that names its type first does: read at once
         // (this only saves the scan; any other goes on to it).
-        let word = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("eight"));
+        let word = |at: usize| json::word(b, at);
         if u.head
             .is_some_and(|h| b.len() >= 16 && word(0) == h[0] && word(8) == h[1])
         {
@@ -181,7 +181,7 @@ impl Unread {
             .find(|&k| !letters(k))
             .unwrap_or(quoted.len() - 2);
         let head = [b"{\"type\":", &quoted[..]].concat();
-        let word = |at: usize| u64::from_le_bytes(head[at..at + 8].try_into().expect("eight"));
+        let word = |at: usize| json::word(&head, at);
         Some(Unread {
             head: (head.len() >= 16).then(|| [word(0), word(8)]),
             sought: json::Sought([*b"\\u", *b"\\/", *b"\"e", [quoted[at], quoted[at + 1]]]),

@@ -36,6 +36,12 @@ pub struct Member<'a> {
     pub(crate) plain: bool,
 }
 
+/// The eight bytes of `s` from `at` as a little-endian word: byte `at` lowest.
+#[inline(always)]
+pub(crate) fn word(s: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(s[at..at + 8].try_into().expect("eight bytes"))
+}
+
 /// Whether two byte strings are equal, a word at a time: the first and last words of the
 /// string overlap instead of a loop over the bytes past the last whole word (a slice's `==` is a
 /// call to a byte-at-a-time `memcmp` in wasm32, and names, kinds and session keys are compared
@@ -46,7 +52,7 @@ pub fn same(a: &[u8], b: &[u8]) -> bool {
     if n != b.len() {
         return false;
     }
-    let w8 = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("eight"));
+    let w8 = word;
     let w4 = |s: &[u8], at: usize| u32::from_le_bytes(s[at..at + 4].try_into().expect("four"));
     match n {
         0 => true,
@@ -77,9 +83,8 @@ pub struct Needle {
 
 impl Needle {
     pub fn new(bytes: &[u8]) -> Needle {
-        let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("eight"));
         let (first, last) = match bytes.len() {
-            8..=16 => (word(0), word(bytes.len() - 8)),
+            8..=16 => (word(bytes, 0), word(bytes, bytes.len() - 8)),
             _ => (0, 0),
         };
         Needle {
@@ -108,9 +113,8 @@ impl Needle {
         if !(8..=16).contains(&n) {
             return same(&self.bytes, s);
         }
-        let word = |at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("eight"));
         // The words overlap where `n` < 16: together they are every byte.
-        s.len() == n && word(0) == self.first && word(n - 8) == self.last
+        s.len() == n && word(s, 0) == self.first && word(s, n - 8) == self.last
     }
 }
 
@@ -568,7 +572,7 @@ pub fn plain_ascii(s: &[u8]) -> bool {
             .iter()
             .all(|&c| (0x20..0x80).contains(&c) && c != b'"' && c != b'\\');
     }
-    let word = |at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("eight"));
+    let word = |at: usize| word(s, at);
     let mut i = 0;
     while i + 8 < n {
         if bad(word(i)) {

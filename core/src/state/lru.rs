@@ -49,7 +49,7 @@ impl KeyHash {
     #[inline]
     fn hash(&self, key: &[u8]) -> u64 {
         let n = key.len();
-        let w8 = |at: usize| u64::from_le_bytes(key[at..at + 8].try_into().expect("eight bytes"));
+        let w8 = |at: usize| crate::json::word(key, at);
         let w4 = |at: usize| u32::from_le_bytes(key[at..at + 4].try_into().expect("four bytes"));
         let mut h = self.0 ^ n as u64;
         #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
