@@ -111,8 +111,6 @@ impl Folder {
         let Some(u) = &self.unread else {
             return false;
         };
-        let starts =
-            |at: usize, s: &[u8]| b.len() >= at + s.len() && json::same(&b[at..at + s.len()], s);
         // A record that opens as a counter that names its type first does: read at once
         // (this only saves the scan; any other goes on to it).
         let word = |at: usize| json::word(b, at);
@@ -125,8 +123,8 @@ impl Folder {
         let mut end = b.len();
         while let Some(at) = json::last_sought(Isa::best(), b, end, u.sought) {
             if b[at] == b'\\'
-                || starts(at, b"\"extras\"")
-                || at >= u.at && starts(at - u.at, &u.quoted)
+                || json::starts_with(&b[at..], b"\"extras\"")
+                || at >= u.at && json::starts_with(&b[at - u.at..], &u.quoted)
             {
                 return false;
             }

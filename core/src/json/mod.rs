@@ -72,6 +72,12 @@ pub fn same(a: &[u8], b: &[u8]) -> bool {
     }
 }
 
+/// Whether `s` begins with `prefix`, compared as [`same`] compares.
+#[inline(always)]
+pub(crate) fn starts_with(s: &[u8], prefix: &[u8]) -> bool {
+    s.len() >= prefix.len() && same(&s[..prefix.len()], prefix)
+}
+
 /// A byte string compared against many others, as [`same`] compares: its first and last words
 /// read once, so that a string of 8 to 16 bytes (a frame type) is told in two word compares.
 #[derive(Debug, Clone)]
@@ -92,18 +98,6 @@ impl Needle {
             first,
             last,
         }
-    }
-
-    pub fn bytes(&self) -> &[u8] {
-        &self.bytes
-    }
-
-    pub fn len(&self) -> usize {
-        self.bytes.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
     }
 
     /// Whether `s` is this string.

@@ -232,7 +232,6 @@ fn compact_usage(b: &[u8]) -> Option<u64> {
         b"cache_read_input_tokens\":",
         b"cache_creation_input_tokens\":",
     ];
-    let named = |rest: &[u8], n: &[u8]| rest.len() >= n.len() && json::same(&rest[..n.len()], n);
     let mut fields = [Field::Absent; 3];
     if b.first() != Some(&b'{') {
         return None;
@@ -244,7 +243,7 @@ fn compact_usage(b: &[u8]) -> Option<u64> {
             return None;
         }
         let rest = &b[i + 1..];
-        let (slot, value) = match NAMES.iter().position(|n| named(rest, n)) {
+        let (slot, value) = match NAMES.iter().position(|n| json::starts_with(rest, n)) {
             Some(k) => (Some(k), i + 1 + NAMES[k].len()),
             None => {
                 let end = i + 1 + rest.iter().position(|&c| c == b'"' || c == b'\\')?;

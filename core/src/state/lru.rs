@@ -57,8 +57,9 @@ impl KeyHash {
             use std::arch::wasm32::{
                 i64x2_mul, i64x2_splat, u64x2_extract_lane, u64x2_shr, v128, v128_load, v128_xor,
             };
-            // Two lanes, each as `mix` folds its words (a shift for the rotate), over the
-            // 16-byte chunks that cover the key: at 0, at 16 past 32 bytes, and the last.
+            // Two lanes over the 16-byte chunks that cover the key (at 0, at 16 past 32
+            // bytes, and the last): each chunk xored in and multiplied, the product's high bits
+            // shifted back down (a `v128` has no 64-bit rotate); `mix` joins the lanes.
             // SAFETY: 16 bytes from `at ≤ n - 16` are inside the key.
             let chunk = |at: usize| unsafe { v128_load(key.as_ptr().add(at).cast::<v128>()) };
             let step = |acc: v128, c: v128| {
@@ -94,7 +95,8 @@ impl KeyHash {
 }
 
 /// Whether two keys are equal: [`crate::json::same`], but 16 bytes a compare where the module
-/// has `v128`s (a session id of 17 to 48 bytes is two or three, with no loop).
+/// has `v128`s (a key of 16 to 48 bytes, a session id among them, is two or three, with no
+/// loop).
 #[inline(always)]
 fn key_eq(a: &[u8], b: &[u8]) -> bool {
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
