@@ -184,7 +184,29 @@ impl<'a> Frame<'a> {
     /// fields are cleared and read again, the rest were never set (a frame handed back by value
     /// writes all of its fields out for every record). `false`, its fields unspecified, when the
     /// record is not a JSON object.
-    pub(crate) fn read_fold(&mut self, bytes: &'a [u8]) -> bool {
+    ///
+    /// From `resume`: 0, the start; else the record's first `resume` bytes are `{"type":"`, a
+    /// type and its closing `"`, and the type is taken as it stands, the walk going on after it
+    /// (one walk for both, inlined once).
+    ///
+    /// # Safety
+    /// Where `resume` is not 0, `bytes[9..resume - 1]` is a JSON string's inside as it stands:
+    /// UTF-8, with no `"`, `\` or control character (the frames view's counter type, compared
+    /// byte for byte).
+    pub(crate) unsafe fn read_fold(&mut self, bytes: &'a [u8], resume: usize) -> bool {
+        self.clear_fold(bytes);
+        if resume != 0 {
+            debug_assert!(bytes.starts_with(b"{\"type\":\"") && bytes[resume - 1] == b'"');
+            // SAFETY: as the caller vouches.
+            let kind = unsafe { std::str::from_utf8_unchecked(&bytes[9..resume - 1]) };
+            self.kind = Some(Cow::Borrowed(kind));
+        }
+        self.read_members::<false>(bytes, resume, Isa::best())
+    }
+
+    /// The fields [`Frame::read_fold`] reads, back to their defaults.
+    #[inline(always)]
+    fn clear_fold(&mut self, bytes: &'a [u8]) {
         debug_assert!(
             self.seq.is_none() && self.message.is_none() && self.context_window.is_none(),
             "a frame read in full is read again as the fold reads it"
@@ -200,7 +222,6 @@ impl<'a> Frame<'a> {
         self.delta_place = Place::default();
         self.from_place = Place::default();
         self.frames_place = Place::default();
-        self.read_members::<false>(bytes, Isa::best())
     }
 
     /// [`Frame::parse`] into this frame: every field back to its default, then this record's
@@ -211,7 +232,7 @@ impl<'a> Frame<'a> {
             bytes,
             ..Frame::default()
         };
-        self.read_members::<true>(bytes, Isa::best())
+        self.read_members::<true>(bytes, 0, Isa::best())
     }
 
     /// `ALL`: every field the views read; else the fold's alone (a generic, so that each
@@ -228,6 +249,7 @@ impl<'a> Frame<'a> {
         unsafe {
             json::object_known(
                 bytes,
+                0,
                 isa,
                 Name::of,
                 #[inline(always)]
@@ -238,19 +260,22 @@ impl<'a> Frame<'a> {
     }
 
     /// `bytes`' members into this frame's fields (`ALL`: every field the views read; else the
-    /// fold's alone); `false` when `bytes` is no JSON object.
+    /// fold's alone), from `resume` (see [`json::object_known`]); `false` when `bytes` is no
+    /// JSON object.
     #[expect(
         clippy::redundant_closure,
         reason = "the closure carries #[inline(always)]; the function item is not inlined"
     )]
     #[inline(always)]
-    fn read_members<const ALL: bool>(&mut self, bytes: &'a [u8], isa: Isa) -> bool {
+    fn read_members<const ALL: bool>(&mut self, bytes: &'a [u8], resume: usize, isa: Isa) -> bool {
         // The name match and the member's reading inlined into the walk (a call per key cost
         // more, docs/bench.md).
-        // SAFETY: `Name::of` names only the fields' names: ASCII letters and `_`.
+        // SAFETY: `Name::of` names only the fields' names: ASCII letters and `_`; `resume` is
+        // 0, or past a first member the caller read (see `read_fold_after_type`).
         unsafe {
             json::object_known(
                 bytes,
+                resume,
                 isa,
                 #[inline(always)]
                 |key| Name::of(key),
@@ -675,13 +700,29 @@ mod tests {
             r#"not json"#,
             r#"{"type":"thinking/tokens","timestamp":"t3","estimated_tokens_delta":2,"estimated_tokens_delta":5}"#,
             r#"{}"#,
+            r#"{"type":"thinking/tokens"}"#,
+            r#"{"type":"thinking/tokens" , "timestamp":"t4" }"#,
+            r#"{"type":"thinking/tokens""#,
+            r#"{"type":"thinking/tokens",}"#,
+            r#"{"type":"thinking/tokens","type":"user/message"}"#,
+            r#"{"type":"thinking/tokens"}x"#,
         ];
+        let head = br#"{"type":"thinking/tokens""#;
         let mut again = Frame::default();
         for r in records {
             let fresh = Frame::parse_fold(r.as_bytes());
-            assert_eq!(again.read_fold(r.as_bytes()), fresh.is_some(), "{r}");
-            if let Some(fresh) = fresh {
-                assert_eq!(again, fresh, "{r}");
+            // From the start, and from past the type where the record opens with it.
+            let mut resumes = vec![0];
+            if r.as_bytes().starts_with(head) {
+                resumes.push(head.len());
+            }
+            for resume in resumes {
+                // SAFETY: a resume past the type only where the record opens with it.
+                let read = unsafe { again.read_fold(r.as_bytes(), resume) };
+                assert_eq!(read, fresh.is_some(), "{r} from {resume}");
+                if let Some(fresh) = &fresh {
+                    assert_eq!(&again, fresh, "{r} from {resume}");
+                }
             }
         }
     }

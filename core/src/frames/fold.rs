@@ -15,6 +15,24 @@ pub(crate) struct Tally {
     pub frames: u64,
 }
 
+/// Where a value stands in its record: `start..end` as offsets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub start: usize,
+    pub end: usize,
+}
+
+/// What a fold takes from a counter, marked as the page reads it, so that making a folded
+/// frame reads no record again: where its three fold fields' values stand (the newest
+/// counter's, spliced), and where the stamp a fold starting at it keeps stands (the oldest's).
+/// Carried by the part itself, set as each counter joins it, so that a record that folds
+/// nothing keeps none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Marks {
+    pub places: [Option<Span>; 3],
+    pub oldest: Option<Span>,
+}
+
 /// A foldable part that has closed: the frames at `oldest..=newest` (by page index) it covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Part {
@@ -26,6 +44,9 @@ pub(crate) struct Part {
     pub members: u64,
     pub delta: u64,
     pub frames: u64,
+    /// The newest counter's places and the oldest counter's stamp, as the page sets them
+    /// (the page API's parts keep none).
+    pub marks: Marks,
 }
 
 /// How a counter fed to [`RunState::counter`] went.
@@ -42,7 +63,7 @@ pub(crate) enum Fed {
 /// frame was a non-counter, so that the next page's leading counters may fold.
 ///
 /// The open part lives only within a page, so it is boxed: every session keeps its state
-/// between pages, and a `None` box costs it 8 bytes where an inline part would cost 48.
+/// between pages, and a `None` box costs it 8 bytes where an inline part would cost 80.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct RunState {
     pub after_non_counter: bool,
@@ -51,18 +72,18 @@ pub(crate) struct RunState {
 
 impl RunState {
     /// A main frame that is no counter: the open part closes, and a new one may start.
-    pub fn other(&mut self) -> Option<Part> {
+    pub fn other(&mut self) -> Option<Box<Part>> {
         self.after_non_counter = true;
-        self.part.take().map(|p| *p)
+        self.part.take()
     }
 
     /// A main counter at page index `at`; `tally` is `None` for a counter that cannot be
     /// folded (unstamped, bad delta, bad fold fields). Returns how it went, and the part it
-    /// closed, if any.
-    pub fn counter(&mut self, at: usize, tally: Option<Tally>) -> (Fed, Option<Part>) {
+    /// closed, if any (boxed as it was kept: a part handed back by value is copied out).
+    pub fn counter(&mut self, at: usize, tally: Option<Tally>) -> (Fed, Option<Box<Part>>) {
         let Some(t) = tally else {
             self.after_non_counter = false;
-            return (Fed::Alone, self.part.take().map(|p| *p));
+            return (Fed::Alone, self.part.take());
         };
         match &mut self.part {
             Some(p) => {
@@ -70,7 +91,7 @@ impl RunState {
                 let frames = p.frames + t.frames;
                 if delta > MAX_SAFE || frames > MAX_SAFE {
                     self.after_non_counter = false;
-                    return (Fed::Alone, self.part.take().map(|p| *p));
+                    return (Fed::Alone, self.part.take());
                 }
                 p.newest = at;
                 p.members += 1;
@@ -85,6 +106,7 @@ impl RunState {
                     members: 1,
                     delta: t.delta,
                     frames: t.frames,
+                    marks: Marks::default(),
                 }));
                 (Fed::InRun, None)
             }
@@ -94,8 +116,8 @@ impl RunState {
 
     /// The page ends: the open part closes. A page that ended inside a run leaves the next
     /// page's leading counters unfoldable, since their run's start was served already.
-    pub fn end_page(&mut self) -> Option<Part> {
-        let part = self.part.take().map(|p| *p);
+    pub fn end_page(&mut self) -> Option<Box<Part>> {
+        let part = self.part.take();
         if part.is_some() {
             self.after_non_counter = false;
         }
@@ -110,7 +132,7 @@ impl RunState {
 /// `from_raw` is the JSON text of the oldest stamp.
 pub(crate) fn splice(
     newest: &[u8],
-    spans: [Option<std::ops::Range<usize>>; 3],
+    spans: [Option<Span>; 3],
     delta: u64,
     frames: u64,
     from_raw: &[u8],
@@ -121,13 +143,17 @@ pub(crate) fn splice(
     let values: [&[u8]; 3] = [delta.as_bytes(), from_raw, frames.as_bytes()];
     const NAMES: [&str; 3] = ["estimated_tokens_delta", "folded_from", "folded_frames"];
 
-    let mut edits: Vec<(std::ops::Range<usize>, &[u8])> = Vec::with_capacity(3);
-    for (span, value) in spans.iter().zip(values) {
-        if let Some(r) = span {
-            edits.push((r.clone(), value));
+    // The fields present, in the order they stand (no list allocated: three at most).
+    let mut edits: [Option<(Span, &[u8])>; 3] = [None; 3];
+    for ((edit, span), value) in edits.iter_mut().zip(spans).zip(values) {
+        *edit = span.map(|r| (r, value));
+    }
+    let start = |e: &Option<(Span, &[u8])>| e.map(|(r, _)| r.start);
+    for (a, b) in [(0, 1), (1, 2), (0, 1)] {
+        if start(&edits[a]) > start(&edits[b]) {
+            edits.swap(a, b);
         }
     }
-    edits.sort_by_key(|(r, _)| r.start);
 
     let close = newest
         .iter()
@@ -135,7 +161,7 @@ pub(crate) fn splice(
         .unwrap_or(newest.len());
     let mut out = Vec::with_capacity(newest.len() + 96);
     let mut at = 0;
-    for (r, value) in edits {
+    for (r, value) in edits.into_iter().flatten() {
         out.extend_from_slice(&newest[at..r.start]);
         out.extend_from_slice(value);
         at = r.end;
@@ -218,13 +244,16 @@ mod tests {
     fn splice_replaces_in_place_and_appends_in_order() {
         let rec = br#"{"type":"c","folded_frames":2,"estimated_tokens_delta":7,"x":1} "#;
         let at = |needle: &str| {
-            let s = std::str::from_utf8(rec).unwrap().find(needle).unwrap() + needle.len();
-            s..s + 1
+            let start = std::str::from_utf8(rec).unwrap().find(needle).unwrap() + needle.len();
+            Span {
+                start,
+                end: start + 1,
+            }
         };
         let d = at("\"estimated_tokens_delta\":");
         let f = at("\"folded_frames\":");
-        assert_eq!(&rec[d.clone()], b"7");
-        assert_eq!(&rec[f.clone()], b"2");
+        assert_eq!(&rec[d.start..d.end], b"7");
+        assert_eq!(&rec[f.start..f.end], b"2");
         let out = splice(rec, [Some(d), None, Some(f)], 12, 5, b"\"t0\"");
         assert_eq!(
             std::str::from_utf8(&out).unwrap(),

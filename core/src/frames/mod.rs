@@ -6,9 +6,7 @@ mod page;
 
 pub use page::{compact_counters, compact_counters_with};
 
-use fold::{Fed, Part, RunState, Tally, splice};
-
-use std::ops::Range;
+use fold::{Fed, Marks, Part, RunState, Span, Tally, splice};
 
 use crate::config::{Config, Malformed, Subagents};
 use crate::frame::{Field, Frame};
@@ -54,34 +52,29 @@ fn oldest_stamp<'a>(v: &Frame<'a>) -> Option<&'a str> {
     }
 }
 
-/// What a fold takes from a frame, marked as the page reads it, so that making a folded frame
-/// reads no record again: where its three fold fields' values stand (the newest counter's,
-/// spliced), and where the stamp a fold starting at it keeps stands (the oldest's).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Marks {
-    places: [Option<Range<usize>>; 3],
-    oldest: Option<Range<usize>>,
+/// Where a value of `v` stands in its record.
+fn span(v: &Frame, raw: &str) -> Span {
+    let start = raw.as_ptr() as usize - v.bytes().as_ptr() as usize;
+    Span {
+        start,
+        end: start + raw.len(),
+    }
 }
 
-impl Marks {
-    /// The marks of a frame, as offsets in its record.
-    pub fn of(v: &Frame) -> Marks {
-        let at = |raw: &str| {
-            let start = raw.as_ptr() as usize - v.bytes().as_ptr() as usize;
-            start..start + raw.len()
-        };
-        let [d, f, c] = v.places();
-        Marks {
-            places: [d.range.clone(), f.range.clone(), c.range.clone()],
-            oldest: oldest_stamp(v).map(at),
-        }
-    }
+/// Where a counter's three fold fields' values stand in its record.
+fn places(v: &Frame) -> [Option<Span>; 3] {
+    v.places().map(|p| {
+        p.range.as_ref().map(|r| Span {
+            start: r.start,
+            end: r.end,
+        })
+    })
 }
 
 /// The params the fold reads, and the role each frame plays in it.
 pub(crate) struct Folder {
     counter_type: json::Needle,
-    /// What [`Folder::passes_unread`] looks for; `None` where it cannot answer (see there).
+    /// What [`Folder::take`] looks for; `None` where it cannot answer (see there).
     unread: Option<Unread>,
     subagents: Subagents,
     malformed: Malformed,
@@ -97,27 +90,34 @@ impl Folder {
         }
     }
 
-    /// Whether a keyed record plays [`Role::Other`] whether or not it is a frame, so that the
-    /// fold takes it unread: under `malformed=pass` a malformed record is served in place and
-    /// ends its session's run (contract §4) as a main frame that is no counter does (§2).
+    /// How the fold reads a keyed record.
     ///
-    /// If the record is a frame, it is a main non-counter when its bytes hold neither
-    /// `"extras"` nor the counter type between quotes as they stand, nor an escape `\u` or
-    /// `\/`: those are the only escapes that can stand for a letter, a digit, `/` or any other
-    /// byte a counter type may hold here (see [`Unread::new`]), so no key reads as `extras`
-    /// and no string as the counter type. A counter that names its type first is told at once.
+    /// It is taken unread ([`Take::Unread`]) where it plays [`Role::Other`] whether or not it
+    /// is a frame: under `malformed=pass` a malformed record is served in place and ends its
+    /// session's run (contract §4) as a main frame that is no counter does (§2). If the record
+    /// is a frame, it is a main non-counter when its bytes hold neither `"extras"` nor the
+    /// counter type between quotes as they stand, nor an escape `\u` or `\/`: those are the
+    /// only escapes that can stand for a letter, a digit, `/` or any other byte a counter type
+    /// may hold here (see [`Unread::new`]), so no key reads as `extras` and no string as the
+    /// counter type.
+    ///
+    /// A record that opens as `{"type":"<counter type>"` is read from past that member
+    /// ([`Take::AfterType`]): the walk would find just that.
     #[inline]
-    pub fn passes_unread(&self, b: &[u8]) -> bool {
+    pub fn take(&self, b: &[u8]) -> Take {
         let Some(u) = &self.unread else {
-            return false;
+            return Take::Read;
         };
-        // A record that opens as a counter that names its type first does: read at once
-        // (this only saves the scan; any other goes on to it).
         let word = |at: usize| json::word(b, at);
-        if u.head
-            .is_some_and(|h| b.len() >= 16 && word(0) == h[0] && word(8) == h[1])
+        if let Some(h) = u.head
+            && b.len() >= 16
+            && word(0) == h[0]
+            && word(8) == h[1]
         {
-            return false;
+            return match json::starts_with(&b[16..], &u.head_rest) {
+                true => Take::AfterType(16 + u.head_rest.len()),
+                false => Take::Read,
+            };
         }
         // From the end: where a sub-agent frame's `extras` stands.
         let mut end = b.len();
@@ -126,11 +126,11 @@ impl Folder {
                 || json::starts_with(&b[at..], b"\"extras\"")
                 || at >= u.at && json::starts_with(&b[at - u.at..], &u.quoted)
             {
-                return false;
+                return Take::Read;
             }
             end = at;
         }
-        true
+        Take::Unread
     }
 
     /// A frame's role; `replay`: in `look_back`, where `malformed=fail` refuses nothing.
@@ -151,7 +151,18 @@ impl Folder {
     }
 }
 
-/// What [`Folder::passes_unread`] looks for: the escapes `\u` and `\/`, `"extras"` by its
+/// How the frames view reads a keyed record (see [`Folder::take`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Take {
+    /// Not at all: it goes as a main non-counter whether or not it is a frame.
+    Unread,
+    /// From its start.
+    Read,
+    /// From this index: its bytes before it are `{"type":"`, the counter type and `"`.
+    AfterType(usize),
+}
+
+/// What [`Folder::take`] looks for: the escapes `\u` and `\/`, `"extras"` by its
 /// first two bytes, and the counter type between quotes by two of its bytes (`at` into it),
 /// a pair that is no two letters where it has one (`g/` of `"thinking/tokens"`): pairs of
 /// letters are common in text, and each one found is a compare.
@@ -159,8 +170,10 @@ struct Unread {
     sought: json::Sought,
     quoted: Box<[u8]>,
     at: usize,
-    /// The first 16 bytes of `{"type":"` and the counter type, as two words, where it has 16.
+    /// The first 16 bytes of `{"type":"`, the counter type and `"`, as two words, where it has
+    /// 16, and the bytes after them.
     head: Option<[u64; 2]>,
+    head_rest: Box<[u8]>,
 }
 
 impl Unread {
@@ -182,6 +195,7 @@ impl Unread {
         let word = |at: usize| json::word(&head, at);
         Some(Unread {
             head: (head.len() >= 16).then(|| [word(0), word(8)]),
+            head_rest: head.get(16..).unwrap_or_default().into(),
             sought: json::Sought([*b"\\u", *b"\\/", *b"\"e", [quoted[at], quoted[at + 1]]]),
             quoted,
             at,
@@ -229,17 +243,27 @@ impl<Id: Copy> Page<Id> {
         self.acts.push(Act::Skip);
     }
 
-    /// The next frame, a main frame of the session whose state is `st` (entry `id`).
-    pub fn step(&mut self, role: Role, st: &mut RunState, id: Id) {
+    /// The next frame `v`, a main frame of the session whose state is `st` (entry `id`).
+    pub fn step(&mut self, role: Role, v: Option<&Frame>, st: &mut RunState, id: Id) {
         let i = self.acts.len();
         self.acts.push(Act::Pass);
         let closed = match role {
             Role::Counter(t) => {
                 let (fed, closed) = st.counter(i, t);
+                // The part marks where its newest counter's fold fields stand, and its oldest
+                // counter's stamp, as each joins it (a counter is a frame).
                 if fed == Fed::InRun {
                     self.acts[i] = Act::Skip;
-                    if st.part.as_ref().is_some_and(|p| p.members == 1) {
-                        self.open.push(id);
+                    if let Some(p) = st.part.as_deref_mut() {
+                        if let Some(v) = v {
+                            p.marks.places = places(v);
+                            if p.members == 1 {
+                                p.marks.oldest = oldest_stamp(v).map(|raw| span(v, raw));
+                            }
+                        }
+                        if p.members == 1 {
+                            self.open.push(id);
+                        }
                     }
                 }
                 closed
@@ -259,9 +283,9 @@ impl<Id: Copy> Page<Id> {
     }
 
     /// A part of one is served as itself; a longer one becomes its folded frame.
-    fn close(&mut self, p: Part) {
+    fn close(&mut self, p: Box<Part>) {
         self.acts[p.newest] = if p.members >= 2 {
-            self.folds.push(p);
+            self.folds.push(*p);
             Act::Fold(self.folds.len() as u32 - 1)
         } else {
             Act::Pass
@@ -271,7 +295,11 @@ impl<Id: Copy> Page<Id> {
     /// The page ends: open parts close (an id evicted and reused meanwhile holds no open part
     /// of this page's, and closing it again is a no-op), and each out goes to `f` in order as
     /// it is told (no list of them made).
-    pub fn finish(mut self, mut state: impl FnMut(Id) -> Option<Part>, mut f: impl FnMut(Out)) {
+    pub fn finish(
+        mut self,
+        mut state: impl FnMut(Id) -> Option<Box<Part>>,
+        mut f: impl FnMut(Out),
+    ) {
         for id in std::mem::take(&mut self.open) {
             if let Some(p) = state(id) {
                 self.close(p);
@@ -288,6 +316,7 @@ impl<Id: Copy> Page<Id> {
                         oldest: p.oldest,
                         delta: p.delta,
                         frames: p.frames,
+                        marks: p.marks,
                     })
                 }
             }
@@ -304,23 +333,25 @@ pub(crate) enum Out {
         oldest: usize,
         delta: u64,
         frames: u64,
+        /// Where the fold's fields stand in the newest counter, its stamp in the oldest.
+        marks: Marks,
     },
 }
 
 /// A folded frame's bytes: its newest counter's, with the part's sums spliced in (the marks
-/// are the two counters', as [`Marks::of`] took them from these very records).
+/// are the part's, taken from these very records as the page read them).
 pub(crate) fn folded(
-    (newest, at_newest): (&[u8], &Marks),
-    (oldest, at_oldest): (&[u8], &Marks),
+    newest: &[u8],
+    oldest: &[u8],
+    marks: &Marks,
     delta: u64,
     frames: u64,
 ) -> Vec<u8> {
-    let from = at_oldest
+    let from = marks
         .oldest
-        .clone()
-        .and_then(|r| oldest.get(r))
+        .and_then(|r| oldest.get(r.start..r.end))
         .unwrap_or(b"null");
-    splice(newest, at_newest.places.clone(), delta, frames, from)
+    splice(newest, marks.places, delta, frames, from)
 }
 
 #[cfg(test)]
@@ -382,7 +413,7 @@ mod tests {
             for pad in 0..40 {
                 let text = body.replace("PAD", &"p".repeat(pad));
                 let b = text.as_bytes();
-                let unread = folder.passes_unread(b);
+                let unread = folder.take(b) == Take::Unread;
                 if unread && let Some(v) = Frame::parse(b) {
                     assert!(!v.is_subagent() && !v.is_counter(&counter), "{text}");
                 }
@@ -390,7 +421,10 @@ mod tests {
             }
         }
         // Bytes that are no UTF-8: malformed, and taken unread as any malformed record is.
-        assert!(folder.passes_unread(b"{\"type\":\"user/message\",\"x\":\"\xff\"}"));
+        assert_eq!(
+            folder.take(b"{\"type\":\"user/message\",\"x\":\"\xff\"}"),
+            Take::Unread
+        );
     }
 
     /// Under any `malformed` but `pass`, or a counter type JSON must escape, nothing is.
@@ -408,11 +442,12 @@ mod tests {
                 counter_type: counter_type.into(),
                 ..Config::default()
             };
-            assert!(
-                !Folder::new(&config).passes_unread(b),
+            assert_eq!(
+                Folder::new(&config).take(b),
+                Take::Read,
                 "{malformed:?} {counter_type}"
             );
         }
-        assert!(Folder::new(&Config::default()).passes_unread(b));
+        assert_eq!(Folder::new(&Config::default()).take(b), Take::Unread);
     }
 }

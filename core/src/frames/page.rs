@@ -21,11 +21,11 @@ pub fn compact_counters_with(frames: &mut Vec<Value>, config: &Config) {
     let mut state = RunState::default();
     let mut keep = vec![true; frames.len()];
     let mut folds: Vec<Part> = Vec::new();
-    let mut close = |keep: &mut Vec<bool>, p: Option<Part>| {
+    let mut close = |keep: &mut Vec<bool>, p: Option<Box<Part>>| {
         if let Some(p) = p {
             keep[p.newest] = true;
             if p.members >= 2 {
-                folds.push(p);
+                folds.push(*p);
             }
         }
     };

@@ -161,6 +161,7 @@ pub fn object<'a>(bytes: &'a [u8], isa: Isa, mut f: impl FnMut(Member<'a>)) -> O
     unsafe {
         object_known(
             bytes,
+            0,
             isa,
             |_| None::<()>,
             #[inline(always)]
@@ -172,13 +173,18 @@ pub fn object<'a>(bytes: &'a [u8], isa: Isa, mut f: impl FnMut(Member<'a>)) -> O
 /// [`object`], each member handed over with its key's name when `known` names it. `known` sees
 /// the bytes of a key before its first `"`; a key it names is not scanned again.
 ///
+/// `resume`: 0 to read from the start; else the caller has read `bytes[..resume]`, an object's
+/// `{` and its first member (a key and a value, each checked as JSON), and the walk goes on
+/// after it, that member not handed over.
+///
 /// # Safety
 /// `known` names only keys of ASCII letters, digits and `_`: such a key is a whole JSON string
 /// as it stands (no escape, no control character, UTF-8), and is handed over as `&str`
 /// unchecked. (Testing the key's bytes here instead costs every named key a mask and a load:
-/// 3% of a small record's fuel.)
+/// 3% of a small record's fuel.) A `resume` other than 0 is as said above.
 pub(crate) unsafe fn object_known<'a, T: Copy>(
     bytes: &'a [u8],
+    resume: usize,
     isa: Isa,
     known: impl Fn(&[u8]) -> Option<T>,
     mut f: impl FnMut(Member<'a>, Option<T>),
@@ -188,15 +194,15 @@ pub(crate) unsafe fn object_known<'a, T: Copy>(
     let read = match isa.0 {
         // SAFETY: an `Isa` of AVX2 is only made where the CPU has AVX2.
         #[cfg(target_arch = "x86_64")]
-        Kind::Avx2 => unsafe { walk_avx2(bytes, known, f) },
+        Kind::Avx2 => unsafe { walk_avx2(bytes, resume, known, f) },
         // SAFETY: SSE2 is part of the x86_64 baseline.
         #[cfg(target_arch = "x86_64")]
-        Kind::Sse2 => unsafe { walk::<Sse2, T>(bytes, known, f) },
+        Kind::Sse2 => unsafe { walk::<Sse2, T>(bytes, resume, known, f) },
         // SAFETY: the module is built with simd128, which the engine checks when it loads it.
         #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-        Kind::Simd128 => unsafe { walk::<Simd128, T>(bytes, known, f) },
+        Kind::Simd128 => unsafe { walk::<Simd128, T>(bytes, resume, known, f) },
         // SAFETY: SWAR needs no instruction set.
-        Kind::Swar => unsafe { walk::<Swar, T>(bytes, known, f) },
+        Kind::Swar => unsafe { walk::<Swar, T>(bytes, resume, known, f) },
     };
     read.ok()
 }
@@ -205,11 +211,12 @@ pub(crate) unsafe fn object_known<'a, T: Copy>(
 #[target_feature(enable = "avx2")]
 unsafe fn walk_avx2<'a, T: Copy>(
     bytes: &'a [u8],
+    resume: usize,
     known: &impl Fn(&[u8]) -> Option<T>,
     f: &mut impl FnMut(Member<'a>, Option<T>),
 ) -> Res<()> {
     // SAFETY: this function runs only where the CPU has AVX2.
-    unsafe { walk::<Avx2, T>(bytes, known, f) }
+    unsafe { walk::<Avx2, T>(bytes, resume, known, f) }
 }
 
 /// A member as the reader read it.
@@ -229,57 +236,79 @@ fn as_member(m: Read<'_>) -> Member<'_> {
 }
 
 /// [`object`] on `B`'s blocks: the index kept in a local through the record (see
-/// `steps::skip_ws`), compact JSON's separators taken where they stand.
+/// `steps::skip_ws`), compact JSON's separators taken where they stand; from `resume` when not
+/// 0 (see [`object_known`]).
 ///
 /// # Safety
 /// The CPU has `B`'s instruction set.
 #[inline(always)]
 unsafe fn walk<'a, B: Block, T: Copy>(
     bytes: &'a [u8],
+    resume: usize,
     known: &impl Fn(&[u8]) -> Option<T>,
     f: &mut impl FnMut(Member<'a>, Option<T>),
 ) -> Res<()> {
     let b = bytes;
-    let mut i = skip_ws(b, 0);
-    if b.get(i) != Some(&b'{') {
-        return Err(Bad);
-    }
-
-    i = skip_ws(b, i + 1);
-    match b.get(i) {
-        Some(b'}') => i += 1,
-        Some(b'"') => {
-            i += 1;
-            loop {
-                // SAFETY: the caller vouches for the instruction set.
-                let (m, name) = unsafe { member_known::<B, T>(b, i, known) }?;
-                let end = m.end;
-                f(as_member(m), name);
-                // The separator and the next key's quote where compact JSON has them (a
-                // tuple handed back would cost the loop a three-way test per member).
-                let pair = b
-                    .get(end..end + 2)
-                    .map(|p| u16::from_le_bytes([p[0], p[1]]));
-                if pair == Some(u16::from_le_bytes(*b",\"")) {
-                    i = end + 2;
-                    continue;
+    let mut i;
+    // Whether a member is to be read (`i` just after its key's opening quote), else the
+    // object has closed (`i` past its `}`).
+    let first = if resume != 0 {
+        // The separator where compact JSON has it, as the loop below takes it.
+        if b.get(resume..resume + 2) == Some(b",\"") {
+            i = resume + 2;
+            true
+        } else {
+            let (more, next) = after_member(b, resume)?;
+            i = next;
+            more
+        }
+    } else {
+        i = skip_ws(b, 0);
+        if b.get(i) != Some(&b'{') {
+            return Err(Bad);
+        }
+        i = skip_ws(b, i + 1);
+        match b.get(i) {
+            Some(b'}') => {
+                i += 1;
+                false
+            }
+            Some(b'"') => {
+                i += 1;
+                true
+            }
+            _ => return Err(Bad),
+        }
+    };
+    if first {
+        loop {
+            // SAFETY: the caller vouches for the instruction set.
+            let (m, name) = unsafe { member_known::<B, T>(b, i, known) }?;
+            let end = m.end;
+            f(as_member(m), name);
+            // The separator and the next key's quote where compact JSON has them (a
+            // tuple handed back would cost the loop a three-way test per member).
+            let pair = b
+                .get(end..end + 2)
+                .map(|p| u16::from_le_bytes([p[0], p[1]]));
+            if pair == Some(u16::from_le_bytes(*b",\"")) {
+                i = end + 2;
+                continue;
+            }
+            match b.get(end) {
+                Some(b'}') => {
+                    i = end + 1;
+                    break;
                 }
-                match b.get(end) {
-                    Some(b'}') => {
-                        i = end + 1;
+                _ => {
+                    let (more, next) = after_member(b, end)?;
+                    i = next;
+                    if !more {
                         break;
-                    }
-                    _ => {
-                        let (more, next) = after_member(b, end)?;
-                        i = next;
-                        if !more {
-                            break;
-                        }
                     }
                 }
             }
         }
-        _ => return Err(Bad),
     }
     if skip_ws(b, i) != b.len() {
         return Err(Bad);

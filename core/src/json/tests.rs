@@ -291,7 +291,7 @@ fn known_keys_are_named_and_read_as_every_other_key() {
             let mut named = Vec::new();
             // SAFETY: `known` names only keys of ASCII letters and `_`.
             let read_named = unsafe {
-                object_known(t.as_bytes(), isa, known, |m, name| {
+                object_known(t.as_bytes(), 0, isa, known, |m, name| {
                     named.push(((m.key, m.value), name))
                 })
             };

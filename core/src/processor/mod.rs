@@ -11,7 +11,7 @@ use crate::adapt::{self, Read};
 use crate::config::{Config, Input, Malformed, ParamError, View};
 use crate::frame::Frame;
 use crate::frames::fold::RunState;
-use crate::frames::{self, Folder, Marks, Out, Role};
+use crate::frames::{self, Folder, Out, Role, Take};
 use crate::json;
 use crate::pressure::{self, Outcome, Projector, Refusal};
 use crate::record::{BatchError, Emit, MAX_KEY_LEN, RecordIn, session_key};
@@ -238,16 +238,10 @@ impl Processor {
             return out;
         }
         let mut page = Page::default();
-        // Per record, what a fold takes from it (none in a replay, which makes no record).
-        let mut marks = Vec::with_capacity(if replay { 0 } else { records.len() });
         // One frame read into again and again (see `Frame::read_fold`).
         let mut frame = Frame::default();
         for rec in records {
-            let unread = self.unread(rec);
-            let v = (!unread && frame.read_fold(rec.value)).then_some(&frame);
-            if !replay {
-                marks.push(v.map(Marks::of).unwrap_or_default());
-            }
+            let v = self.read_fold(&mut frame, rec).then_some(&frame);
             self.fold_step(&mut page, v, rec.key, None, replay);
         }
         let mut emits = Vec::with_capacity(if replay { 0 } else { records.len() });
@@ -262,11 +256,13 @@ impl Processor {
                     oldest,
                     delta,
                     frames,
+                    marks,
                 } => Emit::Replace(
                     newest,
                     frames::folded(
-                        (records[newest].value, &marks[newest]),
-                        (records[oldest].value, &marks[oldest]),
+                        records[newest].value,
+                        records[oldest].value,
+                        &marks,
                         delta,
                         frames,
                     ),
@@ -276,11 +272,28 @@ impl Processor {
         emits
     }
 
-    /// Whether the frames view takes this record unread: a keyed record that goes alike
-    /// whether or not it is a frame, as a malformed one does (see `Folder::passes_unread`).
+    /// How the frames view reads this record: a keyed one as [`Folder::take`] tells (unread
+    /// where it goes alike whether or not it is a frame, as a malformed one does).
     #[inline(always)]
-    fn unread(&self, rec: &RecordIn) -> bool {
-        rec.key.is_some() && self.folder.passes_unread(rec.value)
+    fn take(&self, rec: &RecordIn) -> Take {
+        match rec.key {
+            Some(_) => self.folder.take(rec.value),
+            None => Take::Read,
+        }
+    }
+
+    /// A record into `frame` as the frames view reads it (see [`Processor::take`]): `false`
+    /// for one it takes unread or that is no JSON object.
+    #[inline(always)]
+    fn read_fold<'a>(&self, frame: &mut Frame<'a>, rec: &RecordIn<'a>) -> bool {
+        let resume = match self.take(rec) {
+            Take::Unread => return false,
+            Take::Read => 0,
+            Take::AfterType(at) => at,
+        };
+        // SAFETY: `AfterType` is told of a record that opens with the counter type between
+        // quotes, a string with no `"`, `\` or control character (`Unread::new`).
+        unsafe { frame.read_fold(rec.value, resume) }
     }
 
     /// One frame through the fold: `line` is its line's entry and session, when an adapter made it.
@@ -309,7 +322,9 @@ impl Processor {
                 };
                 match id {
                     // A session key over the limit: served as itself, no state kept.
-                    Some(id) if !long => page.step(role, &mut self.sessions.get_mut(id).fold, id),
+                    Some(id) if !long => {
+                        page.step(role, v, &mut self.sessions.get_mut(id).fold, id)
+                    }
                     _ => page.pass(),
                 }
             }
@@ -327,8 +342,6 @@ impl Processor {
         let mut frames: Vec<Vec<u8>> = Vec::with_capacity(records.len());
         let mut origin: Vec<usize> = Vec::with_capacity(records.len());
         let mut keys: Vec<Vec<u8>> = Vec::with_capacity(records.len());
-        // Per frame, what a fold takes from it.
-        let mut marks: Vec<Marks> = Vec::with_capacity(records.len());
         let mut page = Page::default();
         let mut out = Vec::new();
         for (i, rec) in records.iter().enumerate() {
@@ -372,7 +385,6 @@ impl Processor {
             for (j, bytes) in frames.iter().enumerate().skip(start) {
                 origin.push(i);
                 let v = self.read(bytes);
-                marks.push(v.as_ref().map(Marks::of).unwrap_or_default());
                 if self.view == View::Pressure {
                     if let Some(v) = &v {
                         let sink = (!replay).then_some(&mut out);
@@ -426,9 +438,11 @@ impl Processor {
                     oldest,
                     delta,
                     frames: n,
+                    marks,
                 } => Some(frames::folded(
-                    (&frames[newest], &marks[newest]),
-                    (&frames[oldest], &marks[oldest]),
+                    &frames[newest],
+                    &frames[oldest],
+                    &marks,
                     delta,
                     n,
                 )),
@@ -462,7 +476,7 @@ impl Processor {
             // Each record the view reads checked as an object; the rest, taken unread.
             Probe::Walk => {
                 for rec in records {
-                    let unread = self.view == View::Frames && self.unread(rec);
+                    let unread = self.view == View::Frames && self.take(rec) == Take::Unread;
                     std::hint::black_box(!unread && json::is_object(rec.value));
                 }
                 Vec::new()
@@ -473,7 +487,7 @@ impl Processor {
                 let mut frame = Frame::default();
                 for rec in records {
                     let v = match self.view {
-                        View::Frames => !self.unread(rec) && frame.read_fold(rec.value),
+                        View::Frames => self.read_fold(&mut frame, rec),
                         View::Pressure => frame.read_all(rec.value),
                     };
                     let v = v.then_some(&frame);
