@@ -271,19 +271,19 @@ impl<Id: Copy> Page<Id> {
             _ => st.other(),
         };
         if let Some(p) = closed {
-            self.close(p);
+            self.close(&p);
         }
     }
 
     /// A session's state left the cache mid-page: its open part closes now.
     pub fn evicted(&mut self, mut st: RunState) {
         if let Some(p) = st.end_page() {
-            self.close(p);
+            self.close(&p);
         }
     }
 
     /// A part of one is served as itself; a longer one becomes its folded frame.
-    fn close(&mut self, p: Box<Part>) {
+    fn close(&mut self, p: &Part) {
         self.acts[p.newest] = if p.members >= 2 {
             self.folds.push(*p);
             Act::Fold(self.folds.len() as u32 - 1)
@@ -302,7 +302,7 @@ impl<Id: Copy> Page<Id> {
     ) {
         for id in std::mem::take(&mut self.open) {
             if let Some(p) = state(id) {
-                self.close(p);
+                self.close(&p);
             }
         }
         for (i, act) in self.acts.into_iter().enumerate() {
