@@ -48,6 +48,51 @@ pub struct Place {
     pub repeated: bool,
 }
 
+/// A record that opens as `{"type":"<counter type>"`, as a counter most often does: the frames
+/// view reads it on from past that member, which is all a walk from its start would find there (a
+/// later `type` still wins, as any repeated key's last does).
+#[derive(Debug, Clone)]
+pub(crate) struct TypeHead {
+    /// The first 16 bytes of `{"type":"`, the counter type and `"`, as two words.
+    words: [u64; 2],
+    /// The bytes after them.
+    rest: Box<[u8]>,
+}
+
+/// Where a reading of a record starts: at its start, or past the counter type it opens with
+/// (only [`TypeHead::after`] tells that).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Resume(usize);
+
+impl Resume {
+    pub const START: Resume = Resume(0);
+}
+
+impl TypeHead {
+    /// `None` for a counter type that is empty or holds a byte JSON must escape (`"`, `\`, a
+    /// control character), whose quoted bytes then are no string's as it stands, and for one
+    /// whose head is shorter than 16 bytes (a type of fewer than 7).
+    pub fn new(counter_type: &str) -> Option<TypeHead> {
+        let ct = counter_type.as_bytes();
+        let plain = !ct.is_empty() && ct.iter().all(|&c| c >= 0x20 && c != b'"' && c != b'\\');
+        let head = [b"{\"type\":\"", ct, b"\""].concat();
+        (plain && head.len() >= 16).then(|| TypeHead {
+            words: [json::word(&head, 0), json::word(&head, 8)],
+            rest: head[16..].into(),
+        })
+    }
+
+    /// Past the head, where `b` opens with it; else the start.
+    #[inline(always)]
+    pub fn after(&self, b: &[u8]) -> Resume {
+        let opens = b.len() >= 16
+            && json::word(b, 0) == self.words[0]
+            && json::word(b, 8) == self.words[1]
+            && json::starts_with(&b[16..], &self.rest);
+        Resume(if opens { 16 + self.rest.len() } else { 0 })
+    }
+}
+
 /// The top-level members the frame reader knows (contract §1), by name: the fields the views
 /// read, and `id`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,25 +228,10 @@ impl<'a> Frame<'a> {
     /// [`Frame::parse_fold`] into this frame, which only this has read records into: the fold's
     /// fields are cleared and read again, the rest were never set (a frame handed back by value
     /// writes all of its fields out for every record). `false`, its fields unspecified, when the
-    /// record is not a JSON object.
-    ///
-    /// From `resume`: 0, the start; else the record's first `resume` bytes are `{"type":"`, a
-    /// type and its closing `"`, and the type is taken as it stands, the walk going on after it
-    /// (one walk for both, inlined once).
-    ///
-    /// # Safety
-    /// Where `resume` is not 0, `bytes[9..resume - 1]` is a JSON string's inside as it stands:
-    /// UTF-8, with no `"`, `\` or control character (the frames view's counter type, compared
-    /// byte for byte).
-    pub(crate) unsafe fn read_fold(&mut self, bytes: &'a [u8], resume: usize) -> bool {
+    /// record is not a JSON object. From `resume` (see [`TypeHead`]).
+    pub(crate) fn read_fold(&mut self, bytes: &'a [u8], resume: Resume) -> bool {
         self.clear_fold(bytes);
-        if resume != 0 {
-            debug_assert!(bytes.starts_with(b"{\"type\":\"") && bytes[resume - 1] == b'"');
-            // SAFETY: as the caller vouches.
-            let kind = unsafe { std::str::from_utf8_unchecked(&bytes[9..resume - 1]) };
-            self.kind = Some(Cow::Borrowed(kind));
-        }
-        self.read_members::<false>(bytes, resume, Isa::best())
+        self.read_fold_members(bytes, resume)
     }
 
     /// The fields [`Frame::read_fold`] reads, back to their defaults.
@@ -235,6 +265,23 @@ impl<'a> Frame<'a> {
         self.read_members::<true>(bytes, 0, Isa::best())
     }
 
+    /// The fold's fields of the record from `resume`, the type it opens with taken as it
+    /// stands where `resume` is past it (one walk for both, inlined once).
+    #[inline(always)]
+    fn read_fold_members(&mut self, bytes: &'a [u8], resume: Resume) -> bool {
+        if resume.0 != 0 {
+            // `TypeHead::after` found `{"type":"`, the counter type and `"` there.
+            let inside = &bytes[9..resume.0 - 1];
+            debug_assert!(bytes.starts_with(b"{\"type\":\"") && bytes[resume.0 - 1] == b'"');
+            debug_assert!(std::str::from_utf8(inside).is_ok());
+            // SAFETY: those bytes are the counter type's, a `str` (see `TypeHead::new`).
+            self.kind = Some(Cow::Borrowed(unsafe {
+                std::str::from_utf8_unchecked(inside)
+            }));
+        }
+        self.read_members::<false>(bytes, resume.0, Isa::best())
+    }
+
     /// `ALL`: every field the views read; else the fold's alone (a generic, so that each
     /// reading is a walk of its own).
     fn parse_with<const ALL: bool>(bytes: &'a [u8], isa: Isa) -> Option<Frame<'a>> {
@@ -260,8 +307,8 @@ impl<'a> Frame<'a> {
     }
 
     /// `bytes`' members into this frame's fields (`ALL`: every field the views read; else the
-    /// fold's alone), from `resume` (see [`json::object_known`]); `false` when `bytes` is no
-    /// JSON object.
+    /// fold's alone), from `resume` (0, or past a first member: see [`json::object_known`]);
+    /// `false` when `bytes` is no JSON object.
     #[expect(
         clippy::redundant_closure,
         reason = "the closure carries #[inline(always)]; the function item is not inlined"
@@ -271,7 +318,7 @@ impl<'a> Frame<'a> {
         // The name match and the member's reading inlined into the walk (a call per key cost
         // more, docs/bench.md).
         // SAFETY: `Name::of` names only the fields' names: ASCII letters and `_`; `resume` is
-        // 0, or past a first member the caller read (see `read_fold_after_type`).
+        // 0, or past a first member (a `Resume`, see `TypeHead::after`).
         unsafe {
             json::object_known(
                 bytes,
@@ -707,21 +754,22 @@ mod tests {
             r#"{"type":"thinking/tokens","type":"user/message"}"#,
             r#"{"type":"thinking/tokens"}x"#,
         ];
-        let head = br#"{"type":"thinking/tokens""#;
+        let head = TypeHead::new("thinking/tokens").expect("a head of 16 bytes or more");
         let mut again = Frame::default();
         for r in records {
             let fresh = Frame::parse_fold(r.as_bytes());
             // From the start, and from past the type where the record opens with it.
-            let mut resumes = vec![0];
-            if r.as_bytes().starts_with(head) {
-                resumes.push(head.len());
-            }
-            for resume in resumes {
-                // SAFETY: a resume past the type only where the record opens with it.
-                let read = unsafe { again.read_fold(r.as_bytes(), resume) };
-                assert_eq!(read, fresh.is_some(), "{r} from {resume}");
+            let past = head.after(r.as_bytes());
+            assert_eq!(
+                past != Resume::START,
+                r.starts_with(r#"{"type":"thinking/tokens""#),
+                "{r}"
+            );
+            for resume in [Resume::START, past] {
+                let read = again.read_fold(r.as_bytes(), resume);
+                assert_eq!(read, fresh.is_some(), "{r} from {resume:?}");
                 if let Some(fresh) = &fresh {
-                    assert_eq!(&again, fresh, "{r} from {resume}");
+                    assert_eq!(&again, fresh, "{r} from {resume:?}");
                 }
             }
         }

@@ -9,7 +9,7 @@ pub use page::{compact_counters, compact_counters_with};
 use fold::{Fed, Marks, Part, RunState, Span, Tally, splice};
 
 use crate::config::{Config, Malformed, Subagents};
-use crate::frame::{Field, Frame};
+use crate::frame::{Field, Frame, Resume, TypeHead};
 use crate::json::{self, Isa};
 
 /// What the fold sees of one frame.
@@ -74,7 +74,9 @@ fn places(v: &Frame) -> [Option<Span>; 3] {
 /// The params the fold reads, and the role each frame plays in it.
 pub(crate) struct Folder {
     counter_type: json::Needle,
-    /// What [`Folder::take`] looks for; `None` where it cannot answer (see there).
+    /// How a counter that names its type first opens: read on from past it.
+    type_head: Option<TypeHead>,
+    /// What [`Folder::passes_unread`] looks for; `None` where it cannot answer (see there).
     unread: Option<Unread>,
     subagents: Subagents,
     malformed: Malformed,
@@ -84,41 +86,35 @@ impl Folder {
     pub fn new(config: &Config) -> Folder {
         Folder {
             counter_type: json::Needle::new(config.counter_type.as_bytes()),
+            type_head: TypeHead::new(&config.counter_type),
             unread: Unread::new(config),
             subagents: config.subagents,
             malformed: config.malformed,
         }
     }
 
-    /// How the fold reads a keyed record.
+    /// Where the fold's reading of `b` starts: past the counter type it opens with, if it does.
+    #[inline(always)]
+    pub fn resume(&self, b: &[u8]) -> Resume {
+        self.type_head
+            .as_ref()
+            .map_or(Resume::START, |h| h.after(b))
+    }
+
+    /// Whether a keyed record plays [`Role::Other`] whether or not it is a frame, so that the
+    /// fold takes it unread: under `malformed=pass` a malformed record is served in place and
+    /// ends its session's run (contract §4) as a main frame that is no counter does (§2).
     ///
-    /// It is taken unread ([`Take::Unread`]) where it plays [`Role::Other`] whether or not it
-    /// is a frame: under `malformed=pass` a malformed record is served in place and ends its
-    /// session's run (contract §4) as a main frame that is no counter does (§2). If the record
-    /// is a frame, it is a main non-counter when its bytes hold neither `"extras"` nor the
-    /// counter type between quotes as they stand, nor an escape `\u` or `\/`: those are the
-    /// only escapes that can stand for a letter, a digit, `/` or any other byte a counter type
-    /// may hold here (see [`Unread::new`]), so no key reads as `extras` and no string as the
-    /// counter type.
-    ///
-    /// A record that opens as `{"type":"<counter type>"` is read from past that member
-    /// ([`Take::AfterType`]): the walk would find just that.
+    /// If the record is a frame, it is a main non-counter when its bytes hold neither
+    /// `"extras"` nor the counter type between quotes as they stand, nor an escape `\u` or
+    /// `\/`: those are the only escapes that can stand for a letter, a digit, `/` or any other
+    /// byte a counter type may hold here (see [`Unread::new`]), so no key reads as `extras`
+    /// and no string as the counter type.
     #[inline]
-    pub fn take(&self, b: &[u8]) -> Take {
+    pub fn passes_unread(&self, b: &[u8]) -> bool {
         let Some(u) = &self.unread else {
-            return Take::Read;
+            return false;
         };
-        let word = |at: usize| json::word(b, at);
-        if let Some(h) = u.head
-            && b.len() >= 16
-            && word(0) == h[0]
-            && word(8) == h[1]
-        {
-            return match json::starts_with(&b[16..], &u.head_rest) {
-                true => Take::AfterType(16 + u.head_rest.len()),
-                false => Take::Read,
-            };
-        }
         // From the end: where a sub-agent frame's `extras` stands.
         let mut end = b.len();
         while let Some(at) = json::last_sought(Isa::best(), b, end, u.sought) {
@@ -126,11 +122,11 @@ impl Folder {
                 || json::starts_with(&b[at..], b"\"extras\"")
                 || at >= u.at && json::starts_with(&b[at - u.at..], &u.quoted)
             {
-                return Take::Read;
+                return false;
             }
             end = at;
         }
-        Take::Unread
+        true
     }
 
     /// A frame's role; `replay`: in `look_back`, where `malformed=fail` refuses nothing.
@@ -151,18 +147,7 @@ impl Folder {
     }
 }
 
-/// How the frames view reads a keyed record (see [`Folder::take`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Take {
-    /// Not at all: it goes as a main non-counter whether or not it is a frame.
-    Unread,
-    /// From its start.
-    Read,
-    /// From this index: its bytes before it are `{"type":"`, the counter type and `"`.
-    AfterType(usize),
-}
-
-/// What [`Folder::take`] looks for: the escapes `\u` and `\/`, `"extras"` by its
+/// What [`Folder::passes_unread`] looks for: the escapes `\u` and `\/`, `"extras"` by its
 /// first two bytes, and the counter type between quotes by two of its bytes (`at` into it),
 /// a pair that is no two letters where it has one (`g/` of `"thinking/tokens"`): pairs of
 /// letters are common in text, and each one found is a compare.
@@ -170,10 +155,6 @@ struct Unread {
     sought: json::Sought,
     quoted: Box<[u8]>,
     at: usize,
-    /// The first 16 bytes of `{"type":"`, the counter type and `"`, as two words, where it has
-    /// 16, and the bytes after them.
-    head: Option<[u64; 2]>,
-    head_rest: Box<[u8]>,
 }
 
 impl Unread {
@@ -191,11 +172,7 @@ impl Unread {
         let at = (1..quoted.len() - 2)
             .find(|&k| !letters(k))
             .unwrap_or(quoted.len() - 2);
-        let head = [b"{\"type\":", &quoted[..]].concat();
-        let word = |at: usize| json::word(&head, at);
         Some(Unread {
-            head: (head.len() >= 16).then(|| [word(0), word(8)]),
-            head_rest: head.get(16..).unwrap_or_default().into(),
             sought: json::Sought([*b"\\u", *b"\\/", *b"\"e", [quoted[at], quoted[at + 1]]]),
             quoted,
             at,
@@ -413,7 +390,7 @@ mod tests {
             for pad in 0..40 {
                 let text = body.replace("PAD", &"p".repeat(pad));
                 let b = text.as_bytes();
-                let unread = folder.take(b) == Take::Unread;
+                let unread = folder.passes_unread(b);
                 if unread && let Some(v) = Frame::parse(b) {
                     assert!(!v.is_subagent() && !v.is_counter(&counter), "{text}");
                 }
@@ -421,10 +398,7 @@ mod tests {
             }
         }
         // Bytes that are no UTF-8: malformed, and taken unread as any malformed record is.
-        assert_eq!(
-            folder.take(b"{\"type\":\"user/message\",\"x\":\"\xff\"}"),
-            Take::Unread
-        );
+        assert!(folder.passes_unread(b"{\"type\":\"user/message\",\"x\":\"\xff\"}"));
     }
 
     /// Under any `malformed` but `pass`, or a counter type JSON must escape, nothing is.
@@ -442,12 +416,11 @@ mod tests {
                 counter_type: counter_type.into(),
                 ..Config::default()
             };
-            assert_eq!(
-                Folder::new(&config).take(b),
-                Take::Read,
+            assert!(
+                !Folder::new(&config).passes_unread(b),
                 "{malformed:?} {counter_type}"
             );
         }
-        assert_eq!(Folder::new(&Config::default()).take(b), Take::Unread);
+        assert!(Folder::new(&Config::default()).passes_unread(b));
     }
 }

@@ -9,9 +9,9 @@ use entry::Entry;
 use crate::adapt::state::Track;
 use crate::adapt::{self, Read};
 use crate::config::{Config, Input, Malformed, ParamError, View};
-use crate::frame::Frame;
+use crate::frame::{Frame, Resume};
 use crate::frames::fold::RunState;
-use crate::frames::{self, Folder, Out, Role, Take};
+use crate::frames::{self, Folder, Out, Role};
 use crate::json;
 use crate::pressure::{self, Outcome, Projector, Refusal};
 use crate::record::{BatchError, Emit, MAX_KEY_LEN, RecordIn, session_key};
@@ -272,28 +272,16 @@ impl Processor {
         emits
     }
 
-    /// How the frames view reads this record: a keyed one as [`Folder::take`] tells (unread
-    /// where it goes alike whether or not it is a frame, as a malformed one does).
-    #[inline(always)]
-    fn take(&self, rec: &RecordIn) -> Take {
-        match rec.key {
-            Some(_) => self.folder.take(rec.value),
-            None => Take::Read,
-        }
-    }
-
-    /// A record into `frame` as the frames view reads it (see [`Processor::take`]): `false`
-    /// for one it takes unread or that is no JSON object.
+    /// A record into `frame` as the frames view reads it: `false` for one that is no JSON
+    /// object, and for a keyed one it takes unread, that goes alike whether or not it is a
+    /// frame, as a malformed one does (see `Folder::passes_unread`).
     #[inline(always)]
     fn read_fold<'a>(&self, frame: &mut Frame<'a>, rec: &RecordIn<'a>) -> bool {
-        let resume = match self.take(rec) {
-            Take::Unread => return false,
-            Take::Read => 0,
-            Take::AfterType(at) => at,
-        };
-        // SAFETY: `AfterType` is told of a record that opens with the counter type between
-        // quotes, a string with no `"`, `\` or control character (`Unread::new`).
-        unsafe { frame.read_fold(rec.value, resume) }
+        let resume = self.folder.resume(rec.value);
+        if resume == Resume::START && rec.key.is_some() && self.folder.passes_unread(rec.value) {
+            return false;
+        }
+        frame.read_fold(rec.value, resume)
     }
 
     /// One frame through the fold: `line` is its line's entry and session, when an adapter made it.
@@ -476,7 +464,10 @@ impl Processor {
             // Each record the view reads checked as an object; the rest, taken unread.
             Probe::Walk => {
                 for rec in records {
-                    let unread = self.view == View::Frames && self.take(rec) == Take::Unread;
+                    let unread = self.view == View::Frames
+                        && rec.key.is_some()
+                        && self.folder.resume(rec.value) == Resume::START
+                        && self.folder.passes_unread(rec.value);
                     std::hint::black_box(!unread && json::is_object(rec.value));
                 }
                 Vec::new()
