@@ -189,6 +189,25 @@ unsafe fn nested<B: Block>(b: &[u8], mut i: usize) -> Res<usize> {
     let mut word = 0u64;
     let mut depth = 0usize;
     let mut spill: Vec<u64> = Vec::new();
+    // An object that opens with a string member, as compact JSON writes it (a sub-agent
+    // frame's `extras`, a message's `role`): that member is read as the loop below would read
+    // it, and one of no more is done, with no bracket stack. Any other is read from the start.
+    if b.get(i..i + 2) == Some(b"{\"") {
+        // SAFETY (all): the caller vouches for the instruction set.
+        let (key_end, _) = unsafe { string::<B>(b, i + 2) }?;
+        if b.get(key_end..key_end + 2) == Some(b":\"") {
+            let (end, _) = unsafe { string::<B>(b, key_end + 2) }?;
+            if b.get(end) == Some(&b'}') {
+                return Ok(end + 1);
+            }
+            if b.get(end..end + 2) == Some(b",\"") {
+                // Inside the object, at its next member's value.
+                word = 1;
+                depth = 1;
+                i = unsafe { key_rest::<B>(b, end + 2) }?;
+            }
+        }
+    }
     loop {
         match b.get(i).ok_or(Bad)? {
             b'"' => {
