@@ -55,8 +55,10 @@ pub struct Place {
 pub(crate) struct TypeHead {
     /// The first 16 bytes of `{"type":"`, the counter type and `"`, as two words.
     words: [u64; 2],
-    /// The bytes after them.
-    rest: Box<[u8]>,
+    /// The bytes after them (a counter type of 7 to 23 bytes leaves 0 to 16: two word
+    /// compares at most).
+    rest: json::Needle,
+    rest_len: usize,
 }
 
 /// Where a reading of a record starts: at its start, or past the counter type it opens with
@@ -78,18 +80,20 @@ impl TypeHead {
         let head = [b"{\"type\":\"", ct, b"\""].concat();
         (plain && head.len() >= 16).then(|| TypeHead {
             words: [json::word(&head, 0), json::word(&head, 8)],
-            rest: head[16..].into(),
+            rest: json::Needle::new(&head[16..]),
+            rest_len: head.len() - 16,
         })
     }
 
     /// Past the head, where `b` opens with it; else the start.
     #[inline(always)]
     pub fn after(&self, b: &[u8]) -> Resume {
-        let opens = b.len() >= 16
+        let end = 16 + self.rest_len;
+        let opens = b.len() >= end
             && json::word(b, 0) == self.words[0]
             && json::word(b, 8) == self.words[1]
-            && json::starts_with(&b[16..], &self.rest);
-        Resume(if opens { 16 + self.rest.len() } else { 0 })
+            && self.rest.is(&b[16..end]);
+        Resume(if opens { end } else { 0 })
     }
 }
 
