@@ -55,8 +55,8 @@ pub struct Place {
 pub(crate) struct TypeHead {
     /// The first 16 bytes of `{"type":"`, the counter type and `"`, as two words.
     words: [u64; 2],
-    /// The bytes after them (a counter type of 7 to 23 bytes leaves 0 to 16: two word
-    /// compares at most).
+    /// The bytes after them: as many as the counter type has past its sixth (`thinking/tokens`
+    /// leaves 9, told in two word compares).
     rest: json::Needle,
     rest_len: usize,
 }
@@ -73,7 +73,7 @@ impl Resume {
 impl TypeHead {
     /// `None` for a counter type that is empty or holds a byte JSON must escape (`"`, `\`, a
     /// control character), whose quoted bytes then are no string's as it stands, and for one
-    /// whose head is shorter than 16 bytes (a type of fewer than 7).
+    /// whose head is shorter than 16 bytes (a type of fewer than 6).
     pub fn new(counter_type: &str) -> Option<TypeHead> {
         let ct = counter_type.as_bytes();
         let plain = !ct.is_empty() && ct.iter().all(|&c| c >= 0x20 && c != b'"' && c != b'\\');
@@ -740,6 +740,56 @@ mod tests {
             assert_eq!(read(&fold), read(&full), "{r}");
         }
         assert!(Frame::parse_fold(b"{\"seq\":1,").is_none());
+    }
+
+    /// For counter types of every length a head is made for, and around each, records that
+    /// open with the head or nearly: read from past it where it says so, as from the start.
+    #[test]
+    fn a_record_read_past_its_counter_type_reads_as_from_its_start() {
+        assert!(TypeHead::new("abcde").is_none(), "a head under 16 bytes");
+        assert!(
+            TypeHead::new("a\"b/tokens").is_none(),
+            "a quote in the type"
+        );
+        assert!(
+            TypeHead::new("a\\b/tokens").is_none(),
+            "a backslash in the type"
+        );
+        assert!(
+            TypeHead::new("a\nb/tokens").is_none(),
+            "a control character in the type"
+        );
+        let types = [
+            "abcdef",
+            "thinking/tokens",
+            "é/ünïcode-ticks",
+            "a-long-counter-type/of-bytes",
+        ];
+        for ct in types {
+            let head = TypeHead::new(ct).expect("a plain type of six bytes or more");
+            let other = format!("{}x", &ct[..ct.len() - 1]);
+            for (kind, rest) in [
+                (ct, r#","timestamp":"t","estimated_tokens_delta":3}"#),
+                (ct, r#" , "timestamp" : "t" }"#),
+                (ct, "}"),
+                (ct, ""),
+                (ct, ",}"),
+                (ct, r#","type":"user/message"}"#),
+                (ct, r#"}{}"#),
+                (other.as_str(), r#","timestamp":"t"}"#),
+            ] {
+                let r = format!(r#"{{"type":"{kind}"{rest}"#);
+                let b = r.as_bytes();
+                let resume = head.after(b);
+                assert_eq!(resume != Resume::START, kind == ct, "{r}");
+                let fresh = Frame::parse_fold(b);
+                let mut frame = Frame::default();
+                assert_eq!(frame.read_fold(b, resume), fresh.is_some(), "{r}");
+                if let Some(fresh) = fresh {
+                    assert_eq!(frame, fresh, "{r}");
+                }
+            }
+        }
     }
 
     #[test]
