@@ -148,6 +148,13 @@ fn colon_after_ws(b: &[u8], i: usize) -> Res<usize> {
     }
 }
 
+/// Whether compact JSON's `,"` (a member's separator and the next key's opening quote) stands
+/// at `at`.
+#[inline(always)]
+pub(crate) fn comma_quote(b: &[u8], at: usize) -> bool {
+    b.get(at..at + 2) == Some(b",\"")
+}
+
 /// One value at `i` (no whitespace before it), nested to any depth: the index after it. The
 /// depth is a stack of bits on the heap, never the call stack.
 ///
@@ -200,7 +207,7 @@ unsafe fn nested<B: Block>(b: &[u8], mut i: usize) -> Res<usize> {
             if b.get(end) == Some(&b'}') {
                 return Ok(end + 1);
             }
-            if b.get(end..end + 2) == Some(b",\"") {
+            if comma_quote(b, end) {
                 // Inside the object, at its next member's value.
                 word = 1;
                 depth = 1;
@@ -247,10 +254,7 @@ unsafe fn nested<B: Block>(b: &[u8], mut i: usize) -> Res<usize> {
             }
             let object = word & 1 == 1;
             // Compact JSON's `,"` before an object's next key, compared as one word.
-            if object
-                && b.get(i..i + 2).map(|p| u16::from_le_bytes([p[0], p[1]]))
-                    == Some(u16::from_le_bytes(*b",\""))
-            {
+            if object && comma_quote(b, i) {
                 // SAFETY: as above.
                 i = unsafe { key_rest::<B>(b, i + 2) }?;
                 break;
