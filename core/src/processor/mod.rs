@@ -272,16 +272,23 @@ impl Processor {
         emits
     }
 
+    /// Where the frames view reads a record from; `None` for a keyed one it takes unread, that
+    /// goes alike whether or not it is a frame, as a malformed one does (see
+    /// `Folder::passes_unread`).
+    #[inline(always)]
+    fn fold_resume(&self, rec: &RecordIn) -> Option<Resume> {
+        let resume = self.folder.resume(rec.value);
+        let unread =
+            resume == Resume::START && rec.key.is_some() && self.folder.passes_unread(rec.value);
+        (!unread).then_some(resume)
+    }
+
     /// A record into `frame` as the frames view reads it: `false` for one that is no JSON
-    /// object, and for a keyed one it takes unread, that goes alike whether or not it is a
-    /// frame, as a malformed one does (see `Folder::passes_unread`).
+    /// object, and for one it takes unread (see [`Processor::fold_resume`]).
     #[inline(always)]
     fn read_fold<'a>(&self, frame: &mut Frame<'a>, rec: &RecordIn<'a>) -> bool {
-        let resume = self.folder.resume(rec.value);
-        if resume == Resume::START && rec.key.is_some() && self.folder.passes_unread(rec.value) {
-            return false;
-        }
-        frame.read_fold(rec.value, resume)
+        self.fold_resume(rec)
+            .is_some_and(|resume| frame.read_fold(rec.value, resume))
     }
 
     /// One frame through the fold: `line` is its line's entry and session, when an adapter made it.
@@ -464,10 +471,7 @@ impl Processor {
             // Each record the view reads checked as an object; the rest, taken unread.
             Probe::Walk => {
                 for rec in records {
-                    let unread = self.view == View::Frames
-                        && rec.key.is_some()
-                        && self.folder.resume(rec.value) == Resume::START
-                        && self.folder.passes_unread(rec.value);
+                    let unread = self.view == View::Frames && self.fold_resume(rec).is_none();
                     std::hint::black_box(!unread && json::is_object(rec.value));
                 }
                 Vec::new()
