@@ -107,19 +107,34 @@ fn until_row(b: &mut Browser, id: &str, seq: u64) {
     .unwrap_or_else(|e| panic!("{id}'s row never showed seq {seq}: {e:#}"));
 }
 
+/// The sessions the board draws, in rank order, as a JS expression.
+const ORDER: &str = "[...document.querySelectorAll('#board .row[data-session]')].filter((r) => r.isConnected && r.entry) \
+     .sort((a, b) => a.getAttribute('aria-rowindex') - b.getAttribute('aria-rowindex')) \
+     .map((r) => r.dataset.session)";
+
 /// The sessions the board draws, in rank order.
 fn sessions(b: &mut Browser) -> Vec<String> {
-    let v = js(
-        b,
-        "[...document.querySelectorAll('#board .row[data-session]')].filter((r) => r.isConnected && r.entry) \
-         .sort((a, b) => a.getAttribute('aria-rowindex') - b.getAttribute('aria-rowindex')) \
-         .map((r) => r.dataset.session)",
-    );
-    v.as_array()
+    js(b, ORDER)
+        .as_array()
         .unwrap()
         .iter()
         .map(|s| text(s).to_owned())
         .collect()
+}
+
+/// Waits until the board draws `want` first, in that order: the board re-ranks and paints in
+/// its next animation frame, after the data (and the detail's meter) has moved. Panics, `why`
+/// and the order drawn, when it never does.
+fn until_order(b: &mut Browser, want: &[&str], why: &str) {
+    let expr = format!(
+        "JSON.stringify(({ORDER}).slice(0, {})) === {}",
+        want.len(),
+        json!(json!(want).to_string())
+    );
+    if let Err(e) = b.wait_for(&expr) {
+        let drawn = sessions(b);
+        panic!("{why}: the board draws {drawn:?}, never {want:?} first ({e:#})");
+    }
 }
 
 #[test]
@@ -161,11 +176,12 @@ fn served_page_shows_each_session_and_follows_the_log_live() {
     b.wait_for("agentFold.shown === 2").unwrap();
     until_row(&mut b, "s-2", 1);
     println!("page loaded with its rows in {:?}", t.elapsed());
-    assert_eq!(
-        sessions(&mut b),
-        ["s-2", "s-1"],
-        "one row per session, the fullest first (no threshold known)"
+    until_order(
+        &mut b,
+        &["s-2", "s-1"],
+        "one row per session, the fullest first (no threshold known)",
     );
+    assert_eq!(sessions(&mut b).len(), 2, "one row per session");
     assert_eq!(
         js(&mut b, "agentFold.open"),
         Value::Null,
@@ -210,11 +226,12 @@ fn served_page_shows_each_session_and_follows_the_log_live() {
     );
     let took = until_seq(&mut b, "s-1", 3, t);
     println!("live update (append -> ring) in {took:?}");
-    assert_eq!(
-        sessions(&mut b),
-        ["s-1", "s-2"],
-        "s-1 is the fuller now: ranked first"
+    until_order(
+        &mut b,
+        &["s-1", "s-2"],
+        "s-1 is the fuller now: ranked first",
     );
+    assert_eq!(sessions(&mut b).len(), 2, "still one row per session");
     let now = shown(&mut b, "s-1");
     assert_eq!(now["state"]["pressureTokens"], 700);
     assert_eq!(
@@ -486,7 +503,8 @@ fn the_board_ranks_sorts_filters_and_a_late_page_draws_the_whole_chart() {
     b.wait_for("agentFold.rows === 30").unwrap();
     // Ranked closest to the compaction first: the fullest here.
     let want: Vec<String> = ids.iter().rev().cloned().collect();
-    assert_eq!(sessions(&mut b), want);
+    let want: Vec<&str> = want.iter().map(String::as_str).collect();
+    until_order(&mut b, &want, "ranked closest to the compaction first");
     let bands = js(
         &mut b,
         "document.getElementById('counts-bands').textContent",
@@ -508,11 +526,11 @@ fn the_board_ranks_sorts_filters_and_a_late_page_draws_the_whole_chart() {
     let at = header(&mut b, "Session");
     b.click(f(&at[0]), f(&at[1])).unwrap();
     b.wait_for("agentFold.sort.key === 'session'").unwrap();
-    assert_eq!(sessions(&mut b)[..3], ["s-00", "s-01", "s-02"]);
+    until_order(&mut b, &["s-00", "s-01", "s-02"], "sorted by session");
     b.click(f(&at[0]), f(&at[1])).unwrap();
     b.wait_for("agentFold.sort.key === 'session' && agentFold.sort.order === 'desc'")
         .unwrap();
-    assert_eq!(sessions(&mut b)[..2], ["s-29", "s-28"]);
+    until_order(&mut b, &["s-29", "s-28"], "sorted by session, descending");
     let sorted = js(
         &mut b,
         "[...document.querySelectorAll('#board .head [aria-sort]')].filter((c) => c.getAttribute('aria-sort') !== 'none').map((c) => c.getAttribute('aria-sort'))",
