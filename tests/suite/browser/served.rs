@@ -502,9 +502,9 @@ fn the_board_ranks_sorts_filters_and_a_late_page_draws_the_whole_chart() {
     s.stdin().write_all(lines.as_bytes()).unwrap();
     b.wait_for("agentFold.rows === 30").unwrap();
     // Ranked closest to the compaction first: the fullest here.
-    let want: Vec<String> = ids.iter().rev().cloned().collect();
-    let want: Vec<&str> = want.iter().map(String::as_str).collect();
+    let want: Vec<&str> = ids.iter().rev().map(String::as_str).collect();
     until_order(&mut b, &want, "ranked closest to the compaction first");
+    assert_eq!(sessions(&mut b).len(), 30, "one row per session");
     let bands = js(
         &mut b,
         "document.getElementById('counts-bands').textContent",
