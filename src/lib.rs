@@ -1,5 +1,5 @@
 //! Host tools for agent-fold, layered one way, no cycles: the subcommands ([`run`],
-//! [`accuracy`], [`corpus`], [`relay`], [`serve`], [`statusline`]) → shared host modules ([`module`]: an
+//! [`accuracy`], [`inspect`], [`corpus`], [`relay`], [`serve`], [`statusline`]) → shared host modules ([`module`]: an
 //! instance, `.wasm` in fluvio-smartengine or native; [`flags`], [`logs`], [`plot`],
 //! [`checkpoint`], [`service`]: the HTTP listener, Host check, metrics and logs that `serve`
 //! and `relay` share) → records ([`record`], [`jsonl`]) → the core.
@@ -10,6 +10,7 @@ pub mod collect;
 pub mod corpus;
 pub mod flags;
 pub mod heap;
+pub mod inspect;
 pub mod jsonl;
 pub mod logs;
 pub mod module;

@@ -3,7 +3,7 @@
 use clap::{Parser, Subcommand};
 
 use agent_fold::service::logging::{self, LogFormat};
-use agent_fold::{accuracy, collect, corpus, relay, run, serve, statusline};
+use agent_fold::{accuracy, collect, corpus, inspect, relay, run, serve, statusline};
 
 /// agent-fold: folds an LLM coding agent's event stream into what its users look at, and
 /// projects its context pressure.
@@ -27,6 +27,12 @@ enum Command {
     /// it was: projectedTokens (rebased, calibrated, fixed) and a meter that only shows the last
     /// reading; every compaction listed, and the compaction level shown before each automatic one
     Accuracy(accuracy::Args),
+    /// The census of an agent's log, for when a meter looks wrong: the agent and its versions,
+    /// the sessions and the field that keyed them, every kind of line with its count and whether
+    /// it was read, priced or passed over (naming each kind it does not know, with its first
+    /// line), the readings, the compactions, the window and threshold and where each came from,
+    /// and warnings in words
+    Inspect(inspect::Args),
     /// Receive coding agents' OpenTelemetry log events (OTLP/HTTP, protobuf or JSON, gzip) and
     /// write each as a JSON record keyed by its session, to a Fluvio topic (acknowledged before
     /// success is answered) or a JSONL file; input=otel adapts them
@@ -54,6 +60,7 @@ fn main() {
     let result = match &cli.command {
         Command::Run(a) => run::main(a),
         Command::Accuracy(a) => accuracy::main(a),
+        Command::Inspect(a) => inspect::main(a),
         Command::Collect(a) => collect::main(a),
         Command::Corpus(a) => corpus::main(a),
         Command::Relay(a) => relay::main(a),

@@ -140,15 +140,16 @@ pub enum CompactAt {
 
 /// What an agent puts back at a compaction that its log does not show, before a session has
 /// learnt its own (contract §3.4): `agent-fold accuracy --cross-validate`'s fit over the shared
-/// real logs (`docs/accuracy.md`; scored there on logs it was not fitted on). Claude Code
-/// re-reads recently touched files, skills, plans and todos; Codex's summary is not in its
+/// real logs (`docs/accuracy.md`; scored there on logs it was not fitted on). For Claude Code
+/// it is what comes back beyond the files its rule re-reads, which the adapter prices on the
+/// compaction itself (`restore_tokens`): skills, plans, todos; Codex's summary is not in its
 /// rollout. With `input=otel` the agent varies by session: the adapter names its agent's prior
 /// on the session's first header ([`agent_restore_prior`], header field `compact_restore`), and
 /// this is the prior of a session whose header names none.
 pub fn restore_prior(input: Input) -> u64 {
     match input {
-        Input::ClaudeCode | Input::ClaudeStream => 15_200,
-        Input::Codex => 1_400,
+        Input::ClaudeCode | Input::ClaudeStream => 4_500,
+        Input::Codex => 1_700,
         Input::AgentFold | Input::Otel => 0,
     }
 }
@@ -294,7 +295,7 @@ pub const PARAMS: [Param; 11] = [
         name: "compact_restore",
         values: "an integer >= 0",
         default: "",
-        doc: "Pressure view, rebased: what the agent puts back at a compaction that its log does not show, until the session learns its own (§3.4). Unset: 15200 for claude-code and claude-stream, 1400 for codex, 0 for agent-fold, fitted on the shared real logs and scored on logs they were not fitted on (docs/accuracy.md); for otel each session's agent's (the same, else 0).",
+        doc: "Pressure view, rebased: what the agent puts back at a compaction that its log does not show, beyond what its compaction's restore_tokens prices, until the session learns its own (§3.4). Unset: 4500 for claude-code and claude-stream, 1700 for codex, 0 for agent-fold, fitted on the shared real logs and scored on logs they were not fitted on (docs/accuracy.md); for otel each session's agent's (the same, else 0).",
     },
 ];
 
@@ -462,9 +463,9 @@ mod tests {
                 .unwrap()
                 .compact_restore
         };
-        assert_eq!(restore(&[("input", "claude-code")]), 15_200);
-        assert_eq!(restore(&[("input", "claude-stream")]), 15_200);
-        assert_eq!(restore(&[("input", "codex")]), 1_400);
+        assert_eq!(restore(&[("input", "claude-code")]), 4_500);
+        assert_eq!(restore(&[("input", "claude-stream")]), 4_500);
+        assert_eq!(restore(&[("input", "codex")]), 1_700);
         assert_eq!(restore(&[("compact_restore", "9"), ("input", "codex")]), 9);
         assert_eq!(restore(&[("input", "codex"), ("compact_restore", "0")]), 0);
         assert_eq!(restore(&[("input", "otel")]), 0);
@@ -475,8 +476,8 @@ mod tests {
         };
         assert!(!named(&[("input", "otel")]));
         assert!(named(&[("input", "otel"), ("compact_restore", "0")]));
-        assert_eq!(agent_restore_prior("claude-code"), Some(15_200));
-        assert_eq!(agent_restore_prior("codex"), Some(1_400));
+        assert_eq!(agent_restore_prior("claude-code"), Some(4_500));
+        assert_eq!(agent_restore_prior("codex"), Some(1_700));
         assert_eq!(agent_restore_prior("gemini-cli"), None);
     }
 

@@ -126,6 +126,7 @@ enum Name {
     CompactRestore,
     AnchorSeq,
     RestoreShown,
+    RestoreTokens,
     Agent,
     Model,
 }
@@ -166,7 +167,7 @@ impl Name {
                 b"message_chars" => MessageChars,
                 b"restore_shown" => RestoreShown
             ],
-            14 => [b"context_window" => ContextWindow],
+            14 => [b"context_window" => ContextWindow, b"restore_tokens" => RestoreTokens],
             15 => [b"compact_reserve" => CompactReserve, b"compact_restore" => CompactRestore],
             19 => [b"auto_compact_tokens" => AutoCompactTokens],
             22 => [b"estimated_tokens_delta" => Delta],
@@ -202,6 +203,7 @@ pub struct Frame<'a> {
     compact_restore: Option<u64>,
     anchor_seq: Option<u64>,
     restore_shown: bool,
+    restore_tokens: Option<u64>,
     agent: Option<Cow<'a, str>>,
     model: Option<Cow<'a, str>>,
     delta_place: Place,
@@ -400,6 +402,7 @@ impl<'a> Frame<'a> {
             Name::CompactRestore => self.compact_restore = json::uint(raw),
             Name::AnchorSeq => self.anchor_seq = json::uint(raw),
             Name::RestoreShown => self.restore_shown = raw == "true",
+            Name::RestoreTokens => self.restore_tokens = json::uint(raw),
             Name::Agent => self.agent = short_name(m.string()),
             Name::Model => self.model = short_name(m.string()),
         }
@@ -518,6 +521,11 @@ impl<'a> Frame<'a> {
     /// after this compaction (contract §3.4).
     pub fn restore_shown(&self) -> bool {
         self.restore_shown
+    }
+    /// On `compact/start`: `restore_tokens`, what the agent's own rule puts back that its log
+    /// does not show, priced by the adapter from what the log showed before (contract §3.4).
+    pub fn restore_tokens(&self) -> Option<u64> {
+        self.restore_tokens
     }
     /// Where `estimated_tokens_delta`, `folded_from` and `folded_frames` stand.
     pub fn places(&self) -> [&Place; 3] {

@@ -40,6 +40,7 @@ pub mod time;
 // checkpoint's errors; and the few helpers the host shares with the module (one estimate, one
 // hash, one generator).
 pub use adapt::Adapter;
+pub use adapt::census::{LineKind, Treatment};
 pub use config::{
     CompactAt, Config, Input, Malformed, PARAMS, Param, ParamError, Projection, Subagents, View,
     restore_prior,

@@ -324,8 +324,12 @@ impl Drawn for GenSession {
                     // shows what comes back.
                     if *with_message {
                         let (from, to) = (from.pick(&nodes), to.pick(&nodes));
-                        let start = json!({"type": "compact/start", "seq": seq, "session_id": "s",
+                        let mut start = json!({"type": "compact/start", "seq": seq, "session_id": "s",
                             "restore_shown": from % 2 == to % 2});
+                        // Or what the agent's rule puts back that the log does not show.
+                        if from % 3 == 0 {
+                            start["restore_tokens"] = (to.wrapping_mul(37) % 20_000).into();
+                        }
                         let bytes = start.to_string().into_bytes();
                         sent.push(bytes.clone());
                         out.push((Some(b"s".to_vec()), bytes));

@@ -410,6 +410,21 @@ fn request(
     let Some(usage) = m.get("usage").filter(|u| u.is_object()) else {
         return;
     };
+    // Each API request exports its own usage: on an advisor's turn the transcript writes the
+    // sum of its iterations, and the main request is the last of its own (`message`, or
+    // `fallback_message` after a refusal).
+    let usage = usage
+        .get("iterations")
+        .and_then(Value::as_array)
+        .and_then(|its| {
+            its.iter().rev().find(|i| {
+                matches!(
+                    i.get("type").and_then(Value::as_str),
+                    Some("message" | "fallback_message")
+                )
+            })
+        })
+        .unwrap_or(usage);
     let model = m.get("model").and_then(Value::as_str).unwrap_or("");
     if model.starts_with('<') {
         return;

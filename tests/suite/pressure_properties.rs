@@ -78,8 +78,10 @@ struct MSession {
     /// said of that.
     first: Option<(u64, u64)>,
     restore: Option<u64>,
-    kept: Option<(u64, u64, bool)>,
+    kept: Option<(u64, u64, bool, u64)>,
     shown_next: bool,
+    /// What the latest `compact/start` said the agent's rule puts back (`restore_tokens`).
+    expected_next: u64,
     /// Contract §3.5: the last automatic compaction's level, the agent's own threshold, and
     /// how far below its window it compacts.
     auto_compact: Option<u64>,
@@ -134,14 +136,17 @@ impl MSession {
                     .system
                     .unwrap_or(0)
                     .saturating_add(self.tools.unwrap_or(0));
-                let (kept, node, shown) = self.kept.unwrap();
+                let (kept, node, shown, expected) = self.kept.unwrap();
                 let base = self.base(scale).max(envelope);
+                // What the agent's rule puts back, at the session's scale, and beyond it the
+                // prior, halfway to what was learnt.
                 let restore = match (shown, self.restore) {
                     (true, _) => 0,
                     (false, Some(l)) => {
-                        (rules.restore_prior as u128 + l as u128).div_ceil(2) as i128
+                        scale(expected as i128)
+                            + (rules.restore_prior as u128 + l as u128).div_ceil(2) as i128
                     }
-                    (false, None) => rules.restore_prior as i128,
+                    (false, None) => scale(expected as i128) + rules.restore_prior as i128,
                 };
                 let joined = scale(total.saturating_sub(kept) as i128);
                 Some(
@@ -233,8 +238,8 @@ impl Model {
         let input = get("input").unwrap_or("agent-fold");
         let claude = matches!(input, "claude-code" | "claude-stream");
         let prior = match input {
-            "claude-code" | "claude-stream" => 15_200,
-            "codex" => 1_400,
+            "claude-code" | "claude-stream" => 4_500,
+            "codex" => 1_700,
             _ => 0,
         };
         let projection = get("projection").unwrap_or("rebased");
@@ -380,6 +385,7 @@ impl Model {
                 s.auto_compact = Some(n);
             }
             s.shown_next = obj.get("restore_shown") == Some(&Value::Bool(true));
+            s.expected_next = int(obj.get("restore_tokens")).unwrap_or(0);
         }
         if let Some(p) = sample {
             // What the request carried: the surface less the nodes above `anchor_seq`, when it
@@ -397,11 +403,12 @@ impl Model {
                 let scale = |t: i128| agent_fold_testkit::reference::scale(t, ratio);
                 match (s.first, s.kept.take()) {
                     (None, _) => s.first = Some((p, carried)),
-                    (Some(_), Some((k, node, false))) => {
+                    (Some(_), Some((k, node, false, expected))) => {
                         let beyond = p as i128
                             - s.base(scale) as i128
                             - node as i128
-                            - scale((k - node) as i128);
+                            - scale((k - node) as i128)
+                            - scale(expected as i128);
                         s.restore = Some(beyond.max(0) as u64);
                     }
                     (Some(_), _) => {}
@@ -426,7 +433,8 @@ impl Model {
                     s.nodes.splice(i..j, [n]);
                     s.replaced = true;
                     if s.first.is_some() {
-                        s.kept = Some((s.total(), n.1.min(s.total()), s.shown_next));
+                        s.kept =
+                            Some((s.total(), n.1.min(s.total()), s.shown_next, s.expected_next));
                     }
                 }
                 Edit::Front(j) => {
@@ -616,7 +624,10 @@ fn message_tokens_are_the_surface_sum_and_projections_never_negative() {
             // Halfway from the prior (0 here) to what was learnt; nothing where the log shows it.
             let restore = match s["keptShown"] == true {
                 true => 0,
-                false => s["rebase"][1].as_u64().unwrap_or(0).div_ceil(2) as i128,
+                false => {
+                    scale(s["keptExpected"].as_u64().unwrap_or(0) as i128)
+                        + s["rebase"][1].as_u64().unwrap_or(0).div_ceil(2) as i128
+                }
             };
             let projected = match (
                 s["pressureTokens"].as_u64(),

@@ -295,3 +295,76 @@ fn a_corrupt_or_stale_cache_is_read_anew() {
     let wide = json_of(&statusline(&args, &payload(&t, 1_000_000))).expect("a record");
     assert_eq!(wide["capacity"], 1_000_000);
 }
+
+/// The newest Claude Code format (2.1.232): its lines carry `session_id` (the process's first
+/// transcript, after `/clear`) beside `sessionId` (this transcript's, the id the payload sends),
+/// and an advisor's turn writes its usage summed. Cut at any line, the status line shows the
+/// last reading the request itself made: the last own iteration where there are iterations.
+#[test]
+fn the_newest_transcript_shows_its_last_own_reading_at_any_line() {
+    let name = "da81b1d5-eb50-45b5-b9c2-a57df460d77b.jsonl";
+    let Some(src) = common::real_data(&format!("claude-code/{name}")) else {
+        return;
+    };
+    let text = std::fs::read_to_string(&src).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    // The last own reading after each line, read from the raw lines with serde.
+    let mut last = Vec::with_capacity(lines.len());
+    let mut reading = None;
+    for l in &lines {
+        let v: Value = serde_json::from_str(l).unwrap();
+        if let Some(u) = v
+            .pointer("/message/usage")
+            .filter(|_| v["type"] == "assistant")
+        {
+            let own = u["iterations"].as_array().and_then(|its| {
+                its.iter()
+                    .rev()
+                    .find(|i| matches!(i["type"].as_str(), Some("message" | "fallback_message")))
+            });
+            let u = own.unwrap_or(u);
+            let n: u64 = [
+                "input_tokens",
+                "cache_read_input_tokens",
+                "cache_creation_input_tokens",
+            ]
+            .iter()
+            .map(|k| u[k].as_u64().unwrap_or(0))
+            .sum();
+            if n > 0 {
+                reading = Some(n);
+            }
+        }
+        last.push(reading);
+    }
+    let s = harness::scratch("da81b1d5");
+    let t = s.join(name);
+    let mut cuts: Vec<usize> = (1..lines.len()).step_by(97).collect();
+    cuts.extend([23, 356, 357, 358, 406, 430, 494, 702, 703, 875, lines.len()]);
+    cuts.sort_unstable();
+    cuts.dedup();
+    for cut in cuts {
+        std::fs::write(
+            &t,
+            lines[..cut]
+                .iter()
+                .map(|l| format!("{l}\n"))
+                .collect::<String>(),
+        )
+        .unwrap();
+        let out = statusline(
+            &["--json", "--cache-dir", &cache(&s)],
+            &payload(&t, 200_000),
+        );
+        let shown = json_of(&out).and_then(|v| v["pressureTokens"].as_u64());
+        assert_eq!(shown, last[cut - 1], "cut after line {cut}: {}", out.stdout);
+        let plain = statusline(&["--cache-dir", &cache(&s)], &payload(&t, 200_000));
+        if last[cut - 1].is_some() {
+            assert!(
+                !plain.stdout.contains("no reading"),
+                "cut after line {cut}: {}",
+                plain.stdout
+            );
+        }
+    }
+}

@@ -321,6 +321,9 @@ impl Adapting<'_> {
             None => format!("{}/{base}", self.input.name()),
         };
         let mut f = self.frame(&kind, id, stamp, parent);
+        if super::census::passed_unknown(self.input, line) {
+            f.extra_raw("unknown_kind", "true");
+        }
         f.source(line, &[], &[]);
         self.emit(f);
     }

@@ -3,6 +3,7 @@
 
 use super::build::{Adapting, FrameBuf, Id, fingerprint};
 use super::line::{at, is_object, str_at, uint_at};
+use crate::estimate::estimate;
 use crate::frame::kind::{ASSISTANT_MESSAGE, REQUEST_HEADER, TOOL_RESULT, USER_MESSAGE};
 use crate::frame::{NAME_BYTES, usage_tokens};
 
@@ -44,6 +45,48 @@ fn new_reading(last: &mut Option<String>, message_id: Option<&str>, usage: &str)
     }
 }
 
+/// The iteration types that are this conversation's own request: the main model's response,
+/// and the fallback model's after a refusal. An advisor's (`advisor_message`) is another
+/// model's context.
+const OWN_ITERATIONS: [&str; 2] = ["message", "fallback_message"];
+
+/// Where a message's `usage` is not the request's own context: Claude Code ≥ 2.1.2xx writes,
+/// on a turn with an advisor, the sum of the turn's `usage.iterations` of type `message` at the
+/// top level; the request's own reading is the last of its own iterations (contract §3,
+/// sample). `Some(that iteration)` when its prompt differs from the top level's; `None` when
+/// the top level is the reading (no iterations, or it equals the last, as after a fallback).
+pub(crate) fn request_usage(usage: &str) -> Option<&str> {
+    let iterations = at(Some(usage), "iterations").filter(|i| i.starts_with('['))?;
+    let own = json::elements(iterations)
+        .filter(|it| {
+            str_at(Some(it), "type")
+                .as_deref()
+                .is_some_and(|t| OWN_ITERATIONS.contains(&t))
+        })
+        .last()?;
+    (usage_tokens(own) != usage_tokens(usage)).then_some(own)
+}
+
+/// An iteration's token counts as a flat `usage` object (its nested `cache_creation`
+/// breakdown and its `type` left out).
+fn flat_usage(iteration: &str) -> String {
+    let mut out = String::from("{");
+    for m in json::members(iteration) {
+        if json::uint(m.value).is_none() {
+            continue;
+        }
+        if out.len() > 1 {
+            out.push(',');
+        }
+        out.push('"');
+        out.push_str(m.key);
+        out.push_str("\":");
+        out.push_str(m.value);
+    }
+    out.push('}');
+    out
+}
+
 /// Maps one Claude message object into a frame: `message` = its `content`, `usage` once per
 /// `message.id`, repeats kept in `extras.usage`.
 pub(crate) fn message(
@@ -59,16 +102,28 @@ pub(crate) fn message(
     f.content(content);
     if role == "assistant" {
         let message_id = str_at(Some(msg), "id");
-        if let Some(usage) = at(Some(msg), "usage").filter(|u| is_object(u)) {
+        if let Some(logged) = at(Some(msg), "usage").filter(|u| is_object(u)) {
             let slot = if parent.is_some() {
                 &mut cx.st.sub_message
             } else {
                 &mut cx.st.main_message
             };
+            let request = request_usage(logged);
+            let usage = request.unwrap_or(logged);
             if new_reading(slot, message_id.as_deref(), usage) {
-                f.raw("usage", usage);
+                match request {
+                    // The turn's sum stays in the stream, beside the request's own usage.
+                    Some(own) => {
+                        f.json("usage", &flat_usage(own));
+                        f.extra_raw("usage", logged);
+                        f.extra_raw("usage_summed", "true");
+                    }
+                    None => {
+                        f.raw("usage", logged);
+                    }
+                }
             } else {
-                f.extra_raw("usage", usage);
+                f.extra_raw("usage", logged);
             }
         }
         if let Some(m) = &message_id {
@@ -91,6 +146,106 @@ pub(crate) fn compaction(f: &mut FrameBuf, meta: Option<&str>, pre_tokens: &str)
     if let Some(n) = uint_at(meta, pre_tokens).filter(|n| *n >= 1) {
         f.uint("preTokens", n);
     }
+}
+
+/// The most tokens of a file Claude Code re-reads whole after a compaction; a larger one
+/// comes back as a one-line reference (`POST_COMPACT_MAX_TOKENS_PER_FILE`).
+const RESTORE_FILE_TOKENS: u64 = 5_000;
+/// The most it re-reads in all (`POST_COMPACT_TOKEN_BUDGET`).
+const RESTORE_BUDGET: u64 = 50_000;
+/// What a line of a file costs beside its text when Claude Code shows it to the model: its
+/// number, right-aligned in six, and an arrow (`cat -n`'s form, as its Read results show it).
+const LINE_NUMBER_CHARS: u64 = 7;
+
+/// What Claude Code's rule puts back of the files the agent last touched (contract §3.4):
+/// each of them whole when it is at most [`RESTORE_FILE_TOKENS`], within [`RESTORE_BUDGET`].
+fn restored_files(files: &[(u64, u64)]) -> u64 {
+    files
+        .iter()
+        .rev()
+        .map(|(_, t)| *t)
+        .filter(|t| *t <= RESTORE_FILE_TOKENS)
+        .fold(0, |sum, t| {
+            if sum + t <= RESTORE_BUDGET {
+                sum + t
+            } else {
+                sum
+            }
+        })
+}
+
+/// A file the agent touched, as a main `user` line's `toolUseResult` shows it.
+struct Touched {
+    path: String,
+    /// Its size as the model is shown it, in the estimate's tokens (contract §3.1): the text
+    /// and a numbered line's prefix for each of its lines.
+    tokens: u64,
+    /// Only a part of it was read (an offset or a limit): the rule does not re-read it.
+    partial: bool,
+}
+
+/// The file a main `user` line's `toolUseResult` says the agent read, edited or wrote, as it
+/// stands after the tool: a Read's `file.content`, an Edit's `originalFile` with `oldString`
+/// made `newString`, a Write's `content`. A plan file (`.claude/plans/`) is put back on its
+/// own, not by this rule: none.
+fn touched_file<'a>(result: &'a str) -> Option<Touched> {
+    let r = Some(result);
+    let text = |name: &str, of: Option<&'a str>| -> Option<&'a str> {
+        at(of, name).filter(|v| crate::json::is_string(v))
+    };
+    // The estimate of a JSON string and how many lines it holds (its escaped newlines).
+    let price = |raw: &str| {
+        (
+            estimate(raw.as_bytes()),
+            raw.matches("\\n").count() as u64 + 1,
+        )
+    };
+    let shown =
+        |chars_tokens: u64, lines: u64| chars_tokens + (lines * LINE_NUMBER_CHARS).div_ceil(4);
+    let (path, tokens, partial) = if let Some(file) = at(r, "file").filter(|f| f.starts_with('{')) {
+        let path = str_at(Some(file), "filePath")?;
+        let (tokens, lines) = price(text("content", Some(file))?);
+        let n = uint_at(Some(file), "numLines").unwrap_or(lines);
+        let partial = uint_at(Some(file), "totalLines").is_some_and(|total| total > n);
+        (path, shown(tokens, n), partial)
+    } else {
+        let path = str_at(r, "filePath")?;
+        let tokens = match text("originalFile", r).map(price) {
+            Some((original, lines)) => {
+                let new = text("newString", r).map_or(0, |v| price(v).0);
+                let old = text("oldString", r).map_or(0, |v| price(v).0);
+                shown((original + new).saturating_sub(old), lines)
+            }
+            None => {
+                let (tokens, lines) = price(text("content", r)?);
+                shown(tokens, lines)
+            }
+        };
+        (path, tokens, false)
+    };
+    if path.contains("/.claude/plans/") {
+        return None;
+    }
+    Some(Touched {
+        path: path.into_owned(),
+        tokens,
+        partial,
+    })
+}
+
+/// A main `user` line's tool result (`toolUseResult` in a transcript, `tool_use_result` in a
+/// stream): the file it read, edited or wrote is the most recently touched.
+pub(crate) fn touched(cx: &mut Adapting, result: Option<&str>) {
+    if let Some(t) = result.filter(|r| r.starts_with('{')).and_then(touched_file) {
+        cx.st
+            .touched(fingerprint(&t.path), (!t.partial).then_some(t.tokens));
+    }
+}
+
+/// A compaction's `restore_tokens`: what the rule puts back of the files the agent last
+/// touched, for a log that does not show it (contract §3.4).
+pub(crate) fn restore_tokens(cx: &Adapting, f: &mut FrameBuf) {
+    f.uint("restore_tokens", restored_files(&cx.st.files));
 }
 
 /// Claude's context window by default.
@@ -143,19 +298,25 @@ pub(crate) fn window(before: Option<u64>, model: Option<&str>, reading: u64) -> 
 pub(crate) fn announce(cx: &mut Adapting, msg: &str, version: Option<&str>, stamp: Option<&str>) {
     let reading = at(Some(msg), "usage")
         .filter(|u| is_object(u))
-        .map(usage_tokens)
+        .map(|u| usage_tokens(request_usage(u).unwrap_or(u)))
         .unwrap_or(0);
     let model = str_at(Some(msg), "model");
-    let window = window(cx.st.window, model.as_deref(), reading)
-        .filter(|w| !cx.window_known && cx.st.window != Some(*w));
-    let reserve = version
-        .and_then(compact_reserve)
-        .filter(|r| cx.st.reserve != Some(*r));
     // The model, for the records to name (contract §3.6); `<synthetic>` lines name none.
     let named = model
         .as_deref()
         .filter(|m| !m.is_empty() && !m.starts_with('<') && m.len() <= NAME_BYTES);
     let print = named.map(fingerprint).filter(|p| cx.st.model != Some(*p));
+    // Another model than the session's (a fallback after a refusal, a `/model` switch): its
+    // own window, not the larger of the two.
+    let before = match (print, cx.st.model) {
+        (Some(_), Some(_)) => None,
+        _ => cx.st.window,
+    };
+    let window = window(before, model.as_deref(), reading)
+        .filter(|w| !cx.window_known && cx.st.window != Some(*w));
+    let reserve = version
+        .and_then(compact_reserve)
+        .filter(|r| cx.st.reserve != Some(*r));
     if window.is_none() && reserve.is_none() && print.is_none() {
         return;
     }

@@ -23,6 +23,7 @@
 //!   types to come) passes through as `claude-code/<type>[/<subtype>]`.
 
 use super::build::{Adapting, Id, fingerprint};
+use super::census::{self, Treatment};
 use super::claude;
 use super::line::{Line, at, str_at};
 use crate::frame::kind::{COMPACT_END, COMPACT_START, USER_MESSAGE};
@@ -65,6 +66,9 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
             }
             if kind == "assistant" && parent.is_none() {
                 claude::announce(cx, msg, line.str("version").as_deref(), stamp);
+            }
+            if kind == "user" && parent.is_none() {
+                claude::touched(cx, line.object("toolUseResult"));
             }
             let mut f = claude::message(cx, &kind, msg, id(), stamp, parent);
             f.extra_str("source_type", &kind);
@@ -122,6 +126,8 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
             claude::compaction(&mut f, meta, "preTokens");
             if cx.st.shows_restore {
                 f.json("restore_shown", "true");
+            } else {
+                claude::restore_tokens(cx, &mut f);
             }
             f.extra_str("source_type", "system/compact_boundary");
             if let Some(m) = meta {
@@ -136,11 +142,27 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
                 cx.st.shows_restore = true;
             }
             let attachment = line.object("attachment").unwrap_or("{}");
+            let (_, treatment) = census::attachment(attachment);
             let mut f = cx.frame(ATTACHMENT, id(), stamp, parent);
-            f.raw("message", attachment);
+            match treatment {
+                // Shown to the user or kept by Claude Code: carried, never priced.
+                Treatment::PassedOver => {
+                    f.raw("attachment", attachment);
+                }
+                // A hook's output: what it adds to the context is its `content`.
+                _ if str_at(Some(attachment), "type").as_deref() == Some("hook_success") => {
+                    f.raw("message", at(Some(attachment), "content").unwrap_or("null"));
+                }
+                _ => {
+                    f.raw("message", attachment);
+                }
+            }
             f.extra_str("source_type", "attachment");
             if let Some(t) = str_at(Some(attachment), "type") {
                 f.extra_str("attachment_type", &t);
+            }
+            if treatment == Treatment::Unknown {
+                f.extra_raw("unknown_kind", "true");
             }
             cx.emit(f);
         }
@@ -451,5 +473,227 @@ mod tests {
             boundary(json!({"preTokens":9})),
         ]);
         assert_eq!(attached[2]["restore_shown"], true);
+    }
+
+    /// Claude Code ≥ 2.1.23x writes `session_id` (the process's first transcript, after
+    /// `/clear`) beside `sessionId` (this transcript's own): the transcript is one session, its
+    /// `sessionId`, whatever another id field or the record's key says.
+    #[test]
+    fn a_transcript_is_the_session_its_session_id_names() {
+        let line = |uuid: &str, other: &str| {
+            json!({"type":"user","sessionId":"own","session_id":other,"uuid":uuid,
+                   "message":{"role":"user","content":"hi"}})
+            .to_string()
+        };
+        let mut a = crate::adapt::Adapter::new(Input::ClaudeCode, 10);
+        let mut out = Vec::new();
+        a.push(
+            None,
+            br#"{"type":"mode","mode":"normal","sessionId":"own"}"#,
+            Some(0),
+            &mut out,
+        );
+        for (i, other) in ["first", "first", "elsewhere"].iter().enumerate() {
+            let l = line(&format!("u{i}"), other);
+            a.push(
+                Some(other.as_bytes()),
+                l.as_bytes(),
+                Some(i as i64 + 1),
+                &mut out,
+            );
+        }
+        assert_eq!(a.sessions(), 1, "one session");
+        for f in &out {
+            let v: Value = serde_json::from_slice(f).unwrap();
+            assert_eq!(v["session_id"], "own", "{v}");
+        }
+        let seqs: Vec<u64> = out
+            .iter()
+            .map(|f| {
+                serde_json::from_slice::<Value>(f).unwrap()["seq"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect();
+        assert!(
+            seqs.windows(2).all(|w| w[0] < w[1]),
+            "one numbering: {seqs:?}"
+        );
+    }
+
+    fn advised(input: u64, own: &[(&str, u64)]) -> Value {
+        let iterations: Vec<Value> = own
+            .iter()
+            .map(|(t, n)| json!({"type":t,"input_tokens":1,"cache_read_input_tokens":n,"cache_creation_input_tokens":0,"output_tokens":5}))
+            .collect();
+        json!({"type":"assistant","sessionId":"s","uuid":format!("a{input}"),
+               "message":{"id":format!("m{input}"),"role":"assistant","model":"claude-opus-4-6","content":[],
+                          "usage":{"input_tokens":1,"cache_read_input_tokens":input,"cache_creation_input_tokens":0,
+                                   "output_tokens":9,"iterations":iterations}}})
+    }
+
+    /// A turn with an advisor writes the sum of its own iterations at the top level; the reading
+    /// is the last own iteration (the advisor's is another model's context). After a fallback
+    /// the top level is the last iteration already, and stays as it is.
+    #[test]
+    fn a_reading_is_the_request_s_own_iteration() {
+        let out = adapt(&[
+            advised(
+                218_000,
+                &[
+                    ("message", 109_000),
+                    ("advisor_message", 149_000),
+                    ("message", 110_000),
+                ],
+            ),
+            advised(
+                120_000,
+                &[("message", 90_000), ("fallback_message", 120_000)],
+            ),
+            advised(130_000, &[]),
+        ]);
+        assert_eq!(out[0]["usage"]["cache_read_input_tokens"], 110_000);
+        assert_eq!(out[0]["usage"]["input_tokens"], 1);
+        assert!(out[0]["usage"].get("iterations").is_none());
+        assert_eq!(out[0]["extras"]["usage_summed"], true);
+        assert_eq!(
+            out[0]["extras"]["usage"]["cache_read_input_tokens"],
+            218_000
+        );
+        for f in &out[1..] {
+            assert!(f["extras"].get("usage_summed").is_none(), "{f}");
+            assert!(f["usage"]["cache_read_input_tokens"].as_u64().unwrap() >= 120_000);
+        }
+        // The summed figure proves no larger window either.
+        let headers: Vec<Value> = adapt_values(
+            Input::ClaudeCode,
+            &[advised(
+                218_000,
+                &[
+                    ("message", 109_000),
+                    ("advisor_message", 149_000),
+                    ("message", 110_000),
+                ],
+            )],
+        )
+        .into_iter()
+        .filter(|f| f["type"] == "request/header" && f.get("context_window").is_some())
+        .collect();
+        assert_eq!(headers[0]["context_window"], 200_000);
+    }
+
+    fn tool_result(uuid: &str, result: Value) -> Value {
+        json!({"type":"user","sessionId":"s","uuid":uuid,"toolUseResult":result,
+               "message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"ok"}]}})
+    }
+
+    fn read_result(path: &str, content: &str, lines: u64, total: u64) -> Value {
+        json!({"type":"text","file":{"filePath":path,"content":content,"numLines":lines,"startLine":1,"totalLines":total}})
+    }
+
+    /// What Claude Code's rule puts back, priced on the `compact/start` of a log that does not
+    /// show it: the five files last read, edited or written, each whole when at most 5,000
+    /// tokens (a larger one is a reference, and still one of the five); a file read only in
+    /// part is not re-read and takes no place; a plan file comes back on its own.
+    #[test]
+    fn a_compaction_prices_the_files_the_rule_puts_back() {
+        let small = format!("{}aaaa", "x".repeat(396));
+        let big = "y\n".repeat(12_000);
+        let price = |content: &str, lines: u64| {
+            crate::estimate(serde_json::to_string(content).unwrap().as_bytes())
+                + (lines * 7).div_ceil(4)
+        };
+        let mut lines = vec![
+            json!({"type":"user","sessionId":"s","uuid":"u0","message":{"role":"user","content":"go"}}),
+        ];
+        for i in 0..4 {
+            lines.push(tool_result(
+                &format!("r{i}"),
+                read_result(&format!("/p/old{i}.rs"), &small, 1, 1),
+            ));
+        }
+        lines.extend([
+            tool_result("e", json!({"filePath":"/p/edited.rs","oldString":"aaaa","newString":"bbbbbbbb","originalFile":small,"structuredPatch":[]})),
+            tool_result("w", json!({"type":"create","filePath":"/p/new.rs","content":small})),
+            tool_result("big", read_result("/p/big.rs", &big, 12_001, 12_001)),
+            tool_result("part", read_result("/p/part.rs", &small, 10, 900)),
+            tool_result("plan", json!({"type":"create","filePath":"/home/u/.claude/plans/a-plan.md","content":small})),
+            tool_result("again", read_result("/p/old3.rs", &small, 1, 1)),
+            json!({"type":"system","subtype":"compact_boundary","sessionId":"s","uuid":"b","compactMetadata":{"trigger":"auto","preTokens":9}}),
+        ]);
+        let out = adapt(&lines);
+        let start = out.iter().find(|f| f["type"] == "compact/start").unwrap();
+        // old3 (read again), big (a reference), new, edited, old2: the five most recent.
+        let edited = small.replace("aaaa", "bbbbbbbb");
+        let want = price(&small, 1) * 3 + price(&edited, 1);
+        assert_eq!(start["restore_tokens"], want, "{start}");
+        assert!(start.get("restore_shown").is_none());
+        // A log that shows what comes back prices none of it.
+        let mut shown = lines.clone();
+        shown.insert(1, json!({"type":"attachment","sessionId":"s","uuid":"at","attachment":{"type":"date_change","newDate":"d"}}));
+        let out = adapt(&shown);
+        let start = out.iter().find(|f| f["type"] == "compact/start").unwrap();
+        assert!(start.get("restore_tokens").is_none() && start["restore_shown"] == true);
+    }
+
+    /// Attachments reach the context or do not: a hook's success output only for the events
+    /// that add context (and then its `content`), the display-only kinds never; a kind this
+    /// build does not know is priced and said; so is an unknown line type, passed through.
+    #[test]
+    fn attachments_are_priced_where_they_reach_the_context() {
+        let at = |uuid: &str, a: Value| json!({"type":"attachment","sessionId":"s","uuid":uuid,"attachment":a});
+        let out = adapt(&[
+            at(
+                "h1",
+                json!({"type":"hook_success","hookEvent":"PostToolUse","content":"","stdout":"{\"continue\":true}"}),
+            ),
+            at(
+                "h2",
+                json!({"type":"hook_success","hookEvent":"SessionStart","content":"remember this"}),
+            ),
+            at(
+                "h3",
+                json!({"type":"hook_system_message","content":"shown to you"}),
+            ),
+            at("n", json!({"type":"brand_new_reminder","text":"?"})),
+            json!({"type":"brand-new-line","sessionId":"s","uuid":"x"}),
+            json!({"type":"pr-link","sessionId":"s","uuid":"y"}),
+        ]);
+        assert!(
+            out[0].get("message").is_none() && out[0]["attachment"]["hookEvent"] == "PostToolUse"
+        );
+        assert_eq!(out[1]["message"], "remember this");
+        assert!(out[2].get("message").is_none());
+        assert!(out[3]["message"].is_object());
+        assert_eq!(out[3]["extras"]["unknown_kind"], true);
+        assert_eq!(out[4]["type"], "claude-code/brand-new-line");
+        assert_eq!(out[4]["extras"]["unknown_kind"], true);
+        assert!(
+            out[5]["extras"].get("unknown_kind").is_none(),
+            "known, passed over"
+        );
+        for f in &out[..3] {
+            assert!(f["extras"].get("unknown_kind").is_none(), "{f}");
+        }
+    }
+
+    /// A model refusal falls back to another model: the next assistant line names it, and the
+    /// window is that model's, not the larger of the two.
+    #[test]
+    fn another_model_brings_its_own_window() {
+        let line = |model: &str, n: u64| {
+            json!({"type":"assistant","sessionId":"s","uuid":format!("a{n}"),"version":"2.1.232",
+                   "message":{"id":format!("m{n}"),"role":"assistant","model":model,"content":[],
+                              "usage":{"input_tokens":n}}})
+        };
+        let windows: Vec<Value> = adapt_values(Input::ClaudeCode, &[
+            line("claude-opus-4-6[1m]", 50_000),
+            json!({"type":"system","subtype":"model_refusal_fallback","sessionId":"s","uuid":"f"}),
+            line("claude-sonnet-4-5", 51_000),
+        ])
+        .into_iter()
+        .filter_map(|f| f.get("context_window").cloned())
+        .collect();
+        assert_eq!(windows, [json!(1_000_000), json!(200_000)]);
     }
 }

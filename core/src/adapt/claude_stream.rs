@@ -52,6 +52,7 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
         ("system", Some("compact_boundary")) => {
             let mut f = cx.frame(COMPACT_START, id(), stamp, parent);
             claude::compaction(&mut f, line.object("compact_metadata"), "pre_tokens");
+            claude::restore_tokens(cx, &mut f);
             f.extra_str("source_type", "system/compact_boundary");
             f.source(line, &[], &[]);
             cx.emit(f);
@@ -60,6 +61,9 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
             let msg = line.object("message").unwrap_or("{}");
             if kind == "assistant" && parent.is_none() {
                 claude::announce(cx, msg, None, stamp);
+            }
+            if kind == "user" && parent.is_none() {
+                claude::touched(cx, line.object("tool_use_result"));
             }
             let mut f = claude::message(cx, &kind, msg, id(), stamp, parent);
             f.extra_str("source_type", &kind);

@@ -230,10 +230,15 @@ fn token_count(cx: &mut Adapting, line: &Line, stamp: Option<&str>) {
     if input == 0 || repeat {
         return cx.pass_through(line, Some("token_count"), Id::Numbered, stamp, None);
     }
+    // Written by a provider that counts cache writes apart: a part of `input_tokens`, as the
+    // cached part is.
+    let written = uint_at(last, "cache_write_input_tokens")
+        .unwrap_or(0)
+        .min(input - cached);
     let mut f = cx.frame(ASSISTANT_MESSAGE, Id::Numbered, stamp, None);
     let mut usage = format!(
-        "{{\"input_tokens\":{},\"cache_read_input_tokens\":{cached},\"cache_creation_input_tokens\":0",
-        input - cached
+        "{{\"input_tokens\":{},\"cache_read_input_tokens\":{cached},\"cache_creation_input_tokens\":{written}",
+        input - cached - written
     );
     if let Some(o) = output {
         usage.push_str(&format!(",\"output_tokens\":{o}"));
@@ -382,5 +387,42 @@ mod tests {
         assert_eq!(samples[0]["anchor_seq"], 1);
         assert_eq!(samples[1]["anchor_seq"], 4);
         assert!(samples[2].get("anchor_seq").is_none());
+    }
+
+    /// A provider that counts cache writes apart (`cache_write_input_tokens`, Codex ≥ 0.145):
+    /// a part of `input_tokens`, as the cached part is, so the reading is still the prompt.
+    #[test]
+    fn cache_writes_are_a_part_of_the_input() {
+        let out = adapt(&[
+            json!({"timestamp":"t0","type":"session_meta","payload":{"id":"cx"}}),
+            json!({"timestamp":"t","type":"event_msg","payload":{"type":"token_count","info":{
+                "total_token_usage":{"total_tokens":900},
+                "last_token_usage":{"input_tokens":800,"cached_input_tokens":500,"cache_write_input_tokens":200,"output_tokens":3}}}}),
+        ]);
+        let usage = &out
+            .iter()
+            .find(|f| f["type"] == "assistant/message")
+            .unwrap()["usage"];
+        assert_eq!(
+            (
+                &usage["input_tokens"],
+                &usage["cache_read_input_tokens"],
+                &usage["cache_creation_input_tokens"]
+            ),
+            (&json!(100), &json!(500), &json!(200))
+        );
+    }
+
+    /// Codex ≥ 0.145 writes `session_meta` again on every resume, the same id: the same
+    /// session, its numbering and surface going on.
+    #[test]
+    fn session_meta_again_is_the_same_session() {
+        let meta =
+            json!({"timestamp":"t0","type":"session_meta","payload":{"id":"cx","session_id":"cx"}});
+        let user = |t: &str| json!({"timestamp":"t","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":t}]}});
+        let out = adapt(&[meta.clone(), user("one"), meta, user("two")]);
+        let seqs: Vec<u64> = out.iter().map(|f| f["seq"].as_u64().unwrap()).collect();
+        assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
+        assert!(out.iter().all(|f| f["session_id"] == "cx"));
     }
 }

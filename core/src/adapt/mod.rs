@@ -7,6 +7,7 @@
 //! inside the module (param `input`) rather than as a chained module: `docs/adapters.md`.
 
 mod build;
+pub mod census;
 mod claude;
 mod claude_code;
 mod claude_stream;
@@ -143,6 +144,11 @@ impl Lines {
         };
         let names = self.input.session_of(&line);
         let key = match (key, &names) {
+            // A Claude Code transcript line is in the session its `sessionId` names, whatever
+            // its record's key says: a producer may key it by another id field (`session_id`,
+            // which keeps the process's first transcript after `/clear`), and a transcript is
+            // one session (contract §1).
+            (_, Some(s)) if self.input == Input::ClaudeCode => s.as_bytes().to_vec(),
             (Some(k), _) => k.to_vec(),
             (None, Some(s)) => s.as_bytes().to_vec(),
             // Telemetry interleaves sessions: the record before says nothing of this one's.

@@ -40,7 +40,14 @@ pub(crate) struct AdaptState {
     pub shows_restore: bool,
     /// The fingerprint of the model the session's last header named.
     pub model: Option<u64>,
+    /// Claude Code: the files the agent last read, edited or wrote, `(fingerprint of the
+    /// path, the file's estimated tokens)`, the most recent last, at most [`RESTORE_FILES`]:
+    /// what its rule re-reads at a compaction (contract §3.4).
+    pub files: Vec<(u64, u64)>,
 }
+
+/// How many of the files the agent last touched Claude Code re-reads after a compaction.
+pub(crate) const RESTORE_FILES: usize = 5;
 
 /// Codex writes a response's items, and the tool outputs they asked for, before the reading
 /// of the request that made them: a reading is anchored to the last input-side frame before
@@ -91,6 +98,19 @@ impl AdaptState {
         let s = self.next_seq;
         self.next_seq = self.next_seq.saturating_add(1);
         s
+    }
+
+    /// The agent read, edited or wrote the file whose path has `print`; it has `tokens` now
+    /// (none: it was read in part, and the rule does not re-read it).
+    pub fn touched(&mut self, print: u64, tokens: Option<u64>) {
+        self.files.retain(|(p, _)| *p != print);
+        let Some(tokens) = tokens else {
+            return;
+        };
+        if self.files.len() == RESTORE_FILES {
+            self.files.remove(0);
+        }
+        self.files.push((print, tokens));
     }
 
     /// A node with an id joined the surface.
@@ -233,6 +253,10 @@ impl Checkpointed for Track {
         w.opt_uint("compactReserve", s.reserve);
         w.bool("showsRestore", s.shows_restore);
         w.opt_uint("modelPrint", s.model);
+        if !s.files.is_empty() {
+            let pairs: Vec<String> = s.files.iter().map(|(p, t)| format!("[{p},{t}]")).collect();
+            w.raw("files", &format!("[{}]", pairs.join(",")));
+        }
         if let Some(o) = self.last_offset {
             w.raw("lastOffset", &o.to_string());
         }
@@ -273,6 +297,15 @@ impl Checkpointed for Track {
             "compactReserve" => b.state.reserve = m.read()?,
             "showsRestore" => b.state.shows_restore = m.read()?,
             "modelPrint" => b.state.model = m.read()?,
+            "files" => {
+                let files: Vec<(u64, u64)> = m.read()?;
+                if files.len() > RESTORE_FILES {
+                    return Err(serde::de::Error::custom(format!(
+                        "adapter session: `files` holds at most {RESTORE_FILES} files"
+                    )));
+                }
+                b.state.files = files;
+            }
             "lastOffset" => b.last_offset = m.read()?,
             _ => return Ok(false),
         }

@@ -40,6 +40,9 @@ pub(crate) struct Fields {
     kept_node: Option<u64>,
     kept_shown: bool,
     shown_next: bool,
+    /// `keptExpected`, `expectedNext`.
+    kept_expected: u64,
+    expected_next: Option<u64>,
     /// `compactLevels`: `[auto, agent]`.
     levels: (Option<u64>, Option<u64>),
     /// `compactReserve`.
@@ -107,6 +110,10 @@ impl Session {
         w.opt_uint("keptNode", r.kept.map(|k| k.node));
         w.bool("keptShown", r.kept.is_some_and(|k| k.shown));
         w.bool("shownNext", r.shown_next);
+        if let Some(k) = r.kept.filter(|k| k.expected > 0) {
+            w.uint("keptExpected", k.expected);
+        }
+        w.opt_uint("expectedNext", r.expected_next);
         let l = &self.levels;
         w.raw("compactLevels", &field::nullable(&[l.auto, l.agent]));
         w.opt_uint("compactReserve", l.reserve);
@@ -148,6 +155,8 @@ impl Session {
             "keptNode" => b.kept_node = m.read()?,
             "keptShown" => b.kept_shown = m.read()?,
             "shownNext" => b.shown_next = m.read()?,
+            "keptExpected" => b.kept_expected = m.read()?,
+            "expectedNext" => b.expected_next = m.read()?,
             "compactLevels" => b.levels = m.read()?,
             "compactReserve" => b.reserve = m.read()?,
             "restorePrior" => b.prior = m.read()?,
@@ -236,8 +245,10 @@ impl Session {
                     total,
                     node: b.kept_node.unwrap_or(0).min(total),
                     shown: b.kept_shown,
+                    expected: b.kept_expected,
                 }),
                 shown_next: b.shown_next,
+                expected_next: b.expected_next,
                 prior: b.prior,
             };
             let named = |n: Option<String>| {

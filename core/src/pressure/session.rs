@@ -79,6 +79,9 @@ pub(crate) struct Rebase {
     pub kept: Option<Kept>,
     /// The latest `compact/start` said the log writes what its compaction puts back.
     pub shown_next: bool,
+    /// What the latest `compact/start` said the agent's own rule puts back unseen
+    /// (`restore_tokens`, at scale 1); `None`: it said nothing, the prior stands alone.
+    pub expected_next: Option<u64>,
     /// The prior the latest header to name one named (`compact_restore`: the session's agent's,
     /// with `input=otel`); `None`: the instance's.
     pub prior: Option<u64>,
@@ -93,6 +96,8 @@ pub(crate) struct Kept {
     pub node: u64,
     /// Its `compact/start` said the log writes what comes back: nothing unseen is added.
     pub shown: bool,
+    /// What its `compact/start` said the agent's rule puts back unseen, at scale 1.
+    pub expected: u64,
 }
 
 /// Where the agent compacts on its own, as the session's log says (contract §3.5).
@@ -198,8 +203,10 @@ pub(crate) struct Change {
     node: Option<(Node, Option<Replaces>)>,
     /// An automatic compaction's level (`compact/start`).
     auto_compact: Option<u64>,
-    /// On a `compact/start`: whether it says the log writes what comes back.
+    /// On a `compact/start`: whether it says the log writes what comes back, and what it says
+    /// the agent's rule puts back unseen.
     restore_shown: Option<bool>,
+    restore_tokens: Option<u64>,
     /// The agent's own threshold (`request/header`).
     agent_compact: Option<u64>,
     /// The agent and model a `request/header` names.
@@ -338,6 +345,7 @@ impl Change {
             node,
             auto_compact: compact_start.then(|| v.auto_compaction()).flatten(),
             restore_shown: compact_start.then(|| v.restore_shown()),
+            restore_tokens: compact_start.then(|| v.restore_tokens()).flatten(),
             agent_compact: header.then(|| v.auto_compact_tokens()).flatten(),
             agent: header
                 .then(|| v.agent().map(std::sync::Arc::from))
@@ -370,6 +378,7 @@ impl Change {
             && self.node.is_none()
             && self.auto_compact.is_none()
             && self.restore_shown.is_none()
+            && self.restore_tokens.is_none()
             && self.agent_compact.is_none()
             && self.agent.is_none()
             && self.model.is_none()
@@ -479,6 +488,7 @@ impl Session {
         }
         if let Some(shown) = c.restore_shown {
             self.rebase.shown_next = shown;
+            self.rebase.expected_next = c.restore_tokens;
         }
         if let Some(now) = c.sample {
             // The surface the sampled request carried: as it stands, less what joined after the
@@ -500,8 +510,11 @@ impl Session {
                         self.rebase.first = Some((now, carried));
                     }
                     (Some(_), Some(kept)) if !kept.shown => {
-                        let beyond =
-                            now as i128 - self.base(scale) as i128 - kept_price(kept, scale);
+                        // What came back beyond what the agent's rule explains.
+                        let beyond = now as i128
+                            - self.base(scale) as i128
+                            - kept_price(kept, scale)
+                            - scale(kept.expected);
                         self.rebase.restore = Some(beyond.max(0) as u64);
                     }
                     (Some(_), _) => {}
@@ -533,6 +546,7 @@ impl Session {
                             total: self.surface.total(),
                             node: node.tokens.min(self.surface.total()),
                             shown: self.rebase.shown_next,
+                            expected: self.rebase.expected_next.unwrap_or(0),
                         });
                     }
                 }
@@ -596,9 +610,10 @@ impl Session {
         base.max(e.system.unwrap_or(0).saturating_add(e.tools.unwrap_or(0)))
     }
 
-    /// What the agent puts back unseen at a compaction: nothing where the log writes it, else
-    /// the prior, halfway to what the session's last compaction taught it (one compaction's
-    /// lesson moves the next figure by half at most: contract §3.4).
+    /// What the agent puts back unseen at a compaction beyond what its rule explains
+    /// (`restore_tokens`, priced on its own): nothing where the log writes it, else the prior,
+    /// halfway to what the session's last compaction taught it (one compaction's lesson moves
+    /// the next figure by half at most: contract §3.4).
     fn unseen_restore(&self, kept: Kept, params: &Params) -> u64 {
         let prior = match self.rebase.prior {
             Some(p) if !params.restore_named => p,
@@ -625,7 +640,12 @@ impl Session {
                     // it kept verbatim scaled), and the larger of what joined since and what the
                     // agent puts back unseen (contract §3.4).
                     (Projection::Rebased, Some(_), Some(kept)) => {
-                        let restore = self.unseen_restore(kept, params) as i128;
+                        let restore = match kept.shown {
+                            true => 0,
+                            false => {
+                                scale(kept.expected) + self.unseen_restore(kept, params) as i128
+                            }
+                        };
                         let joined = scale(total.saturating_sub(kept.total));
                         self.floor(self.base(scale)) as i128
                             + kept_price(kept, scale)
@@ -879,6 +899,29 @@ mod tests {
         let mut no_learning = params(Projection::Rebased);
         no_learning.learn_restore = false;
         assert_eq!(s.figures(&no_learning).projected, Some(4_990 + 80 + 1_000));
+    }
+
+    /// A `compact/start` that prices what the agent's own rule puts back (`restore_tokens`)
+    /// adds it at the session's scale, the prior on top for the rest; what the next reading
+    /// teaches is what came back beyond it.
+    #[test]
+    fn the_rule_s_restore_is_added_at_the_session_s_scale() {
+        let mut s = scaled_by_two();
+        let start = |seq: u64, tokens: u64| {
+            format!(r#"{{"type":"compact/start","seq":{seq},"restore_tokens":{tokens}}}"#)
+        };
+        feed(&mut s, &[start(4, 700), summary(5, 50, 0, 3)]);
+        let base = 6_000 - 2 * 1_000;
+        assert_eq!(
+            projected(&s, Projection::Rebased),
+            Some(base + 50 + 1_400 + 1_000)
+        );
+        // The next reading: 3,000 came back beyond the base and summary, 1,400 of it the rule's.
+        feed(&mut s, &[reading(6, 10, base + 50 + 3_000)]);
+        assert_eq!(s.rebase.restore, Some(1_600));
+        // The next compaction's rule prices nothing: the prior halfway to what was learnt.
+        feed(&mut s, &[start(7, 0), summary(8, 30, 5, 6)]);
+        assert_eq!(projected(&s, Projection::Rebased), Some(base + 30 + 1_300));
     }
 
     #[test]

@@ -31,6 +31,7 @@ pub(super) struct CpSession {
     /// The replacement's own node (`keptNode`) and whether its log shows what comes back.
     pub kept_node: u64,
     pub kept_shown: bool,
+    pub kept_expected: u64,
     pub auto_compact: Option<u64>,
     pub agent_compact: Option<u64>,
     pub reserve: Option<u64>,
@@ -88,6 +89,7 @@ pub(super) fn pressure_sessions(checkpoint: &str) -> HashMap<Vec<u8>, CpSession>
                 rebase_from: obj["rebase"][2].as_u64(),
                 kept_node: obj["keptNode"].as_u64().unwrap_or(0),
                 kept_shown: obj["keptShown"] == true,
+                kept_expected: obj.get("keptExpected").and_then(Value::as_u64).unwrap_or(0),
                 auto_compact: obj["compactLevels"][0].as_u64(),
                 agent_compact: obj["compactLevels"][1].as_u64(),
                 reserve: obj["compactReserve"].as_u64(),
@@ -136,10 +138,15 @@ pub(super) fn check_figures(record: &Value, s: &CpSession, config: &Config) {
                 Some(p) if !config.restore_named => p,
                 _ => config.compact_restore,
             } as u128;
+            // What the agent's rule puts back (`restore_tokens`) at the session's scale, and
+            // beyond it the prior, halfway to what was learnt.
+            let expected = scale(s.kept_expected);
             let restore = match (s.kept_shown, s.restore) {
                 (true, _) => 0,
-                (false, Some(l)) if config.learn_restore => (prior + l as u128).div_ceil(2) as i128,
-                (false, _) => prior as i128,
+                (false, Some(l)) if config.learn_restore => {
+                    expected + (prior + l as u128).div_ceil(2) as i128
+                }
+                (false, _) => expected + prior as i128,
             };
             let v = base as i128
                 + node as i128

@@ -96,7 +96,7 @@ fn claude_code_events_become_frames() {
         (&Value::Null, &Value::Null)
     );
     assert_eq!(open["agent"], "claude-code");
-    assert_eq!(open["compact_restore"], 15_200);
+    assert_eq!(open["compact_restore"], 4_500);
     // Version 2.1.45 reserves 33,000 (contract §3.5); no model is known yet.
     assert_eq!(open["compact_reserve"], 33_000);
     assert!(open.get("model").is_none() && open.get("context_window").is_none());
@@ -238,7 +238,7 @@ fn codex_events_become_frames() {
             &json!(232_560),
             &json!("gpt-5.5"),
             &json!("codex"),
-            &json!(1_400)
+            &json!(1_700)
         )
     );
     assert!(h.get("compact_reserve").is_none());
@@ -372,7 +372,7 @@ fn what_has_no_mapping_passes_through_cheaply() {
             "user/message"
         ]
     );
-    assert_eq!(first[0]["compact_restore"], 15_200);
+    assert_eq!(first[0]["compact_restore"], 4_500);
     assert_eq!(first[0]["system"], Value::Null);
     // The first Claude Code event names the reserve by the resource's version.
     assert_eq!(first[2]["compact_reserve"], 33_000);
@@ -491,7 +491,7 @@ fn after_a_compaction_the_figure_is_base_post_size_and_restore() {
     assert_eq!(last["messageTokens"], 12_000);
     assert_eq!(last["capacity"], 200_000);
     assert_eq!(last["compactAtTokens"], 160_000, "the level it fired at");
-    assert_eq!(shown(&otel, None).0, Some(39_900 + 15_200));
+    assert_eq!(shown(&otel, None).0, Some(39_900 + 4_500));
     let named = [
         ("input", "otel"),
         ("emit", "pressure"),
@@ -504,7 +504,7 @@ fn after_a_compaction_the_figure_is_base_post_size_and_restore() {
     let out = pressure(&otel, &lines);
     assert_eq!(
         out.last().unwrap()["projectedTokens"],
-        39_900 + 15_200,
+        39_900 + 4_500,
         "1,000 joined, under the prior"
     );
     // The next reading ends the re-basing: the figure is the reading and its response.
@@ -579,8 +579,8 @@ fn the_prior_a_header_named_is_checkpointed() {
             .unwrap();
     }
     let cp = p.checkpoint();
-    assert!(cp.contains(r#""restorePrior":15200"#), "{cp}");
-    let older = cp.replace(r#""restorePrior":15200,"#, "");
+    assert!(cp.contains(r#""restorePrior":4500"#), "{cp}");
+    let older = cp.replace(r#""restorePrior":4500,"#, "");
     assert_ne!(older, cp);
     let shown = |doc: &str| {
         let mut q = Processor::from_params(params).unwrap();
@@ -594,6 +594,6 @@ fn the_prior_a_header_named_is_checkpointed() {
         };
         serde_json::from_slice::<Value>(value).unwrap()["projectedTokens"].clone()
     };
-    assert_eq!(shown(&cp), 39_900 + 15_200);
+    assert_eq!(shown(&cp), 39_900 + 4_500);
     assert_eq!(shown(&older), 39_900, "the instance's prior for otel is 0");
 }

@@ -1,0 +1,500 @@
+//! `agent-fold inspect LOG…`: the census a user runs when a meter looks wrong — per log, what it
+//! holds and what the adapter made of it: the agent and its versions, the sessions and the field
+//! that keyed them, every kind of line with its count and treatment (read, priced, passed over,
+//! or unknown, named with its first line), the readings (and those whose usage summed several
+//! iterations), the compactions, the window and threshold with where each came from, and
+//! warnings in words. `--json` for scripts.
+//!
+//! It runs the very adapter the module runs (`input=<format>`, contract §1), line by line, and
+//! reads the frames it writes: what it says is what the meter was given.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use agent_fold_core::{Adapter, Config, Frame, Input, LineKind, Treatment, kind, usage_tokens};
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::accuracy::thousands;
+use crate::logs;
+
+/// `agent-fold inspect`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// The log format (default: detected per file)
+    #[arg(long, value_name = "FORMAT", value_parser = |s: &str| Input::parse(s).ok_or_else(|| format!("{s:?} is none of {}", Input::NAMES.join(", "))))]
+    pub input: Option<Input>,
+    /// One JSON document (an array, one object a file) instead of text
+    #[arg(long)]
+    pub json: bool,
+    /// A log file, or a Claude Code session directory (its transcript beside it)
+    #[arg(required = true, value_name = "LOG")]
+    pub paths: Vec<PathBuf>,
+}
+
+/// One kind of line: its treatment, how many, and the first line it stood on.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct KindCount {
+    pub kind: String,
+    pub treatment: &'static str,
+    pub lines: usize,
+    pub first_line: usize,
+}
+
+/// A session the log holds, and the field that named it.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct SessionCount {
+    pub id: String,
+    pub keyed_by: &'static str,
+    pub lines: usize,
+}
+
+/// A compaction as the log wrote it.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Compaction {
+    pub line: usize,
+    pub trigger: Option<String>,
+    pub pre_tokens: Option<u64>,
+    pub post_tokens: Option<u64>,
+    /// What the agent's rule puts back that the log does not show, as the adapter priced it.
+    pub restore_tokens: Option<u64>,
+    pub restore_shown: bool,
+}
+
+/// A figure the adapter announced, and where it came from.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Sourced {
+    pub tokens: u64,
+    pub line: usize,
+    pub from: String,
+}
+
+/// The census of one log file.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Census {
+    pub file: String,
+    pub input: &'static str,
+    pub versions: Vec<String>,
+    pub models: Vec<String>,
+    pub lines: usize,
+    pub not_objects: usize,
+    pub sessions: Vec<SessionCount>,
+    pub kinds: Vec<KindCount>,
+    pub readings: usize,
+    /// Lines whose usage was the sum of several iterations (the reading taken from the last of
+    /// the request's own).
+    pub summed_readings: Vec<usize>,
+    pub compactions: Vec<Compaction>,
+    pub windows: Vec<Sourced>,
+    pub thresholds: Vec<Sourced>,
+    pub warnings: Vec<String>,
+}
+
+pub fn main(args: &Args) -> Result<i32> {
+    let mut all = Vec::new();
+    for path in &args.paths {
+        for file in logs::log_files(path)? {
+            let text =
+                std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+            all.push(census(&file, &text, args.input)?);
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&all)?);
+    } else {
+        let mut out = String::new();
+        for c in &all {
+            render(&mut out, c);
+        }
+        print!("{out}");
+    }
+    Ok(0)
+}
+
+/// The physical lines of a text, numbered from 1, empty ones left out.
+fn numbered(text: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
+    text.split(|b| *b == b'\n')
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.strip_suffix(b"\r").unwrap_or(l)))
+        .filter(|(_, l)| !l.is_empty())
+}
+
+/// The JSON objects a line holds: itself, or those written back to back without a newline (a
+/// log written at a resume), as the adapter reads them.
+fn objects(line: &[u8]) -> Vec<&[u8]> {
+    let mut stream =
+        serde_json::Deserializer::from_slice(line).into_iter::<serde::de::IgnoredAny>();
+    let mut parts = Vec::new();
+    let mut start = 0;
+    while let Some(Ok(_)) = stream.next() {
+        let end = stream.byte_offset();
+        parts.push(&line[start..end]);
+        start = end;
+    }
+    if parts.len() < 2 {
+        return vec![line];
+    }
+    parts
+}
+
+/// The field a format's lines name their session by.
+fn session_field(input: Input) -> &'static str {
+    match input {
+        Input::ClaudeCode => "sessionId",
+        Input::ClaudeStream => "session_id",
+        Input::Codex => "session_meta payload.id",
+        Input::Otel => "session",
+        Input::AgentFold => "session_id",
+    }
+}
+
+/// The agent's version a line names: Claude Code's `version`, a stream's `claude_code_version`,
+/// a Codex `session_meta`'s `payload.cli_version`.
+fn version_of(v: &Value) -> Option<&str> {
+    v.get("version")
+        .or_else(|| v.get("claude_code_version"))
+        .or_else(|| v.pointer("/payload/cli_version"))
+        .and_then(Value::as_str)
+}
+
+/// The census of one log.
+pub fn census(file: &Path, text: &[u8], input: Option<Input>) -> Result<Census> {
+    let lines: Vec<(usize, &[u8])> = numbered(text).collect();
+    let input = match input.or_else(|| {
+        lines
+            .iter()
+            .take(logs::DETECT_LINES)
+            .find_map(|(_, l)| Input::detect(l))
+    }) {
+        Some(i) => i,
+        None => bail!(
+            "{}: cannot tell the log's format; name it with --input",
+            file.display()
+        ),
+    };
+    let mut adapter = Adapter::for_config(&Config {
+        input,
+        ..Config::default()
+    });
+    let mut kinds: BTreeMap<(String, Treatment), (usize, usize)> = BTreeMap::new();
+    let mut sessions: Vec<SessionCount> = Vec::new();
+    let mut versions: Vec<String> = Vec::new();
+    let mut models: Vec<String> = Vec::new();
+    let mut other_ids: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    let mut c = Census {
+        file: file.file_name().map_or_else(
+            || file.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        ),
+        input: input.name(),
+        versions: Vec::new(),
+        models: Vec::new(),
+        lines: lines.len(),
+        not_objects: 0,
+        sessions: Vec::new(),
+        kinds: Vec::new(),
+        readings: 0,
+        summed_readings: Vec::new(),
+        compactions: Vec::new(),
+        windows: Vec::new(),
+        thresholds: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let mut first_not_object = None;
+    let mut frames = Vec::new();
+    let mut window = None;
+    for (n, line) in &lines {
+        let parts = objects(line);
+        let mut any = false;
+        for part in &parts {
+            let Some(LineKind { kind, treatment }) = input.census(part) else {
+                continue;
+            };
+            any = true;
+            let e = kinds.entry((kind, treatment)).or_insert((0, *n));
+            e.0 += 1;
+            let Ok(v) = serde_json::from_slice::<Value>(part) else {
+                continue;
+            };
+            if let Some(ver) = version_of(&v).filter(|s| !versions.iter().any(|x| x == s)) {
+                versions.push(ver.to_owned());
+            }
+            if let Some(id) = input.session_named(part) {
+                match sessions.iter_mut().find(|s| s.id == id) {
+                    Some(s) => s.lines += 1,
+                    None => sessions.push(SessionCount {
+                        id: id.clone(),
+                        keyed_by: session_field(input),
+                        lines: 1,
+                    }),
+                }
+                // Another id field that disagrees with the session's key.
+                if input == Input::ClaudeCode
+                    && let Some(other) = v.get("session_id").and_then(Value::as_str)
+                    && other != id
+                {
+                    let e = other_ids.entry(other.to_owned()).or_insert((0, *n));
+                    e.0 += 1;
+                }
+            }
+        }
+        if !any {
+            c.not_objects += 1;
+            first_not_object.get_or_insert(*n);
+        }
+        frames.clear();
+        adapter.push(None, line, Some(*n as i64), &mut frames);
+        for f in &frames {
+            read_frame(&mut c, &mut models, &mut window, *n, f);
+        }
+    }
+    c.kinds = kinds
+        .into_iter()
+        .map(|((kind, t), (lines, first_line))| KindCount {
+            kind,
+            treatment: t.word(),
+            lines,
+            first_line,
+        })
+        .collect();
+    c.kinds
+        .sort_by(|a, b| (a.treatment, &a.kind).cmp(&(b.treatment, &b.kind)));
+    for (other, (count, first)) in other_ids {
+        c.warnings.push(format!(
+            "{count} lines (from line {first}) carry session_id {other} beside a different sessionId: the session is keyed by sessionId (after /clear, session_id keeps the process's first transcript)"
+        ));
+    }
+    if !c.summed_readings.is_empty() {
+        c.warnings.push(format!(
+            "{} readings had usage summed over several iterations (an advisor's turn), at lines {}: each reading is the request's own, its last own iteration",
+            c.summed_readings.len(),
+            join(&c.summed_readings)
+        ));
+    }
+    let unknown: Vec<String> = c
+        .kinds
+        .iter()
+        .filter(|k| k.treatment == Treatment::Unknown.word())
+        .map(|k| format!("{} (line {})", k.kind, k.first_line))
+        .collect();
+    if !unknown.is_empty() {
+        c.warnings.push(format!(
+            "kinds this build does not know, passed through and marked unknown_kind: {}",
+            unknown.join(", ")
+        ));
+    }
+    if let Some(first) = first_not_object {
+        c.warnings.push(format!(
+            "{} lines are not JSON objects (first at line {first}): passed on as they came",
+            c.not_objects
+        ));
+    }
+    if sessions.len() > 1 {
+        c.warnings
+            .push(format!("{} sessions in one file", sessions.len()));
+    }
+    c.sessions = sessions;
+    c.versions = versions;
+    c.models = models;
+    Ok(c)
+}
+
+/// What one frame the adapter wrote for line `n` tells the census.
+fn read_frame(
+    c: &mut Census,
+    models: &mut Vec<String>,
+    window: &mut Option<u64>,
+    n: usize,
+    bytes: &[u8],
+) {
+    let Some(f) = Frame::parse(bytes) else {
+        return;
+    };
+    let Ok(v) = serde_json::from_slice::<Value>(bytes) else {
+        return;
+    };
+    let extras = v.get("extras");
+    let source = extras
+        .and_then(|e| e.get("source_type"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    match f.kind() {
+        Some(kind::ASSISTANT_MESSAGE) if !f.is_subagent() => {
+            if let Some(usage) = f.usage() {
+                c.readings += 1;
+                if extras.and_then(|e| e.get("usage_summed")) == Some(&Value::Bool(true)) {
+                    c.summed_readings.push(n);
+                }
+                let reading = usage_tokens(usage);
+                if let Some(w) = *window
+                    && reading > w
+                {
+                    c.warnings.push(format!(
+                        "line {n}: a reading of {} tokens is above the window of {} the log named",
+                        thousands(reading as f64),
+                        thousands(w as f64)
+                    ));
+                }
+            }
+        }
+        Some(kind::REQUEST_HEADER) => {
+            if let Some(m) = f.model().filter(|m| !models.iter().any(|x| x == m)) {
+                models.push(m.to_owned());
+            }
+            let from = match source {
+                "inferred" => "Claude's window for the model the session names (1,000,000 for a [1m] name, a model whose own window it is, or once a reading is above 200,000)".to_owned(),
+                s => format!("the log's {s}"),
+            };
+            // Said again unchanged (Codex names its window at every turn): listed once.
+            if let Some(w) = f.context_window().filter(|w| *window != Some(*w)) {
+                *window = Some(w);
+                c.windows.push(Sourced {
+                    tokens: w,
+                    line: n,
+                    from,
+                });
+            }
+            if let Some(t) = f
+                .auto_compact_tokens()
+                .filter(|t| c.thresholds.last().is_none_or(|l| l.tokens != *t))
+            {
+                c.thresholds.push(Sourced {
+                    tokens: t,
+                    line: n,
+                    from: format!("the agent's configuration ({source})"),
+                });
+            }
+            if let (Some(r), Some(w)) = (f.compact_reserve(), *window)
+                && c.thresholds
+                    .last()
+                    .is_none_or(|l| l.tokens != w.saturating_sub(r))
+            {
+                c.thresholds.push(Sourced {
+                    tokens: w.saturating_sub(r),
+                    line: n,
+                    from: format!(
+                        "the window less {} (the agent's reserve by version)",
+                        thousands(r as f64)
+                    ),
+                });
+            }
+        }
+        Some(kind::COMPACT_START) => {
+            let meta = extras.and_then(|e| e.get("compact_metadata"));
+            c.compactions.push(Compaction {
+                line: n,
+                trigger: v.get("trigger").and_then(Value::as_str).map(str::to_owned),
+                pre_tokens: v.get("preTokens").and_then(Value::as_u64),
+                post_tokens: meta
+                    .and_then(|m| m.get("postTokens"))
+                    .and_then(Value::as_u64),
+                restore_tokens: f.restore_tokens(),
+                restore_shown: f.restore_shown(),
+            });
+        }
+        _ => {}
+    }
+}
+
+fn join(lines: &[usize]) -> String {
+    lines
+        .iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The census as text.
+pub fn render(out: &mut String, c: &Census) {
+    let t = |n: u64| thousands(n as f64);
+    let _ = writeln!(out, "{}", c.file);
+    let versions = match c.versions.is_empty() {
+        true => "no version named".to_owned(),
+        false => format!("version {}", c.versions.join(", ")),
+    };
+    let _ = writeln!(out, "  agent: {} ({versions})", c.input);
+    if !c.models.is_empty() {
+        let _ = writeln!(out, "  models: {}", c.models.join(", "));
+    }
+    let _ = writeln!(
+        out,
+        "  lines: {} ({} not JSON objects)",
+        t(c.lines as u64),
+        t(c.not_objects as u64)
+    );
+    for s in &c.sessions {
+        let _ = writeln!(
+            out,
+            "  session {} (keyed by {}, named on {} {})",
+            s.id,
+            s.keyed_by,
+            t(s.lines as u64),
+            if s.lines == 1 { "line" } else { "lines" }
+        );
+    }
+    let _ = writeln!(out, "  kinds:");
+    for k in &c.kinds {
+        let _ = writeln!(
+            out,
+            "    {:<12} {:<44} {:>6}  first at line {}",
+            k.treatment,
+            k.kind,
+            t(k.lines as u64),
+            k.first_line
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  readings: {} ({} summed over iterations)",
+        t(c.readings as u64),
+        c.summed_readings.len()
+    );
+    for k in &c.compactions {
+        let mut s = format!(
+            "  compaction at line {}: {}",
+            k.line,
+            k.trigger.as_deref().unwrap_or("no trigger named")
+        );
+        if let Some(p) = k.pre_tokens {
+            let _ = write!(s, ", preTokens {}", t(p));
+        }
+        if let Some(p) = k.post_tokens {
+            let _ = write!(s, ", postTokens {}", t(p));
+        }
+        if k.restore_shown {
+            s.push_str(", the log shows what comes back");
+        } else if let Some(r) = k.restore_tokens {
+            let _ = write!(s, ", the agent's rule puts back ~{} unseen", t(r));
+        }
+        let _ = writeln!(out, "{s}");
+    }
+    for w in &c.windows {
+        let _ = writeln!(
+            out,
+            "  window {} from line {}: {}",
+            t(w.tokens),
+            w.line,
+            w.from
+        );
+    }
+    for w in &c.thresholds {
+        let _ = writeln!(
+            out,
+            "  threshold {} from line {}: {}",
+            t(w.tokens),
+            w.line,
+            w.from
+        );
+    }
+    if c.windows.is_empty() {
+        let _ = writeln!(
+            out,
+            "  window: not named by the log (param capacity names it)"
+        );
+    }
+    for w in &c.warnings {
+        let _ = writeln!(out, "  warning: {w}");
+    }
+}
