@@ -1336,3 +1336,75 @@ fn the_newest_claude_code_reads_right() {
         c.warnings
     );
 }
+
+/// `agent-fold inspect` from the command line: text and `--json` say the same census; a log
+/// whose format cannot be told, a format named wrong, a missing file are refused in words.
+#[test]
+fn inspect_command_line() {
+    let log = data("codex.jsonl");
+    let text = succeeded(agent_fold(&["inspect", log.to_str().unwrap()], None));
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.starts_with("codex.jsonl\n  agent: codex"), "{text}");
+    assert!(text.contains("unknown      compaction_hint"), "{text}");
+    let json = succeeded(agent_fold(
+        &["inspect", "--json", log.to_str().unwrap()],
+        None,
+    ));
+    let v: Value = serde_json::from_slice(&json.stdout).unwrap();
+    let c = &v[0];
+    assert_eq!(
+        (&c["file"], &c["input"]),
+        (
+            &serde_json::json!("codex.jsonl"),
+            &serde_json::json!("codex")
+        )
+    );
+    let unknown: Vec<&Value> = c["kinds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|k| k["treatment"] == "unknown")
+        .collect();
+    assert_eq!(unknown.len(), 1);
+    assert_eq!(unknown[0]["kind"], "compaction_hint");
+    assert!(
+        c["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("compaction_hint (line")
+    );
+
+    let s = crate::harness::scratch("inspect");
+    let odd = s.join("odd.jsonl");
+    std::fs::write(&odd, "{\"hello\":1}\nnot json\n").unwrap();
+    let out = agent_fold(&["inspect", odd.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("cannot tell the log's format; name it with --input"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let named = succeeded(agent_fold(
+        &["inspect", "--input", "claude-code", odd.to_str().unwrap()],
+        None,
+    ));
+    let named = String::from_utf8(named.stdout).unwrap();
+    assert!(named.contains("lines: 2 (1 not JSON objects)"), "{named}");
+    assert!(named.contains("unknown      untyped"), "{named}");
+    let out = agent_fold(
+        &["inspect", "--input", "gemini", odd.to_str().unwrap()],
+        None,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "clap refuses a format it does not know"
+    );
+    let out = agent_fold(
+        &["inspect", s.join("missing.jsonl").to_str().unwrap()],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("missing.jsonl"));
+}
