@@ -44,11 +44,15 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
     /// The largest request body, as it arrives
-    #[arg(long, value_name = "BYTES", default_value_t = 8 << 20, value_parser = crate::flags::within(1024..=1 << 30))]
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::DEFAULT.body as u64, value_parser = crate::flags::within(1024..=1 << 30))]
     pub max_body: u64,
     /// The largest request body once inflated (gzip)
-    #[arg(long, value_name = "BYTES", default_value_t = 32 << 20, value_parser = crate::flags::within(1024..=1 << 30))]
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::DEFAULT.inflated as u64, value_parser = crate::flags::within(1024..=1 << 30))]
     pub max_inflated: u64,
+    /// The most records and values (attributes, bodies, their nested arrays and maps) a
+    /// request may hold, counted before it is decoded: what decoding builds is bounded by it
+    #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT.items as u64, value_parser = crate::flags::within(1..=100_000_000))]
+    pub max_items: u64,
     /// Requests decoded at once; more wait up to 5 s, then are told 503 with Retry-After
     #[arg(long, value_name = "N", default_value_t = 8, value_parser = crate::flags::within(1..=1024))]
     pub in_flight: u64,
@@ -150,8 +154,12 @@ async fn metrics(State(app): State<App>) -> Response {
     ([(header::CONTENT_TYPE, CONTENT_TYPE)], t.finish()).into_response()
 }
 
-/// 200 while the sink takes writes, 503 while the last write to the topic failed.
-async fn healthz(State(app): State<App>) -> Response {
+/// How long a stopping collector finishes the requests in flight.
+const DRAIN: Duration = Duration::from_secs(10);
+
+/// 200 while the sink takes writes, 503 while the last write to the topic failed. Where a token
+/// is set, only a request that carries it is told where the events go.
+async fn healthz(State(app): State<App>, headers: axum::http::HeaderMap) -> Response {
     let failing = app
         .topic
         .as_ref()
@@ -160,7 +168,10 @@ async fn healthz(State(app): State<App>) -> Response {
         true => (StatusCode::SERVICE_UNAVAILABLE, "error"),
         false => (StatusCode::OK, "live"),
     };
-    let body = serde_json::json!({"state": state, "sink": app.sink});
+    let body = match app.receiver.authorized(&headers) {
+        true => serde_json::json!({"state": state, "sink": app.sink}),
+        false => serde_json::json!({"state": state}),
+    };
     (
         code,
         [(header::CONTENT_TYPE, "application/json")],
@@ -179,8 +190,10 @@ pub fn main(args: &Args) -> Result<i32> {
     runtime.block_on(collect(args, token))
 }
 
-async fn collect(args: &Args, token: Option<String>) -> Result<i32> {
+async fn collect(args: &Args, token: otlp::Token) -> Result<i32> {
     let mut signals = svc::Signals::new().context("listening for signals")?;
+    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        .context("listening for SIGHUP")?;
     svc::raise_open_files();
     let (sink, describe, topic): (Arc<dyn EventSink>, String, Option<Arc<TopicSink>>) =
         match (&args.topic, &args.out) {
@@ -236,6 +249,7 @@ async fn collect(args: &Args, token: Option<String>) -> Result<i32> {
     let limits = Limits {
         body: args.max_body as usize,
         inflated: args.max_inflated as usize,
+        items: args.max_items as usize,
     };
     let receiver = Arc::new(Receiver::new(sink, token, limits, args.in_flight as usize));
     let app = App {
@@ -248,7 +262,7 @@ async fn collect(args: &Args, token: Option<String>) -> Result<i32> {
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))
         .with_state(app.clone())
-        .merge(otlp::router(receiver));
+        .merge(otlp::router(Arc::clone(&receiver)));
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("listening on {}", args.listen))?;
@@ -257,9 +271,21 @@ async fn collect(args: &Args, token: Option<String>) -> Result<i32> {
     // The one line on stderr a script waits for (stdout may be the events).
     eprintln!("agent-fold collect: OTLP/HTTP logs on http://{addr}/v1/logs into {describe}");
     tracing::info!(max_connections = limits.connections, "listening on {addr}");
-    tokio::select! {
-        () = svc::serve(listener, router, limits, Arc::clone(&app.connections)) => {}
-        () = signals.recv() => {}
+    let server = svc::serve(listener, router, limits, Arc::clone(&app.connections));
+    tokio::pin!(server);
+    loop {
+        tokio::select! {
+            () = &mut server => break,
+            () = signals.recv() => break,
+            // A rotated token: read the file again (a bad one keeps the token there was).
+            _ = hangup.recv() => match app.receiver.reload_token() {
+                Ok(()) => tracing::info!("SIGHUP: the token file was read again"),
+                Err(e) => tracing::warn!("SIGHUP: {e:#}; the token stays as it was"),
+            },
+        }
     }
+    // No new connection is taken; the requests in flight are finished before the process
+    // goes, so that no acknowledged batch is cut and none is answered 500.
+    receiver.drain(DRAIN).await;
     Ok(0)
 }

@@ -2,10 +2,11 @@
 //! `application/json` in OTLP's JSON encoding), its encoding (`gzip` or none), both within
 //! bounds, decoded by the OpenTelemetry project's own types (`opentelemetry-proto`).
 //!
-//! What holds: a body over [`Limits::body`] is refused before it is read whole; a gzip body
-//! whose trailer says it inflates past [`Limits::inflated`] is refused before it is inflated,
-//! and any other is inflated at most one byte past that bound (a trailer can lie), so a gzip
-//! bomb costs at most the bound.
+//! What holds: a body over [`Limits::body`] is refused before it is read whole; a gzip body is
+//! inflated at most one byte past [`Limits::inflated`], so a gzip bomb costs at most the bound;
+//! a body labelled gzip that is not gzip (no gzip header, truncated, junk after it) is a 400; a
+//! body that holds more than [`Limits::items`] records and values is refused before it is
+//! decoded ([`super::tally`]), so what decoding builds is bounded too.
 
 use std::io::Read;
 
@@ -26,6 +27,19 @@ pub struct Limits {
     pub body: usize,
     /// Inflated.
     pub inflated: usize,
+    /// Records and values (attributes, bodies, their nested arrays and maps), each one.
+    pub items: usize,
+}
+
+impl Limits {
+    /// The collector's defaults (`--max-body`, `--max-inflated`, `--max-items`), and
+    /// `serve --otlp`'s: a request holds at most 32 MiB inflated and 200,000 records and values,
+    /// what decoding builds of it some 40 MB (docs/collect.md).
+    pub const DEFAULT: Limits = Limits {
+        body: 8 << 20,
+        inflated: 32 << 20,
+        items: 200_000,
+    };
 }
 
 /// Why a body is refused: each maps to the HTTP status OTLP's clients understand.
@@ -37,6 +51,8 @@ pub enum BodyError {
     Inflates { limit: usize },
     #[error("the gzip body does not inflate: {0}")]
     Gzip(String),
+    #[error("the body holds more than {limit} records and values (--max-items)")]
+    TooMany { limit: usize },
     #[error("content type {0:?} is neither application/x-protobuf nor application/json")]
     ContentType(String),
     #[error("content encoding {0:?} is neither gzip nor identity")]
@@ -50,7 +66,9 @@ impl BodyError {
     /// not read (OTLP: not retried).
     pub fn status(&self) -> u16 {
         match self {
-            BodyError::TooLarge { .. } | BodyError::Inflates { .. } => 413,
+            BodyError::TooLarge { .. } | BodyError::Inflates { .. } | BodyError::TooMany { .. } => {
+                413
+            }
             BodyError::ContentType(_) | BodyError::ContentEncoding(_) => 415,
             BodyError::Gzip(_) | BodyError::Decode(_) => 400,
         }
@@ -85,25 +103,44 @@ pub fn gzipped(content_encoding: Option<&str>) -> Result<bool, BodyError> {
     }
 }
 
-/// Inflates a gzip body within the bound.
-fn inflate(body: &[u8], limit: usize) -> Result<Vec<u8>, BodyError> {
-    // The trailer's ISIZE is the inflated size mod 2^32: a larger one is refused at once.
-    if body.len() >= 18 {
-        let n = &body[body.len() - 4..];
-        let size = u32::from_le_bytes([n[0], n[1], n[2], n[3]]) as usize;
-        if size > limit {
+/// Inflates a gzip body within the bound. Its trailer's size is not trusted either way: a body
+/// that is not gzip, or is cut short, would read as one too large (a 413 where it is a 400).
+/// What it holds is counted as it inflates, at every doubling of what has come (1 MiB, 2 MiB,
+/// …): a small body of many records is refused having inflated a few MiB, not its bound.
+fn inflate(body: &[u8], limits: Limits, encoding: Encoding) -> Result<Vec<u8>, BodyError> {
+    if !body.starts_with(&[0x1f, 0x8b]) {
+        return Err(BodyError::Gzip("no gzip header".into()));
+    }
+    let limit = limits.inflated;
+    let mut out = Vec::with_capacity(limit.min(body.len() * 4));
+    let mut gz = flate2::read::MultiGzDecoder::new(body).take(limit as u64 + 1);
+    let mut check = 1 << 20;
+    loop {
+        let want = (check - out.len()).max(1);
+        let n = (&mut gz)
+            .take(want as u64)
+            .read_to_end(&mut out)
+            .map_err(|e| BodyError::Gzip(e.to_string()))?;
+        if out.len() > limit {
             return Err(BodyError::Inflates { limit });
         }
+        if n == 0 {
+            return Ok(out);
+        }
+        if out.len() >= check {
+            tally(encoding, &out, limits.items)?;
+            check = check.saturating_mul(2);
+        }
     }
-    let mut out = Vec::with_capacity(limit.min(body.len() * 4));
-    flate2::read::MultiGzDecoder::new(body)
-        .take(limit as u64 + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| BodyError::Gzip(e.to_string()))?;
-    if out.len() > limit {
-        return Err(BodyError::Inflates { limit });
-    }
-    Ok(out)
+}
+
+/// [`super::tally`]'s count of a body, or its refusal.
+fn tally(encoding: Encoding, bytes: &[u8], items: usize) -> Result<usize, BodyError> {
+    let counted = match encoding {
+        Encoding::Protobuf => super::tally::protobuf(bytes, items),
+        Encoding::Json => super::tally::json(bytes, items),
+    };
+    counted.map_err(|_| BodyError::TooMany { limit: items })
 }
 
 /// Decodes a body read whole (its length already within [`Limits::body`]).
@@ -118,7 +155,7 @@ pub fn decode(
     }
     let inflated;
     let bytes = if gzip {
-        inflated = inflate(body, limits.inflated)?;
+        inflated = inflate(body, limits, encoding)?;
         &inflated[..]
     } else {
         body
@@ -128,6 +165,7 @@ pub fn decode(
             limit: limits.inflated,
         });
     }
+    tally(encoding, bytes, limits.items)?;
     match encoding {
         Encoding::Protobuf => {
             ExportLogsServiceRequest::decode(bytes).map_err(|e| BodyError::Decode(e.to_string()))
@@ -147,6 +185,7 @@ mod tests {
     const LIMITS: Limits = Limits {
         body: 1 << 20,
         inflated: 4 << 20,
+        items: 100_000,
     };
 
     fn gzip(bytes: &[u8]) -> Vec<u8> {
@@ -200,10 +239,10 @@ mod tests {
         );
     }
 
-    /// A bomb: 64 MiB of zeros in ~64 KiB. Its trailer tells it at once; with the trailer
-    /// forged, inflating stops one byte past the bound.
+    /// A bomb: 64 MiB of zeros in ~64 KiB. Inflating stops one byte past the bound, whatever
+    /// its trailer says.
     #[test]
-    fn a_gzip_bomb_is_refused_before_it_is_inflated() {
+    fn a_gzip_bomb_is_refused_once_it_inflates_past_the_bound() {
         let bomb = gzip(&vec![0; 64 << 20]);
         assert!(bomb.len() < 128 << 10);
         let e = decode(Encoding::Json, true, &bomb, LIMITS).unwrap_err();
@@ -215,7 +254,7 @@ mod tests {
         let n = forged.len();
         forged[n - 4..].copy_from_slice(&1u32.to_le_bytes());
         assert_eq!(
-            inflate(&forged, 4 << 20),
+            inflate(&forged, LIMITS, Encoding::Json),
             Err(BodyError::Inflates { limit: 4 << 20 })
         );
         let big = vec![b' '; (1 << 20) + 1];
@@ -224,6 +263,46 @@ mod tests {
                 .unwrap_err()
                 .status(),
             413
+        );
+    }
+
+    /// A body labelled gzip that is not gzip, is cut short or has junk after it does not
+    /// read: 400, whatever its last four bytes would say as a gzip trailer.
+    #[test]
+    fn a_body_that_is_not_what_its_encoding_says_is_a_400() {
+        let json = br#"{"resourceLogs":[]}"#;
+        let good = gzip(json);
+        let mut big_trailer = b"not gzip at all, twenty bytes".to_vec();
+        big_trailer.extend_from_slice(&u32::MAX.to_le_bytes());
+        let mut junk = good.clone();
+        junk.extend_from_slice(b"junk after the stream");
+        for body in [big_trailer, good[..good.len() - 6].to_vec(), junk] {
+            let e = decode(Encoding::Json, true, &body, LIMITS).unwrap_err();
+            assert_eq!(e.status(), 400, "{e}");
+        }
+        assert!(decode(Encoding::Json, true, &good, LIMITS).is_ok());
+    }
+
+    /// Empty records cost: a small body of many is refused before it is decoded.
+    #[test]
+    fn many_records_in_a_small_body_are_refused_before_decoding() {
+        let mut pb = Vec::new();
+        let mut scope = Vec::new();
+        for _ in 0..200_000 {
+            scope.extend_from_slice(&[0x12, 0x00]);
+        }
+        let mut rl = vec![0x12];
+        prost::encoding::encode_varint(scope.len() as u64, &mut rl);
+        rl.extend_from_slice(&scope);
+        pb.push(0x0a);
+        prost::encoding::encode_varint(rl.len() as u64, &mut pb);
+        pb.extend_from_slice(&rl);
+        let g = gzip(&pb);
+        assert!(g.len() < 4 << 10, "{} bytes", g.len());
+        let e = decode(Encoding::Protobuf, true, &g, LIMITS).unwrap_err();
+        assert_eq!(
+            (e.status(), e),
+            (413, BodyError::TooMany { limit: 100_000 })
         );
     }
 }

@@ -3,17 +3,23 @@
 //! [`EventSink`] — a file, a Fluvio topic, the board — before OTLP success is answered (at least
 //! once: an exporter that sees no success sends again).
 //!
-//! What holds, as a network service: a body is bounded as it arrives and inflated
-//! ([`decode`]); a bearer token is checked before the body is read; at most
+//! What holds, as a network service: a body is bounded as it arrives and inflated, and what it
+//! holds is counted before it is decoded ([`decode`], [`tally`]); a bearer token is checked
+//! before the body is read; a body is read whole before it takes a decoding slot, within a
+//! share of [`Receiver::reading`]'s byte budget and a deadline its size sets ([`body_time`]),
+//! so a slow sender holds only its own connection and is cut with 408; at most
 //! [`Receiver::slots`] requests are decoded at once, the rest wait [`SLOT_WAIT`] and are then
-//! told 503 with `Retry-After`; every refusal has OTLP's status (400 not retried, 413, 415,
-//! 401, 503 retried) and a `google.rpc.Status` body in the request's encoding; what a request
+//! told 503 with `Retry-After`; every refusal has OTLP's status (400 not retried, 408, 413,
+//! 415, 401, 503 retried) and a `google.rpc.Status` body in the request's encoding; a request
+//! in flight when the process stops is finished ([`Receiver::drain`]) or answered 503, never
+//! 500; what a request
 //! carries that is no agent event is counted and named in OTLP's partial-success answer; a
 //! request sent again (an exporter that lost the answer resends the batch) is answered and not
 //! written twice.
 
 pub mod decode;
 pub mod record;
+pub mod tally;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -44,8 +50,20 @@ use record::{Refused, Resource};
 pub const PORT: u16 = 4318;
 /// How long a request waits for a slot before it is told to come back.
 pub const SLOT_WAIT: Duration = Duration::from_secs(5);
-/// How long a request's body may take to arrive once its head has.
+/// How long a request's body may take to arrive once its head has, at the most.
 pub const BODY_TIME: Duration = Duration::from_secs(30);
+/// The slowest a body may arrive, after [`BODY_GRACE`]: a sender below it is cut (408).
+pub const BODY_RATE: u64 = 32 << 10;
+/// What every body is given before the rate counts.
+pub const BODY_GRACE: Duration = Duration::from_secs(2);
+/// Bodies being read hold at most this many times what the decoding slots hold.
+pub const READING_SHARE: usize = 4;
+
+/// How long a body of `bytes` may take to arrive: [`BODY_GRACE`], then [`BODY_RATE`], at most
+/// [`BODY_TIME`].
+pub fn body_time(bytes: usize) -> Duration {
+    (BODY_GRACE + Duration::from_millis(bytes as u64 * 1000 / BODY_RATE)).min(BODY_TIME)
+}
 
 /// Where the records go. `write` returns once they are stored (a file flushed, a topic's
 /// acknowledgement); an error is answered 503, so the exporter sends them again.
@@ -136,11 +154,16 @@ fn fingerprint(encoding: Encoding, gzip: bool, body: &[u8]) -> u64 {
 /// The receiver's state: the sink, the token, the bounds.
 pub struct Receiver {
     pub sink: Arc<dyn EventSink>,
-    /// The bearer token every request must carry, when one is set.
-    pub token: Option<String>,
+    /// The bearer token every request must carry, when one is set; the file it was read from,
+    /// read again on [`Receiver::reload_token`] (SIGHUP).
+    token: std::sync::RwLock<Option<String>>,
+    token_file: Option<std::path::PathBuf>,
     pub limits: Limits,
     /// Requests decoded at once at most.
     pub slots: Arc<tokio::sync::Semaphore>,
+    /// The bytes bodies being read may hold at once (a body takes its declared length, or the
+    /// body limit when it declares none): [`READING_SHARE`] × slots × the body limit.
+    pub reading: Arc<tokio::sync::Semaphore>,
     pub counters: Arc<Counters>,
     /// What was written lately: a request sent again is not written twice (OTLP clients
     /// resend a batch whose answer they did not get; each event stays at least once, and a
@@ -149,21 +172,71 @@ pub struct Receiver {
 }
 
 impl Receiver {
-    pub fn new(
-        sink: Arc<dyn EventSink>,
-        token: Option<String>,
-        limits: Limits,
-        slots: usize,
-    ) -> Receiver {
+    pub fn new(sink: Arc<dyn EventSink>, token: Token, limits: Limits, slots: usize) -> Receiver {
+        let slots = slots.max(1);
+        let budget = READING_SHARE
+            .saturating_mul(slots)
+            .saturating_mul(limits.body)
+            .min(u32::MAX as usize);
         Receiver {
             sink,
-            token,
+            token: std::sync::RwLock::new(token.token),
+            token_file: token.file,
             limits,
-            slots: Arc::new(tokio::sync::Semaphore::new(slots.max(1))),
+            slots: Arc::new(tokio::sync::Semaphore::new(slots)),
+            reading: Arc::new(tokio::sync::Semaphore::new(budget)),
             counters: Arc::default(),
             recent: std::sync::Mutex::default(),
         }
     }
+
+    /// The token requests must carry now.
+    pub fn token(&self) -> Option<String> {
+        self.token.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Reads the token file again (a rotated token takes effect without a restart). A file that
+    /// no longer holds one token keeps the token there was, and says why.
+    pub fn reload_token(&self) -> Result<()> {
+        let Some(file) = &self.token_file else {
+            return Ok(());
+        };
+        let token = read_token(file)?;
+        *self.token.write().unwrap_or_else(|e| e.into_inner()) = Some(token);
+        Ok(())
+    }
+
+    /// Whether these headers carry the token (always, when none is set).
+    pub fn authorized(&self, headers: &HeaderMap) -> bool {
+        match self.token() {
+            Some(token) => authorized(headers, &token),
+            None => true,
+        }
+    }
+
+    /// Waits until no request is in flight, or `within` has passed (then says how many were):
+    /// what a stopping process does before it lets its connections go.
+    pub async fn drain(&self, within: Duration) {
+        let until = tokio::time::Instant::now() + within;
+        loop {
+            let n = self.counters.in_flight.load(Ordering::Relaxed);
+            if n == 0 {
+                return;
+            }
+            if tokio::time::Instant::now() >= until {
+                tracing::warn!("stopping with {n} requests in flight");
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+/// A receiver's token: none (loopback), or the one its file holds, read again on SIGHUP.
+#[derive(Debug, Clone, Default)]
+pub struct Token {
+    pub token: Option<String>,
+    pub file: Option<std::path::PathBuf>,
 }
 
 /// `POST /v1/logs`, on a router of its own (merged into `collect`'s and `serve`'s).
@@ -303,9 +376,7 @@ async fn handle(rx: &Receiver, headers: &HeaderMap, body: Body) -> Response {
         Err(e) => return failure(None, StatusCode::UNSUPPORTED_MEDIA_TYPE, &e.to_string()),
     };
     let fail = |status: StatusCode, why: &str| failure(Some(encoding), status, why);
-    if let Some(token) = &rx.token
-        && !authorized(headers, token)
-    {
+    if !rx.authorized(headers) {
         return fail(
             StatusCode::UNAUTHORIZED,
             "a bearer token is required (Authorization: Bearer …, as --token-file holds it)",
@@ -322,32 +393,50 @@ async fn handle(rx: &Receiver, headers: &HeaderMap, body: Body) -> Response {
         };
         return fail(StatusCode::PAYLOAD_TOO_LARGE, &e.to_string());
     }
-    // A slot bounds what is held at once: bodies, inflated bodies, decoded requests.
+    // The body is read before a decoding slot is taken: a slow sender holds its own
+    // connection and its share of the reading budget, no slot.
+    let need = declared.unwrap_or(rx.limits.body).max(1);
+    let Ok(Ok(reading)) =
+        tokio::time::timeout(SLOT_WAIT, rx.reading.acquire_many(need as u32)).await
+    else {
+        return fail(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the receiver is reading as many bodies as it holds: send again later",
+        );
+    };
+    let within = body_time(need);
+    let bytes = match tokio::time::timeout(within, axum::body::to_bytes(body, rx.limits.body)).await
+    {
+        Err(_) => {
+            return fail(
+                StatusCode::REQUEST_TIMEOUT,
+                &format!(
+                    "the body did not arrive within {:.1}s ({} KiB/s after {}s)",
+                    within.as_secs_f64(),
+                    BODY_RATE >> 10,
+                    BODY_GRACE.as_secs()
+                ),
+            );
+        }
+        Ok(Err(_)) => {
+            let e = BodyError::TooLarge {
+                limit: rx.limits.body,
+            };
+            return fail(StatusCode::PAYLOAD_TOO_LARGE, &e.to_string());
+        }
+        Ok(Ok(b)) => b,
+    };
+    rx.counters
+        .bytes
+        .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+    // A slot bounds what is decoded at once: inflated bodies, decoded requests.
     let Ok(Ok(_slot)) = tokio::time::timeout(SLOT_WAIT, rx.slots.acquire()).await else {
         return fail(
             StatusCode::SERVICE_UNAVAILABLE,
             "the receiver is busy: send again later",
         );
     };
-    let bytes =
-        match tokio::time::timeout(BODY_TIME, axum::body::to_bytes(body, rx.limits.body)).await {
-            Err(_) => {
-                return fail(
-                    StatusCode::REQUEST_TIMEOUT,
-                    &format!("the body did not arrive within {}s", BODY_TIME.as_secs()),
-                );
-            }
-            Ok(Err(_)) => {
-                let e = BodyError::TooLarge {
-                    limit: rx.limits.body,
-                };
-                return fail(StatusCode::PAYLOAD_TOO_LARGE, &e.to_string());
-            }
-            Ok(Ok(b)) => b,
-        };
-    rx.counters
-        .bytes
-        .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+    drop(reading);
     let print = fingerprint(encoding, gzip, &bytes);
     let seen = |rx: &Receiver| {
         rx.recent
@@ -368,10 +457,12 @@ async fn handle(rx: &Receiver, headers: &HeaderMap, body: Body) -> Response {
             let status = StatusCode::from_u16(e.status()).expect("a status");
             return fail(status, &e.to_string());
         }
+        // The decoding task did not finish (the process is stopping): a retryable answer,
+        // so that the exporter sends the batch again.
         Err(e) => {
             return fail(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                &format!("decoding failed: {e}"),
+                StatusCode::SERVICE_UNAVAILABLE,
+                &format!("decoding did not finish ({e}): send again"),
             );
         }
     };
@@ -432,14 +523,17 @@ pub fn read_token(path: &std::path::Path) -> Result<String> {
 }
 
 /// The token a listener needs: required beyond loopback, optional on it.
-pub fn token_for(listen: SocketAddr, file: Option<&std::path::Path>) -> Result<Option<String>> {
+pub fn token_for(listen: SocketAddr, file: Option<&std::path::Path>) -> Result<Token> {
     match file {
-        Some(f) => Ok(Some(read_token(f)?)),
+        Some(f) => Ok(Token {
+            token: Some(read_token(f)?),
+            file: Some(f.to_owned()),
+        }),
         None if !listen.ip().is_loopback() => bail!(
             "{listen} is beyond loopback: anyone who reaches it could write events, so give \
              --token-file FILE (exporters send it as OTEL_EXPORTER_OTLP_HEADERS=\"Authorization=Bearer …\")"
         ),
-        None => Ok(None),
+        None => Ok(Token::default()),
     }
 }
 

@@ -227,8 +227,8 @@ pub struct App {
 
 /// The OTLP receiver's counters join `/metrics`.
 fn app_otlp(app: &App, otlp: Option<&source::OtlpServer>) {
-    if let Some((_, _, _, counters)) = otlp {
-        let _ = app.otlp.set(Arc::clone(counters));
+    if let Some((_, _, _, receiver)) = otlp {
+        let _ = app.otlp.set(Arc::clone(&receiver.counters));
     }
 }
 
@@ -451,6 +451,9 @@ async fn serve(args: &Args, feeds: Feeds) -> Result<i32> {
         "serving on http://{addr}/"
     );
     let connections = Arc::clone(&app.connections);
+    let receiver = otlp.as_ref().map(|(.., r)| Arc::clone(r));
+    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        .context("listening for SIGHUP")?;
     let otlp_server = async move {
         match otlp {
             Some((listener, router, connections, _)) => {
@@ -459,10 +462,26 @@ async fn serve(args: &Args, feeds: Feeds) -> Result<i32> {
             None => std::future::pending().await,
         }
     };
-    tokio::select! {
-        () = svc::serve(listener, router(app), limits, connections) => {}
-        () = otlp_server => {}
-        () = signals.recv() => {}
+    let page = svc::serve(listener, router(app), limits, connections);
+    tokio::pin!(page, otlp_server);
+    loop {
+        tokio::select! {
+            () = &mut page => break,
+            () = &mut otlp_server => break,
+            () = signals.recv() => break,
+            // With --otlp --token-file: a rotated token, read again.
+            _ = hangup.recv() => if let Some(r) = &receiver {
+                match r.reload_token() {
+                    Ok(()) => tracing::info!("SIGHUP: the token file was read again"),
+                    Err(e) => tracing::warn!("SIGHUP: {e:#}; the token stays as it was"),
+                }
+            },
+        }
+    }
+    // The OTLP requests in flight are finished before the process goes: none is cut after
+    // its events reached the board, none answered 500.
+    if let Some(r) = &receiver {
+        r.drain(Duration::from_secs(10)).await;
     }
     Ok(0)
 }

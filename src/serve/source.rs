@@ -80,7 +80,7 @@ impl Feed {
 /// board.
 pub struct OtlpFeed {
     pub addr: std::net::SocketAddr,
-    pub token: Option<String>,
+    pub token: crate::otlp::Token,
     pub views: Box<ViewPair>,
 }
 
@@ -113,7 +113,7 @@ pub type OtlpServer = (
     tokio::net::TcpListener,
     axum::Router,
     Arc<crate::service::Connections>,
-    Arc<crate::otlp::Counters>,
+    Arc<crate::otlp::Receiver>,
 );
 
 impl OtlpFeed {
@@ -158,22 +158,18 @@ impl OtlpFeed {
                 let _ = done.send(answer);
             }
         });
-        let limits = crate::otlp::decode::Limits {
-            body: 8 << 20,
-            inflated: 32 << 20,
-        };
+        let limits = crate::otlp::decode::Limits::DEFAULT;
         let receiver = Arc::new(crate::otlp::Receiver::new(
             Arc::new(BoardSink(tx)),
             self.token,
             limits,
             8,
         ));
-        let counters = Arc::clone(&receiver.counters);
         Ok((
             listener,
-            crate::otlp::router(receiver),
+            crate::otlp::router(Arc::clone(&receiver)),
             Arc::default(),
-            counters,
+            receiver,
         ))
     }
 }

@@ -570,3 +570,289 @@ fn the_records_reach_a_topic_keyed_by_session_and_the_relay_adapts_them() {
         have.len()
     );
 }
+
+/// A body of `n` empty log records in one scope, as protobuf.
+fn empty_records(n: usize) -> Vec<u8> {
+    let mut scope = Vec::with_capacity(2 * n);
+    for _ in 0..n {
+        scope.extend_from_slice(&[0x12, 0x00]);
+    }
+    let mut rl = vec![0x12];
+    prost::encoding::encode_varint(scope.len() as u64, &mut rl);
+    rl.extend_from_slice(&scope);
+    let mut body = vec![0x0a];
+    prost::encoding::encode_varint(rl.len() as u64, &mut body);
+    body.extend_from_slice(&rl);
+    body
+}
+
+/// One agent event, as an exporter posts it.
+fn one_event(session: &str) -> Vec<u8> {
+    json!({"resourceLogs":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"claude-code"}}]},
+        "scopeLogs":[{"logRecords":[{"timeUnixNano":"1764748800000000000","body":{"stringValue":"claude_code.user_prompt"},
+        "attributes":[{"key":"session.id","value":{"stringValue":session}},{"key":"prompt_length","value":{"intValue":"12"}}]}]}]}]})
+    .to_string()
+    .into_bytes()
+}
+
+/// What a body holds is bounded, not only its bytes: 16 million empty records in a 31 KB gzip,
+/// one and eight at once, and a 2 MB body of a million, are refused before they are decoded,
+/// the collector's peak staying under 200 MB, and a valid request after them is answered; a
+/// body labelled gzip that is not gzip is a 400.
+#[test]
+fn a_small_body_of_many_records_costs_little() {
+    let dir = scratch("collect-many");
+    let out = dir.join("events.jsonl");
+    let c = Collector::start(&["--out", out.to_str().unwrap()]);
+    let pb = ("Content-Type", "application/x-protobuf");
+    let gz = ("Content-Encoding", "gzip");
+    let bomb = gzip(&empty_records(16_000_000));
+    assert!(bomb.len() < 40 << 10, "{} bytes", bomb.len());
+    let r = c.post(&[pb, gz], &bomb);
+    assert_eq!(r.status, 413, "{}", String::from_utf8_lossy(&r.body));
+    let eight: Vec<_> = (0..8)
+        .map(|_| {
+            let (port, bomb) = (c.port, bomb.clone());
+            std::thread::spawn(move || post(port, "/v1/logs", &[pb, gz], &bomb).status)
+        })
+        .collect();
+    for t in eight {
+        assert_eq!(t.join().unwrap(), 413);
+    }
+    let plain = empty_records(1_000_000);
+    assert!(plain.len() < 2_100_000);
+    assert_eq!(c.post(&[pb], &plain).status, 413);
+    let peak = proc_status(c.child.id(), "VmHWM:");
+    assert!(peak < 200 << 20, "peak RSS {} MB", peak >> 20);
+    let ok = c.post(
+        &[("Content-Type", "application/json")],
+        &one_event("s-after"),
+    );
+    assert_eq!(ok.status, 200);
+    assert_eq!(lines(&out).len(), 1);
+    let mislabelled = c.post(
+        &[("Content-Type", "application/json"), gz],
+        &one_event("s-x"),
+    );
+    assert_eq!(
+        mislabelled.status,
+        400,
+        "{}",
+        String::from_utf8_lossy(&mislabelled.body)
+    );
+}
+
+/// A slow sender costs only its own connection: with 8 and then 64 connections dribbling their
+/// bodies a byte at a time, a valid request is answered 200 within 1.5 s, and each dribbler is
+/// cut with 408 once its body is overdue.
+#[test]
+fn slow_senders_lock_no_one_out() {
+    let dir = scratch("collect-slow");
+    let out = dir.join("events.jsonl");
+    let c = Collector::start(&["--out", out.to_str().unwrap()]);
+    for dribblers in [8, 64] {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let threads: Vec<_> = (0..dribblers)
+            .map(|_| {
+                let (port, stop) = (c.port, Arc::clone(&stop));
+                std::thread::spawn(move || {
+                    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+                    write!(
+                        s,
+                        "POST /v1/logs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{"
+                    )
+                    .unwrap();
+                    s.set_read_timeout(Some(std::time::Duration::from_millis(200))).unwrap();
+                    let mut answer = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    let t0 = std::time::Instant::now();
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed)
+                        && t0.elapsed() < std::time::Duration::from_secs(10)
+                    {
+                        match std::io::Read::read(&mut s, &mut buf) {
+                            Ok(0) => break,
+                            Ok(n) => {
+                                answer.extend_from_slice(&buf[..n]);
+                                break;
+                            }
+                            Err(_) => {
+                                if s.write_all(b" ").is_err() {
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                    String::from_utf8_lossy(&answer).into_owned()
+                })
+            })
+            .collect();
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let t0 = std::time::Instant::now();
+        let ok = c.post(
+            &[("Content-Type", "application/json")],
+            &one_event(&format!("s-{dribblers}")),
+        );
+        let took = t0.elapsed();
+        assert_eq!(ok.status, 200, "{}", String::from_utf8_lossy(&ok.body));
+        assert!(
+            took < std::time::Duration::from_millis(1500),
+            "{dribblers} dribblers: {took:?}"
+        );
+        let answers: Vec<String> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let cut = answers
+            .iter()
+            .filter(|a| a.starts_with("HTTP/1.1 408"))
+            .count();
+        assert_eq!(
+            cut,
+            dribblers,
+            "each dribbler cut with 408: {:?}",
+            &answers[..2]
+        );
+    }
+}
+
+/// A rotated token takes effect on SIGHUP; a file that no longer holds one keeps the token there
+/// was; `/healthz` tells where the events go only to a request that carries the token.
+#[test]
+fn the_token_file_is_read_again_on_sighup() {
+    let dir = scratch("collect-hup");
+    let out = dir.join("events.jsonl");
+    let token = dir.join("token");
+    std::fs::write(&token, "first-token\n").unwrap();
+    let c = Collector::start(&[
+        "--out",
+        out.to_str().unwrap(),
+        "--token-file",
+        token.to_str().unwrap(),
+    ]);
+    let json = ("Content-Type", "application/json");
+    let hup = || {
+        let ok = Command::new("kill")
+            .args(["-HUP", &c.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    };
+    assert_eq!(
+        c.post(
+            &[json, ("Authorization", "Bearer first-token")],
+            &one_event("a")
+        )
+        .status,
+        200
+    );
+    std::fs::write(&token, "second-token\n").unwrap();
+    hup();
+    assert_eq!(
+        c.post(
+            &[json, ("Authorization", "Bearer first-token")],
+            &one_event("b")
+        )
+        .status,
+        401
+    );
+    assert_eq!(
+        c.post(
+            &[json, ("Authorization", "Bearer second-token")],
+            &one_event("c")
+        )
+        .status,
+        200
+    );
+    std::fs::write(&token, "").unwrap();
+    hup();
+    assert_eq!(
+        c.post(
+            &[json, ("Authorization", "Bearer second-token")],
+            &one_event("d")
+        )
+        .status,
+        200
+    );
+    assert!(
+        c.stderr
+            .lock()
+            .unwrap()
+            .contains("the token stays as it was")
+    );
+    let open = String::from_utf8(c.get("/healthz").body).unwrap();
+    assert!(!open.contains("events.jsonl"), "{open}");
+    assert!(open.contains("live"), "{open}");
+    let told = post(
+        c.port,
+        "/healthz",
+        &[("Authorization", "Bearer second-token")],
+        b"",
+    );
+    assert_eq!(told.status, 405, "healthz is a GET");
+}
+
+/// SIGTERM during 50 concurrent uploads: no request is answered 500, and every batch answered
+/// 200 is in the output whole.
+#[test]
+fn a_stop_during_uploads_answers_no_500_and_keeps_every_acknowledged_batch() {
+    let dir = scratch("collect-stop");
+    let out = dir.join("events.jsonl");
+    let c = Collector::start(&["--out", out.to_str().unwrap()]);
+    let batch = |i: usize| {
+        let records: Vec<Value> = (0..200)
+            .map(|k| json!({"timeUnixNano":"1764748800000000000","body":{"stringValue":"claude_code.user_prompt"},
+                "attributes":[{"key":"session.id","value":{"stringValue":format!("s-{i}")}},
+                              {"key":"prompt_length","value":{"intValue":k.to_string()}}]}))
+            .collect();
+        json!({"resourceLogs":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"claude-code"}}]},
+            "scopeLogs":[{"logRecords":records}]}]})
+        .to_string()
+        .into_bytes()
+    };
+    let threads: Vec<_> = (0..50)
+        .map(|i| {
+            let (port, body) = (c.port, batch(i));
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis((i % 10) as u64 * 5));
+                let mut s = match std::net::TcpStream::connect(("127.0.0.1", port)) {
+                    Ok(s) => s,
+                    Err(_) => return (i, None),
+                };
+                s.set_read_timeout(Some(TIMEOUT)).unwrap();
+                let head = format!(
+                    "POST /v1/logs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                if s.write_all(head.as_bytes()).and_then(|()| s.write_all(&body)).is_err() {
+                    return (i, None);
+                }
+                let mut text = Vec::new();
+                let _ = std::io::Read::read_to_end(&mut s, &mut text);
+                let status = String::from_utf8_lossy(&text)
+                    .split_whitespace()
+                    .nth(1)
+                    .and_then(|s| s.parse::<u16>().ok());
+                (i, status)
+            })
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let ok = Command::new("kill")
+        .args(["-TERM", &c.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let answers: Vec<(usize, Option<u16>)> =
+        threads.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(answers.iter().all(|(_, s)| *s != Some(500)), "{answers:?}");
+    let got = lines(&out);
+    for (i, s) in &answers {
+        if *s == Some(200) {
+            let n = got
+                .iter()
+                .filter(|r| r["session"] == format!("s-{i}"))
+                .count();
+            assert_eq!(n, 200, "batch {i} answered 200 is whole");
+        }
+    }
+    assert!(answers.iter().any(|(_, s)| *s == Some(200)), "{answers:?}");
+}

@@ -416,3 +416,70 @@ fn an_agent_s_otlp_export_reaches_the_board() {
         bodies.len(),
     );
 }
+
+/// `serve --otlp` bounds what a body holds as `collect` does: 16 million empty records in a
+/// 31 KB gzip (eight at once) are refused before they are decoded and the peak stays under
+/// 200 MB; a body labelled gzip that is not is a 400; with eight connections dribbling their
+/// bodies, a valid request is answered 200 within 1.5 s.
+#[test]
+fn the_otlp_intake_is_bounded_by_what_a_body_holds_and_slow_senders_wait_alone() {
+    let s = Server::start(&["--native", "--otlp", "127.0.0.1:0"]);
+    let port = s.otlp_port();
+    let mut scope = Vec::new();
+    for _ in 0..16_000_000 {
+        scope.extend_from_slice(&[0x12, 0x00]);
+    }
+    let mut rl = vec![0x12];
+    prost::encoding::encode_varint(scope.len() as u64, &mut rl);
+    rl.extend_from_slice(&scope);
+    let mut body = vec![0x0a];
+    prost::encoding::encode_varint(rl.len() as u64, &mut body);
+    body.extend_from_slice(&rl);
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    e.write_all(&body).unwrap();
+    let bomb = e.finish().unwrap();
+    let headers = [
+        ("Content-Type", "application/x-protobuf"),
+        ("Content-Encoding", "gzip"),
+    ];
+    let eight: Vec<_> = (0..8)
+        .map(|_| {
+            let bomb = bomb.clone();
+            std::thread::spawn(move || post(port, "/v1/logs", &headers, &bomb).status)
+        })
+        .collect();
+    for t in eight {
+        assert_eq!(t.join().unwrap(), 413);
+    }
+    let peak = harness::proc_status(s.pid(), "VmHWM:");
+    assert!(peak < 200 << 20, "peak RSS {} MB", peak >> 20);
+    let json = ("Content-Type", "application/json");
+    let not_gzip = post(
+        port,
+        "/v1/logs",
+        &[json, ("Content-Encoding", "gzip")],
+        b"{}",
+    );
+    assert_eq!(not_gzip.status, 400);
+    let dribblers: Vec<std::net::TcpStream> = (0..8)
+        .map(|_| {
+            let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+            write!(
+                c,
+                "POST /v1/logs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{"
+            )
+            .unwrap();
+            c
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let t0 = std::time::Instant::now();
+    let ok = post(port, "/v1/logs", &[json], br#"{"resourceLogs":[]}"#);
+    assert_eq!(ok.status, 200, "{}", String::from_utf8_lossy(&ok.body));
+    assert!(
+        t0.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        t0.elapsed()
+    );
+    drop(dribblers);
+}
