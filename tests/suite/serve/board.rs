@@ -483,3 +483,52 @@ fn the_otlp_intake_is_bounded_by_what_a_body_holds_and_slow_senders_wait_alone()
     );
     drop(dribblers);
 }
+
+/// SIGTERM while 50 exporters upload to `serve --otlp`: no request is answered 500 (a batch is
+/// finished, or answered so that the exporter sends it again).
+#[test]
+fn a_stop_during_otlp_uploads_answers_no_500() {
+    let s = Server::start(&["--native", "--otlp", "127.0.0.1:0"]);
+    let port = s.otlp_port();
+    let threads: Vec<_> = (0..50)
+        .map(|i| {
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis((i % 10) as u64 * 5));
+                let records: Vec<Value> = (0..200)
+                    .map(|k| json!({"timeUnixNano":"1764748800000000000","body":{"stringValue":"claude_code.user_prompt"},
+                        "attributes":[{"key":"session.id","value":{"stringValue":format!("s-{i}")}},
+                                      {"key":"prompt_length","value":{"intValue":k.to_string()}}]}))
+                    .collect();
+                let body = json!({"resourceLogs":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"claude-code"}}]},
+                    "scopeLogs":[{"logRecords":records}]}]})
+                .to_string();
+                let Ok(mut c) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+                    return None;
+                };
+                c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+                let head = format!(
+                    "POST /v1/logs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                if c.write_all(head.as_bytes()).and_then(|()| c.write_all(body.as_bytes())).is_err() {
+                    return None;
+                }
+                let mut text = Vec::new();
+                let _ = std::io::Read::read_to_end(&mut c, &mut text);
+                String::from_utf8_lossy(&text)
+                    .split_whitespace()
+                    .nth(1)
+                    .and_then(|s| s.parse::<u16>().ok())
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(20));
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &s.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let answers: Vec<Option<u16>> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(!answers.contains(&Some(500)), "{answers:?}");
+    assert!(answers.contains(&Some(200)), "{answers:?}");
+}
