@@ -117,18 +117,18 @@ impl Offsets {
 
 /// An input read for `array_map`, in one pass: its records as the core reads them, and beside
 /// each, at the same index, what writing it back takes.
-pub(crate) struct Read<'a> {
+pub(crate) struct ReadInput<'a> {
     pub base_offset: i64,
     pub inputs: Vec<RecordIn<'a>>,
     metas: Vec<Meta<'a>>,
 }
 
-impl<'a> Read<'a> {
-    pub fn new(input: &'a [u8], version: i16) -> Result<Read<'a>, wire::Undecodable> {
+impl<'a> ReadInput<'a> {
+    pub fn new(input: &'a [u8], version: i16) -> Result<ReadInput<'a>, wire::Undecodable> {
         let i = wire::input(input, version)?;
         let offsets = Offsets::new(i.base_offset);
         let (inputs, metas) = i.split(|r| offsets.record_in(r))?;
-        Ok(Read {
+        Ok(ReadInput {
             base_offset: i.base_offset,
             inputs,
             metas,
@@ -162,7 +162,7 @@ impl<'a> Read<'a> {
 /// `array_map`: one invocation of `p`. Untouched frames leave as the very bytes that came in
 /// (contract §2); a refusal (`malformed=fail`) emits nothing and comes with the offending record.
 pub fn array_map(p: &mut Processor, input: &[u8], version: i16) -> Reply {
-    let read = match Read::new(input, version) {
+    let read = match ReadInput::new(input, version) {
         Ok(read) => read,
         Err(e) => return undecodable(&e, version),
     };
@@ -314,7 +314,7 @@ mod tests {
                 input.extend_from_slice(&(raw.len() as i32).to_be_bytes());
                 input.extend_from_slice(&raw);
                 input.extend_from_slice(&[0, 0]);
-                let read = Read::new(&input, 0).expect("reads");
+                let read = ReadInput::new(&input, 0).expect("reads");
                 let want = Some(base.saturating_add(delta));
                 assert_eq!(read.inputs[0].offset, want, "{base} + {delta}");
             }

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use agent_fold_core::{Probe, Processor};
 use fluvio_smartmodule::dataplane::core::Decoder;
 
-use crate::{Read, Reply};
+use crate::{ReadInput, Reply};
 
 /// The stage this instance stops after: 0 for none (the whole call), else 1 + a [`STAGES`] index.
 static STAGE: AtomicU8 = AtomicU8::new(0);
@@ -46,7 +46,7 @@ pub fn array_map(p: &mut Processor, input: &[u8], version: i16) -> Reply {
     if stage == 0 {
         return crate::array_map(p, input, version);
     }
-    let Ok(read) = Read::new(input, version) else {
+    let Ok(read) = ReadInput::new(input, version) else {
         return Reply::code(-1);
     };
     let inputs = &read.inputs;

@@ -1,7 +1,7 @@
 //! The relay over a live cluster, on the official `fluvio` client: a consumer stream per
 //! partition, consumer offsets stored under the relay's consumer id, a producer with keys.
 //!
-//! One quirk shapes [`FluvioLog::commit`]: a consumer stream commits the offset of the last
+//! One quirk shapes [`FluvioPartition::commit`]: a consumer stream commits the offset of the last
 //! record it yielded, and its retrying wrapper keeps a lock while a fetch is pending, so a
 //! commit on the stream that is read ahead would either deadlock or store an offset not yet
 //! relayed. The data therefore comes from a stream without a consumer id, and each commit opens
@@ -22,7 +22,7 @@ use fluvio::{
 };
 use futures_util::{FutureExt, StreamExt};
 
-use super::pump::{AtOffset, Connect, Log, Position, Sink};
+use super::pump::{AtOffset, Connect, Partition, Position, Sink};
 use crate::record::Rec;
 use crate::topics::timed;
 pub use crate::topics::{Layout, already_exists, connect, ensure_topic, layout};
@@ -59,7 +59,7 @@ pub struct Target {
     pub partition: u32,
 }
 
-/// Opens a [`FluvioLog`] and a [`FluvioSink`] on a fresh connection each time (after a failure
+/// Opens a [`FluvioPartition`] and a [`FluvioSink`] on a fresh connection each time (after a failure
 /// the old one may be dead), the first time on the connection the relay started with.
 pub struct FluvioConnect {
     pub target: Target,
@@ -67,10 +67,10 @@ pub struct FluvioConnect {
 }
 
 impl Connect for FluvioConnect {
-    type Log = FluvioLog;
+    type Partition = FluvioPartition;
     type Sink = FluvioSink;
 
-    async fn open(&mut self) -> Result<(FluvioLog, FluvioSink)> {
+    async fn open(&mut self) -> Result<(FluvioPartition, FluvioSink)> {
         let fluvio = Rc::new(match self.first.take() {
             Some(f) => f,
             None => connect().await?,
@@ -84,7 +84,7 @@ impl Connect for FluvioConnect {
             fluvio.topic_producer_with_config(self.target.to.clone(), config),
         )
         .await?;
-        let log = FluvioLog {
+        let log = FluvioPartition {
             fluvio: fluvio.clone(),
             target: self.target.clone(),
             stream: None,
@@ -100,7 +100,7 @@ impl Connect for FluvioConnect {
 }
 
 /// One partition of the event topic through the fluvio client.
-pub struct FluvioLog {
+pub struct FluvioPartition {
     fluvio: Rc<Fluvio>,
     target: Target,
     stream: Option<BoxConsumerStream>,
@@ -108,7 +108,7 @@ pub struct FluvioLog {
     history: Option<(i64, BoxConsumerStream)>,
 }
 
-impl FluvioLog {
+impl FluvioPartition {
     /// A stream of the partition from `from`; under the consumer id when `consumer`.
     async fn open(&self, from: i64, consumer: bool, max_bytes: i32) -> Result<BoxConsumerStream> {
         let t = &self.target;
@@ -155,7 +155,7 @@ async fn next(stream: &mut BoxConsumerStream, wait: Duration) -> Result<Option<A
     }
 }
 
-impl Log for FluvioLog {
+impl Partition for FluvioPartition {
     async fn position(&mut self) -> Result<Position> {
         let (first, end) = timed("reading the partition's status", self.partition_status()).await?;
         let t = &self.target;

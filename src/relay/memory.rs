@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 
-use super::pump::{AtOffset, Connect, Log, Position, Sink};
+use super::pump::{AtOffset, Connect, Partition, Position, Sink};
 use crate::record::Rec;
 
 /// What the relay did, in order.
@@ -144,17 +144,17 @@ impl Cluster {
     }
 }
 
-/// Opens [`MemLog`] and [`MemSink`] for one partition.
+/// Opens [`MemPartition`] and [`MemSink`] for one partition.
 pub struct Connector {
     cluster: Cluster,
     partition: u32,
 }
 
 impl Connect for Connector {
-    type Log = MemLog;
+    type Partition = MemPartition;
     type Sink = MemSink;
 
-    async fn open(&mut self) -> Result<(MemLog, MemSink)> {
+    async fn open(&mut self) -> Result<(MemPartition, MemSink)> {
         let mut st = self.cluster.state();
         st.opens += 1;
         if st.faults.refuse_opens > 0 {
@@ -162,7 +162,7 @@ impl Connect for Connector {
             bail!("connection refused (127.0.0.1:9003)");
         }
         st.pending.clear();
-        let log = MemLog {
+        let log = MemPartition {
             cluster: self.cluster.clone(),
             partition: self.partition,
             cursor: None,
@@ -177,13 +177,13 @@ impl Connect for Connector {
 }
 
 /// One partition's consumer.
-pub struct MemLog {
+pub struct MemPartition {
     cluster: Cluster,
     partition: u32,
     cursor: Option<i64>,
 }
 
-impl Log for MemLog {
+impl Partition for MemPartition {
     async fn position(&mut self) -> Result<Position> {
         let st = self.cluster.state();
         let p = self.partition as usize;

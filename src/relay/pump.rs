@@ -1,4 +1,4 @@
-//! The relay's loop, generic over where records come from ([`Log`]) and where they go
+//! The relay's loop, generic over where records come from ([`Partition`]) and where they go
 //! ([`Sink`]), so that the same code runs over the Fluvio client and the in-memory stand-ins.
 //!
 //! What holds, and why:
@@ -42,7 +42,7 @@ pub struct Position {
 
 /// One partition of the event topic, as the relay's consumer sees it.
 #[allow(async_fn_in_trait)] // the pumps run on one task: their futures need not be Send
-pub trait Log {
+pub trait Partition {
     /// Where the partition stands, committed offset included.
     async fn position(&mut self) -> Result<Position>;
     /// The partition's end, for the lag.
@@ -54,7 +54,7 @@ pub trait Log {
     async fn seek(&mut self, from: i64) -> Result<()>;
     /// The live stream's next records: waits up to `wait` for the first (none came: empty), then
     /// takes whatever else is ready, `max` at most. Every record it returns is one the caller
-    /// relays or re-fetches before the next [`Log::commit`].
+    /// relays or re-fetches before the next [`Partition::commit`].
     async fn poll(&mut self, max: usize, wait: Duration) -> Result<Vec<AtOffset>>;
     /// Stores `next` as the consumer's offset (every record below it is relayed), returning once
     /// the cluster acknowledged. An implementation may store less (never more): at-least-once.
@@ -73,9 +73,9 @@ pub trait Sink {
 /// Opens a partition's log and a sink: once at the start, again after the cluster failed.
 #[allow(async_fn_in_trait)]
 pub trait Connect {
-    type Log: Log;
+    type Partition: Partition;
     type Sink: Sink;
-    async fn open(&mut self) -> Result<(Self::Log, Self::Sink)>;
+    async fn open(&mut self) -> Result<(Self::Partition, Self::Sink)>;
 }
 
 /// Makes a fresh module instance (the pump rebuilds its state through `look_back`), on a
@@ -195,14 +195,14 @@ impl Stats {
 
 /// The relay's figures, shared with whoever reads them from another task (`/metrics`).
 #[derive(Debug, Default)]
-pub struct Board {
+pub struct RelayFigures {
     stats: Mutex<BTreeMap<u32, Stats>>,
 }
 
-impl Board {
+impl RelayFigures {
     /// A board for `partitions`, each at its defaults.
-    pub fn new(partitions: &[u32]) -> Board {
-        Board {
+    pub fn new(partitions: &[u32]) -> RelayFigures {
+        RelayFigures {
             stats: Mutex::new(partitions.iter().map(|p| (*p, Stats::default())).collect()),
         }
     }
@@ -230,17 +230,17 @@ impl Board {
 pub struct Control {
     stop: Cell<bool>,
     last_record: Cell<Instant>,
-    board: Arc<Board>,
+    board: Arc<RelayFigures>,
 }
 
 impl Control {
     /// Control for the pumps of `partitions`.
     pub fn new(partitions: &[u32]) -> Control {
-        Control::with_board(Arc::new(Board::new(partitions)))
+        Control::with_board(Arc::new(RelayFigures::new(partitions)))
     }
 
     /// Control whose figures go to `board`.
-    pub fn with_board(board: Arc<Board>) -> Control {
+    pub fn with_board(board: Arc<RelayFigures>) -> Control {
         Control {
             stop: Cell::new(false),
             last_record: Cell::new(Instant::now()),
@@ -332,7 +332,7 @@ pub async fn run<C: Connect>(
 
 /// One life of a partition's relay: rebuild from the committed offset, then relay round after
 /// round (invoke, produce, flush until acknowledged, commit) until idle, stopped or failed.
-pub async fn pump<L: Log, S: Sink>(
+pub async fn pump<L: Partition, S: Sink>(
     log: &mut L,
     sink: &mut S,
     make: &Make,
@@ -495,7 +495,7 @@ pub async fn pump<L: Log, S: Sink>(
 /// Replays offsets `from..to` through `look_back`, fetch by fetch, each cut to
 /// `invocation_bytes`; between calls it looks whether the relay is asked to stop, so that a
 /// signal ends even a long history replay within a call's time. False: it stopped there.
-async fn rebuild<L: Log>(
+async fn rebuild<L: Partition>(
     log: &mut L,
     module: &mut Worker,
     from: i64,
@@ -685,7 +685,7 @@ impl Settled<'_> {
 
     /// Settles what was relayed below `to`: waits for the cluster's acknowledgement of every
     /// record produced so far, then commits `to`. Nothing to settle: no round trip (false).
-    async fn up_to<L: Log, S: Sink>(
+    async fn up_to<L: Partition, S: Sink>(
         &mut self,
         to: i64,
         log: &mut L,

@@ -10,7 +10,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use super::pump::Board;
+use super::pump::RelayFigures;
 use crate::service::hosts::{self, Hosts};
 use crate::service::metrics::{CONTENT_TYPE, Kind, Text};
 
@@ -41,7 +41,7 @@ impl Phase {
 /// What `/metrics` and `/healthz` read: the pumps' figures and the relay's own.
 #[derive(Debug, Default)]
 pub struct Watch {
-    pub board: Arc<Board>,
+    pub board: Arc<RelayFigures>,
     phase: AtomicU8,
     /// Failed attempts to reach the cluster before relaying.
     pub connect_retries: AtomicU64,

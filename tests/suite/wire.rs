@@ -12,8 +12,8 @@ use agent_fold_core::Processor;
 use agent_fold_smartmodule::wire::{self, Why};
 use agent_fold_smartmodule::{array_map, look_back};
 use agent_fold_testkit::checks::{
-    KeyShape, Read, Wide, WireCase, WireRecord, check_reader, check_wire, check_wire_input,
-    fluvio_array_map, fluvio_look_back, refusal, without_backtrace,
+    KeyShape, ReaderOutcome, Wide, WireCase, WireRecord, check_reader, check_wire,
+    check_wire_input, fluvio_array_map, fluvio_look_back, refusal, without_backtrace,
 };
 use agent_fold_testkit::{Drawn, GenLog, seeded_bytes};
 use fluvio_smartmodule::dataplane::core::Encoder;
@@ -54,7 +54,7 @@ fn record(value: &[u8]) -> WireRecord {
 }
 
 /// Every check on `case`'s bytes; how the readers took them.
-fn check(case: &WireCase) -> Read {
+fn check(case: &WireCase) -> ReaderOutcome {
     let bytes = case.bytes();
     let read = check_reader(&bytes, case.version());
     check_wire_input(
@@ -72,7 +72,11 @@ fn every_attribute_value() {
     for a in i8::MIN..=i8::MAX {
         let mut r = record(b"{\"type\":\"x\"}");
         r.attributes = a;
-        assert_eq!(check(&case(vec![r])), Read::Taken, "attributes {a}");
+        assert_eq!(
+            check(&case(vec![r])),
+            ReaderOutcome::Taken,
+            "attributes {a}"
+        );
     }
 }
 
@@ -113,10 +117,13 @@ fn header_counts_and_deltas_at_every_varint_width() {
             // Fluvio's encoder writes a value past ±2^31 as other bytes, which then read as
             // some other value: refused where it reads outside ±2^31, taken where not.
             if taken.contains(&v) {
-                assert_eq!(read, Read::Taken, "field {field} = {v}");
+                assert_eq!(read, ReaderOutcome::Taken, "field {field} = {v}");
             } else {
                 assert!(
-                    matches!(read, Read::Taken | Read::RefusedUnchecked(Why::Range)),
+                    matches!(
+                        read,
+                        ReaderOutcome::Taken | ReaderOutcome::RefusedUnchecked(Why::Range)
+                    ),
                     "field {field} = {v}: {read:?}"
                 );
             }
@@ -138,7 +145,11 @@ fn every_key_shape() {
     for key in shapes {
         let mut r = record(br#"{"type":"thinking/tokens","estimated_tokens_delta":1}"#);
         r.key = key.clone();
-        assert_eq!(check(&case(vec![r.clone(), r])), Read::Taken, "{key:?}");
+        assert_eq!(
+            check(&case(vec![r.clone(), r])),
+            ReaderOutcome::Taken,
+            "{key:?}"
+        );
     }
 }
 
@@ -151,9 +162,9 @@ fn every_version_where_a_field_comes_or_goes() {
         c.lookback = Some((100, Some((5, 7))));
         c.join_record = b"join".to_vec();
         let want = if c.version() < 0 {
-            Read::Refused // nothing is read: no records
+            ReaderOutcome::Refused // nothing is read: no records
         } else {
-            Read::Taken
+            ReaderOutcome::Taken
         };
         assert_eq!(check(&c), want, "version {}", c.version());
     }
@@ -178,7 +189,7 @@ fn an_input_cut_at_every_byte_is_refused_by_both() {
     for cut in 0..n {
         let mut c = c.clone();
         c.cut = Some(cut as u16);
-        assert_eq!(check(&c), Read::Refused, "cut at {cut} of {n}");
+        assert_eq!(check(&c), ReaderOutcome::Refused, "cut at {cut} of {n}");
     }
 }
 
@@ -229,7 +240,7 @@ fn encodings_longer_than_fluvio_writes_are_read_and_written_back_as_fluvio_does(
     ];
     for (k, r) in records.iter().enumerate() {
         let bytes = around(&one(r));
-        assert_eq!(check_reader(&bytes, 22), Read::Taken, "record {k}");
+        assert_eq!(check_reader(&bytes, 22), ReaderOutcome::Taken, "record {k}");
         check_wire_input(&bytes, 22, 0, &[0, 0], &[]);
         // The output is Fluvio's encoding: the canonical record, whatever came in.
         let reply = array_map(&mut Processor::new(&Default::default()), &bytes, 22);
@@ -258,7 +269,10 @@ fn refusals_where_fluvio_would_trap() {
             .and_then(|i| i.collect().map(|_| ()))
             .expect_err("refused");
         assert_eq!(e.why, why, "{r:?}");
-        assert_eq!(check_reader(&bytes, 22), Read::RefusedUnchecked(why));
+        assert_eq!(
+            check_reader(&bytes, 22),
+            ReaderOutcome::RefusedUnchecked(why)
+        );
         let p = &mut Processor::new(&Default::default());
         // Refused in words, the byte and the reason kept (not a bare status).
         let said = refusal(&array_map(p, &bytes, 22), 22).expect("a refusal");
@@ -277,7 +291,10 @@ fn refusals_where_fluvio_would_trap() {
     bytes.extend_from_slice(&[0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 3, 1]);
     bytes.extend_from_slice(&u64::MAX.to_be_bytes());
     bytes.extend_from_slice(&1_000_000_000u32.to_be_bytes());
-    assert_eq!(check_reader(&bytes, 22), Read::RefusedUnchecked(Why::Age));
+    assert_eq!(
+        check_reader(&bytes, 22),
+        ReaderOutcome::RefusedUnchecked(Why::Age)
+    );
 }
 
 #[test]
@@ -291,7 +308,7 @@ fn the_engines_own_inputs_pass_as_copies_of_their_records() {
     let input = Instance::input(&corpus, 40);
     let mut bytes = Vec::new();
     input.encode(&mut bytes, 22).unwrap();
-    assert_eq!(check_reader(&bytes, 22), Read::Taken);
+    assert_eq!(check_reader(&bytes, 22), ReaderOutcome::Taken);
     let read = wire::input(&bytes, 22).unwrap();
     let mut out = wire::Output::with_capacity(0);
     read.collect().unwrap().iter().for_each(|r| out.pass(r));

@@ -222,7 +222,7 @@ fn main() -> Result<()> {
     let started = Instant::now();
     let cpu0 = usage(pid).map_or(0.0, |u| u.1);
     let mut samples: Vec<(f64, u64, f64)> = Vec::new();
-    let mut browser = page::Page::open(&url)?;
+    let mut browser = page::BrowserPage::open(&url)?;
     let mut first_render = None;
     let mut scroll = None;
     let deadline = started + Duration::from_secs(args.secs);
@@ -234,7 +234,7 @@ fn main() -> Result<()> {
         // last row; the page then stays on the board's first rows, measuring its latency.
         if first_render.is_none() && started.elapsed() > Duration::from_secs(60.min(args.secs / 2))
         {
-            first_render = Some(page::Page::first_render(&url)?);
+            first_render = Some(page::BrowserPage::first_render(&url)?);
             scroll = Some(browser.scroll_frames()?);
             browser.reset_latency()?;
         }
@@ -258,7 +258,7 @@ fn main() -> Result<()> {
     );
     std::thread::sleep(Duration::from_secs(5));
     let latency = browser.latency()?;
-    let late = page::Page::late_chart(&url)?;
+    let late = page::BrowserPage::late_chart(&url)?;
     let got = hook.alerts();
     let rows = browser.rows()?;
     drop(browser);

@@ -5,7 +5,7 @@ use agent_fold_testkit::cdp::{Browser, find_chromium};
 use anyhow::{Result, anyhow};
 use serde_json::Value;
 
-pub struct Page(Browser);
+pub struct BrowserPage(Browser);
 
 /// What a page opened late drew of a session's chart.
 pub struct Late {
@@ -19,19 +19,19 @@ fn launch() -> Result<Browser> {
     Browser::launch(&exe)
 }
 
-impl Page {
+impl BrowserPage {
     /// The board, once its first message came.
-    pub fn open(url: &str) -> Result<Page> {
+    pub fn open(url: &str) -> Result<BrowserPage> {
         let mut b = launch()?;
         b.viewport(1440, 900, 1.0)?;
         b.goto(url)?;
         b.wait_for("window.agentFold && agentFold.events > 0")?;
-        Ok(Page(b))
+        Ok(BrowserPage(b))
     }
 
     /// A fresh page's first render of the whole board: ms from navigation start.
     pub fn first_render(url: &str) -> Result<f64> {
-        let mut p = Page::open(url)?;
+        let mut p = BrowserPage::open(url)?;
         p.0.wait_for("agentFold.firstRender != null")?;
         p.0.eval("agentFold.firstRender")?
             .as_f64()
@@ -68,7 +68,7 @@ impl Page {
     /// A page opened now on the board's top session: its chart drawn, against the server's
     /// history of it.
     pub fn late_chart(url: &str) -> Result<Late> {
-        let mut p = Page::open(url)?;
+        let mut p = BrowserPage::open(url)?;
         let top = p.0.eval(
             "(async () => (await (await fetch('/api/sessions?limit=1')).json()).sessions[0].session)()",
         )?;

@@ -2,7 +2,7 @@
 //! (`{"role", "content", "id", "usage", "model", …}`) becomes one frame.
 
 use super::build::{Adapting, FrameBuf, Id, fingerprint};
-use super::line::{at, is_object, str_at, uint_at};
+use super::line::{at, opens_object, str_at, uint_at};
 use crate::estimate::estimate;
 use crate::frame::kind::{ASSISTANT_MESSAGE, REQUEST_HEADER, TOOL_RESULT, USER_MESSAGE};
 use crate::frame::{NAME_BYTES, usage_tokens};
@@ -102,7 +102,7 @@ pub(crate) fn message(
     f.content(content);
     if role == "assistant" {
         let message_id = str_at(Some(msg), "id");
-        if let Some(logged) = at(Some(msg), "usage").filter(|u| is_object(u)) {
+        if let Some(logged) = at(Some(msg), "usage").filter(|u| opens_object(u)) {
             let slot = if parent.is_some() {
                 &mut cx.st.sub_message
             } else {
@@ -297,7 +297,7 @@ pub(crate) fn window(before: Option<u64>, model: Option<&str>, reading: u64) -> 
 /// and of the compaction reserve (by the agent's `version`), when anything did (contract §3).
 pub(crate) fn announce(cx: &mut Adapting, msg: &str, version: Option<&str>, stamp: Option<&str>) {
     let reading = at(Some(msg), "usage")
-        .filter(|u| is_object(u))
+        .filter(|u| opens_object(u))
         .map(|u| usage_tokens(request_usage(u).unwrap_or(u)))
         .unwrap_or(0);
     let model = str_at(Some(msg), "model");

@@ -28,7 +28,7 @@
 //! carried (contract §3, sample).
 
 use super::build::{Adapting, Id, fingerprint};
-use super::line::{Line, at, is_object, str_at, uint_at};
+use super::line::{Line, at, opens_object, str_at, uint_at};
 use super::state::AdaptState;
 use crate::frame::NAME_BYTES;
 use crate::frame::kind::{
@@ -207,7 +207,7 @@ fn session_meta(cx: &mut Adapting, line: &Line, stamp: Option<&str>) {
 }
 
 fn token_count(cx: &mut Adapting, line: &Line, stamp: Option<&str>) {
-    let info = at(line.object("payload"), "info").filter(|i| is_object(i));
+    let info = at(line.object("payload"), "info").filter(|i| opens_object(i));
     let last = at(info, "last_token_usage");
     let input = uint_at(last, "input_tokens").unwrap_or(0);
     let cached = uint_at(last, "cached_input_tokens").unwrap_or(0).min(input);

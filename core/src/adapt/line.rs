@@ -68,7 +68,8 @@ pub(crate) fn uint_at(raw: Option<&str>, name: &str) -> Option<u64> {
     at(raw, name).and_then(json::uint)
 }
 
-/// Whether a raw value is an object.
-pub(crate) fn is_object(raw: &str) -> bool {
+/// Whether a raw value opens as an object (its first byte is `{`; the line reader has read it
+/// whole, so it is one).
+pub(crate) fn opens_object(raw: &str) -> bool {
     raw.starts_with('{')
 }

@@ -82,7 +82,7 @@ impl Input {
 const FRAMES_PER_LINE: u64 = 4;
 
 /// What one line is, before any state changes: its frames' session, or not a JSON object.
-pub(crate) enum Read<'a> {
+pub(crate) enum LineRead<'a> {
     Object {
         line: Line<'a>,
         key: Vec<u8>,
@@ -131,7 +131,7 @@ pub(crate) struct Lines {
 impl Lines {
     /// Reads a line: its session is its record key, else the session it names, else the
     /// session of the line before (else the empty session).
-    pub fn read<'a>(&self, key: Option<&[u8]>, bytes: &'a [u8]) -> Read<'a> {
+    pub fn read<'a>(&self, key: Option<&[u8]>, bytes: &'a [u8]) -> LineRead<'a> {
         let (line, more) = match Line::read(bytes) {
             Some(line) => (line, Vec::new()),
             None => match objects(bytes) {
@@ -139,7 +139,7 @@ impl Lines {
                     let more = parts.split_off(1);
                     (parts.pop().expect("two parts at least"), more)
                 }
-                None => return Read::NotObject,
+                None => return LineRead::NotObject,
             },
         };
         let names = self.input.session_of(&line);
@@ -155,7 +155,7 @@ impl Lines {
             (None, None) if self.input == Input::Otel => Vec::new(),
             (None, None) => self.last.clone().unwrap_or_default(),
         };
-        Read::Object {
+        LineRead::Object {
             line,
             key,
             names,
@@ -293,7 +293,7 @@ impl Adapter {
             out.push(line.to_vec());
             return 1;
         }
-        let Read::Object {
+        let LineRead::Object {
             line: l,
             key: k,
             names,

@@ -40,7 +40,7 @@ use std::borrow::Cow;
 
 use super::build::{Adapting, FrameBuf, Id, fingerprint};
 use super::claude;
-use super::line::{Line, at, is_object, str_at};
+use super::line::{Line, at, opens_object, str_at};
 use crate::config::agent_restore_prior;
 use crate::frame::MAX_SAFE;
 use crate::frame::kind::{
@@ -519,7 +519,7 @@ fn pass_through(cx: &mut Adapting, line: &Line, kind: &str, stamp: Option<&str>)
         out.push(b'"');
         out.extend_from_slice(m.key.as_bytes());
         out.extend_from_slice(b"\":");
-        if m.is("attributes") && is_object(m.value) {
+        if m.is("attributes") && opens_object(m.value) {
             out.push(b'{');
             for (i, a) in json::members(m.value).enumerate() {
                 if i > 0 {
@@ -568,7 +568,9 @@ fn text_len(attrs: Option<&str>, name: &str) -> Option<u64> {
     if let Some(s) = json::string(raw) {
         return Some(s.chars().count() as u64);
     }
-    is_object(raw).then(|| count(Some(raw), "length")).flatten()
+    opens_object(raw)
+        .then(|| count(Some(raw), "length"))
+        .flatten()
 }
 
 /// An attribute that says `false`, as a boolean or the string Claude Code writes.

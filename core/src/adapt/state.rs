@@ -30,7 +30,7 @@ pub(crate) struct AdaptState {
     pub recent: Vec<(u64, u64)>,
     /// What the next replacement keeps: set by a compaction boundary that names its kept
     /// messages, taken by the replacement that follows.
-    pub keep: Option<Kept>,
+    pub keep: Option<KeptSpan>,
     /// Codex: where the request of the next reading began (see [`Request`]).
     pub request: Request,
     /// Claude Code: the compaction reserve announced in a `request/header` (by version).
@@ -84,7 +84,7 @@ impl Request {
 /// The messages a compaction keeps verbatim: from the node of `head` (a seq) to the surface's
 /// end; the replacement removes the nodes up to `before`, the node just before it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Kept {
+pub(crate) struct KeptSpan {
     pub before: u64,
     pub head: u64,
 }
@@ -126,7 +126,7 @@ impl AdaptState {
     /// before it), and then the replacement takes the whole surface.
     pub fn keep_from(&mut self, print: u64) {
         self.keep = match self.recent.iter().position(|&(p, _)| p == print) {
-            Some(i) if i > 0 => Some(Kept {
+            Some(i) if i > 0 => Some(KeptSpan {
                 before: self.recent[i - 1].1,
                 head: self.recent[i].1,
             }),
@@ -283,7 +283,7 @@ impl Checkpointed for Track {
             }
             "keep" => {
                 let keep: Option<(u64, u64)> = m.read()?;
-                b.state.keep = keep.map(|(before, head)| Kept { before, head });
+                b.state.keep = keep.map(|(before, head)| KeptSpan { before, head });
             }
             "request" => {
                 let (last_input, carried, responding): (Option<u64>, Option<u64>, bool) =

@@ -22,7 +22,7 @@ use block::{Avx2, Sse2};
 use block::{Block, Kind, ONES, Swar, non_digits};
 use scan::{Bad, Res, string_end};
 pub(crate) use scan::{Sought, last_sought, plain};
-use steps::{Read, Scanner, after_member, comma_quote, member_known, skip_ws};
+use steps::{MemberRead, Scanner, after_member, comma_quote, member_known, skip_ws};
 
 /// One member of an object: its key as it stands between the quotes, whether that key holds
 /// an escape, and its value's JSON text. Only the reader makes one, so that `plain` is true of
@@ -223,7 +223,7 @@ unsafe fn walk_avx2<'a, T: Copy>(
 ///
 /// SAFETY: the scan checked every string as UTF-8, and JSON outside strings is ASCII.
 #[inline(always)]
-fn as_member(m: Read<'_>) -> Member<'_> {
+fn as_member(m: MemberRead<'_>) -> Member<'_> {
     // SAFETY: as above.
     unsafe {
         Member {

@@ -301,7 +301,7 @@ fn byte_past_ws(b: &[u8], i: usize) -> Res<(u8, usize)> {
 /// One member as [`member`] reads it: where it ends, its key as it stands between the
 /// quotes, whether the key holds an escape, its value's text, and whether the value is a
 /// string without an escape.
-pub(crate) struct Read<'a> {
+pub(crate) struct MemberRead<'a> {
     pub end: usize,
     pub key: &'a [u8],
     pub escaped: bool,
@@ -314,7 +314,7 @@ pub(crate) struct Read<'a> {
 /// # Safety
 /// The CPU has `B`'s instruction set.
 #[inline(always)]
-pub(crate) unsafe fn member<'a, B: Block>(b: &'a [u8], i: usize) -> Res<Read<'a>> {
+pub(crate) unsafe fn member<'a, B: Block>(b: &'a [u8], i: usize) -> Res<MemberRead<'a>> {
     // SAFETY (both): the caller vouches for the instruction set.
     let (key_end, escaped) = unsafe { string::<B>(b, i) }?;
     unsafe { member_rest::<B>(b, i, key_end, escaped) }
@@ -332,7 +332,7 @@ pub(crate) unsafe fn member_known<'a, B: Block, T>(
     b: &'a [u8],
     i: usize,
     known: &impl Fn(&[u8]) -> Option<T>,
-) -> Res<(Read<'a>, Option<T>)> {
+) -> Res<(MemberRead<'a>, Option<T>)> {
     // SAFETY (all): the caller vouches for the instruction set.
     let mut q = unsafe { quotes::<B>(b, i) };
     let mut at = i;
@@ -368,7 +368,7 @@ unsafe fn member_rest<'a, B: Block>(
     i: usize,
     key_end: usize,
     escaped: bool,
-) -> Res<Read<'a>> {
+) -> Res<MemberRead<'a>> {
     // The `:` and the value's first byte, each read once: compact JSON has them right there.
     let mut start = match b.get(key_end) {
         Some(b':') => key_end + 1,
@@ -390,7 +390,7 @@ unsafe fn member_rest<'a, B: Block>(
     // SAFETY: the scan found `i < key_end ≤ start < end ≤ b.len()` (the key's closing quote
     // is at `key_end - 1`).
     let (key, value) = unsafe { (b.get_unchecked(i..key_end - 1), b.get_unchecked(start..end)) };
-    Ok(Read {
+    Ok(MemberRead {
         end,
         key,
         escaped,
@@ -464,7 +464,7 @@ impl<'a, B: Block> Scanner<'a, B> {
 
     /// `"key" : value`, from the key's opening quote (see [`member`]).
     #[inline]
-    pub fn member(&mut self) -> Res<Read<'a>> {
+    pub fn member(&mut self) -> Res<MemberRead<'a>> {
         self.eat(b'"')?;
         // SAFETY: a scanner of `B` is only made where the CPU has `B` (`base`).
         let m = unsafe { member::<B>(self.b, self.i) }?;

@@ -7,7 +7,7 @@ mod entry;
 use entry::Entry;
 
 use crate::adapt::state::Track;
-use crate::adapt::{self, Read};
+use crate::adapt::{self, LineRead};
 use crate::config::{Config, Input, Malformed, ParamError, View};
 use crate::frame::{Frame, Resume};
 use crate::frames::fold::RunState;
@@ -343,11 +343,11 @@ impl Processor {
             let start = frames.len();
             let rules = self.adapt.as_mut().expect("lines are read with an adapter");
             let (key, id) = match rules.read(rec.key, rec.value) {
-                Read::NotObject => {
+                LineRead::NotObject => {
                     frames.push(rec.value.to_vec());
                     (rec.key.unwrap_or_default().to_vec(), None)
                 }
-                Read::Object {
+                LineRead::Object {
                     line,
                     key,
                     names,

@@ -28,8 +28,9 @@ pub use pressure::check_pressure_invocation;
 pub use readers::check_readers;
 pub use surface::check_surface_ranges;
 pub use wire::{
-    KeyShape, Read, Wide, WireCase, WireRecord, check_reader, check_wire, check_wire_input,
-    fluvio_array_map, fluvio_decodes, fluvio_look_back, refusal, without_backtrace,
+    KeyShape, ReaderOutcome, Wide, WireCase, WireRecord, check_reader, check_wire,
+    check_wire_input, fluvio_array_map, fluvio_decodes, fluvio_look_back, refusal,
+    without_backtrace,
 };
 
 use crate::GenRecord;

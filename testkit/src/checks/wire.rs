@@ -218,7 +218,7 @@ fn fluvio_output(successes: Vec<Record>, version: i16) -> Vec<u8> {
 
 /// How the two readers took an input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Read {
+pub enum ReaderOutcome {
     /// Both took it, alike.
     Taken,
     /// Both refused it.
@@ -229,20 +229,20 @@ pub enum Read {
 }
 
 /// The reader against Fluvio's decoder on `bytes` at `version`.
-pub fn check_reader(bytes: &[u8], version: i16) -> Read {
+pub fn check_reader(bytes: &[u8], version: i16) -> ReaderOutcome {
     let ours = wire::input(bytes, version).and_then(|i| Ok((i, i.collect()?)));
     let (input, records) = match ours {
         Ok(read) => read,
         Err(e) => {
             assert!(e.at <= bytes.len(), "refused past the end: {e:?}");
             if !fluvio_runs_safely(bytes, &e) {
-                return Read::RefusedUnchecked(e.why);
+                return ReaderOutcome::RefusedUnchecked(e.why);
             }
             assert!(
                 fluvio_decodes(bytes, version).is_none(),
                 "refused ({e:?}) what Fluvio decodes: {bytes:?} at {version}"
             );
-            return Read::Refused;
+            return ReaderOutcome::Refused;
         }
     };
     let (base, stamp, fluvio) = fluvio_decodes(bytes, version)
@@ -264,7 +264,7 @@ pub fn check_reader(bytes: &[u8], version: i16) -> Read {
     let out = out.finish();
     assert_eq!(out.len(), 4 + size + 1, "the records' sizes as encoded");
     assert_eq!(out, fluvio_output(fluvio, version));
-    Read::Taken
+    ReaderOutcome::Taken
 }
 
 /// Emits drawn from `ops` over `n` records, of every kind, with values from `values`.
@@ -394,10 +394,10 @@ fn fluvio_inputs(records: &[Record], base: i64) -> Vec<RecordIn<'_>> {
 
 /// The calls against the module as it was with Fluvio's codec: `look_back` leaves the same
 /// state, `array_map` gives the same code and the same output bytes.
-pub fn check_calls(bytes: &[u8], version: i16, config: &Config, read: Read) {
+pub fn check_calls(bytes: &[u8], version: i16, config: &Config, read: ReaderOutcome) {
     let (mut ours, mut theirs) = (Processor::new(config), Processor::new(config));
     let back = look_back(&mut ours, bytes, version);
-    if let Read::RefusedUnchecked(_) = read {
+    if let ReaderOutcome::RefusedUnchecked(_) = read {
         assert_ne!(back.code, 0, "look_back took an input the reader refused");
         let reply = array_map(&mut ours, bytes, version);
         let said = refusal(&reply, version).expect("a refusal in words");
@@ -458,7 +458,7 @@ fn config(p: u8) -> Config {
 /// One input through every check.
 pub fn check_wire_input(bytes: &[u8], version: i16, p: u8, ops: &[u8], values: &[Vec<u8>]) {
     let read = check_reader(bytes, version);
-    if read == Read::Taken {
+    if read == ReaderOutcome::Taken {
         check_writer(bytes, version, ops, values);
     }
     check_calls(bytes, version, &config(p), read);
