@@ -31,8 +31,11 @@ fn add(n: i64) {
     });
 }
 
+// SAFETY: every method hands the call to the system allocator with the caller's own
+// arguments, and only counts beside it: the contract `GlobalAlloc` asks is the system's.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's layout, as `GlobalAlloc::alloc` requires it.
         let p = unsafe { System.alloc(layout) };
         if !p.is_null() {
             add(layout.size() as i64);
@@ -40,6 +43,7 @@ unsafe impl GlobalAlloc for Counting {
         p
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's layout, as `GlobalAlloc::alloc_zeroed` requires it.
         let p = unsafe { System.alloc_zeroed(layout) };
         if !p.is_null() {
             add(layout.size() as i64);
@@ -47,10 +51,13 @@ unsafe impl GlobalAlloc for Counting {
         p
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from this allocator, that is the system's, with this layout.
         unsafe { System.dealloc(ptr, layout) };
         add(-(layout.size() as i64));
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: `ptr` came from the system allocator with `layout`; `new_size` is the
+        // caller's, as `GlobalAlloc::realloc` requires it.
         let p = unsafe { System.realloc(ptr, layout, new_size) };
         if !p.is_null() {
             add(new_size as i64 - layout.size() as i64);

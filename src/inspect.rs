@@ -470,23 +470,11 @@ pub fn render(out: &mut String, c: &Census) {
         }
         let _ = writeln!(out, "{s}");
     }
-    for w in &c.windows {
-        let _ = writeln!(
-            out,
-            "  window {} from line {}: {}",
-            t(w.tokens),
-            w.line,
-            w.from
-        );
-    }
-    for w in &c.thresholds {
-        let _ = writeln!(
-            out,
-            "  threshold {} from line {}: {}",
-            t(w.tokens),
-            w.line,
-            w.from
-        );
+    for (what, list) in [("window", &c.windows), ("threshold", &c.thresholds)] {
+        for w in list {
+            let (n, line, from) = (t(w.tokens), w.line, &w.from);
+            let _ = writeln!(out, "  {what} {n} from line {line}: {from}");
+        }
     }
     if c.windows.is_empty() {
         let _ = writeln!(

@@ -1,8 +1,11 @@
 //! Host tools for agent-fold, layered one way, no cycles: the subcommands ([`run`],
-//! [`accuracy`], [`inspect`], [`corpus`], [`relay`], [`serve`], [`statusline`]) → shared host modules ([`module`]: an
-//! instance, `.wasm` in fluvio-smartengine or native; [`flags`], [`logs`], [`plot`],
-//! [`checkpoint`], [`service`]: the HTTP listener, Host check, metrics and logs that `serve`
-//! and `relay` share) → records ([`record`], [`jsonl`]) → the core.
+//! [`accuracy`], [`inspect`], [`corpus`], [`collect`], [`relay`], [`serve`], [`statusline`]) →
+//! shared host modules ([`module`]: an instance, `.wasm` in fluvio-smartengine or native;
+//! [`otlp`]: the OTLP/HTTP receiver `collect` and `serve --otlp` share; [`topics`]: connecting
+//! to Fluvio and laying out topics; [`flags`], [`logs`], [`plot`], [`checkpoint`], [`heap`]: the
+//! counting allocator the bench and the memory tests measure with; [`service`]: the HTTP
+//! listener, Host check, metrics and logs that `serve`, `relay` and `collect` share) → records
+//! ([`record`], [`jsonl`]) → the core.
 
 pub mod accuracy;
 pub mod checkpoint;

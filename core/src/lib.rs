@@ -46,7 +46,7 @@ pub use config::{
     restore_prior,
 };
 pub use estimate::estimate;
-pub use frame::{Frame, kind, usage_tokens};
+pub use frame::{Frame, NAME_BYTES, kind, usage_tokens};
 pub use hash::{Fnv1a, fnv1a};
 #[cfg(feature = "probe")]
 pub use processor::Probe;

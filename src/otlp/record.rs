@@ -30,7 +30,7 @@ pub const LONG_STRING: usize = 16 << 10;
 /// How deep attribute values nest at most: deeper ones are null.
 pub const DEPTH: usize = 16;
 /// The longest event name taken.
-const NAME_BYTES: usize = 128;
+const EVENT_NAME_BYTES: usize = 128;
 
 /// The attributes that name an event's session, in the order they are looked for.
 const SESSION_KEYS: [&str; 3] = ["session.id", "conversation.id", "gen_ai.conversation.id"];
@@ -128,7 +128,7 @@ fn int(kvs: &[KeyValue], key: &str) -> Option<i64> {
 
 /// A dotted event name: no spaces, a prefix before its dot, short.
 fn dotted(s: &str) -> bool {
-    s.len() <= NAME_BYTES
+    s.len() <= EVENT_NAME_BYTES
         && s.contains('.')
         && !s.starts_with('.')
         && s.bytes().all(|b| b.is_ascii_graphic())
@@ -184,7 +184,7 @@ pub fn record(res: &Resource, r: &LogRecord) -> Result<Rec, Refused> {
         (None, Some(n)) if dotted(n) => Cow::Borrowed(n),
         // Claude Code's attribute is the short name; its service says whose it is.
         (None, Some(n))
-            if n.len() < NAME_BYTES
+            if n.len() < EVENT_NAME_BYTES
                 && res.service.is_some_and(|s| s.starts_with("claude-code")) =>
         {
             Cow::Owned(format!("claude_code.{n}"))

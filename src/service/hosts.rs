@@ -24,15 +24,23 @@ pub struct Hosts {
     pub refused_origin: AtomicU64,
 }
 
-/// A `host[:port]` split (brackets kept on an IPv6 literal); `None` when it is no authority.
-fn split(authority: &str) -> Option<(&str, Option<u16>)> {
-    let (host, port) = match authority.rfind(':') {
-        Some(i) if !authority[i..].contains(']') => {
-            (&authority[..i], Some(authority[i + 1..].parse().ok()?))
-        }
-        _ => (authority, None),
+/// A `host[:port]` read by the `http` crate's own authority parser (brackets kept on an IPv6
+/// literal); `None` when it is no authority, or carries user information, which no Host or
+/// Origin a browser sends does.
+fn split(authority: &str) -> Option<(String, Option<u16>)> {
+    if authority.contains('@') {
+        return None;
+    }
+    let a: axum::http::uri::Authority = authority.parse().ok()?;
+    let has_port = a
+        .as_str()
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| !p.contains(']'));
+    let port = match has_port {
+        true => Some(a.port_u16()?),
+        false => None,
     };
-    (!host.is_empty()).then_some((host, port))
+    (!a.host().is_empty()).then(|| (a.host().to_owned(), port))
 }
 
 fn is_ip_literal(host: &str) -> bool {
@@ -146,6 +154,8 @@ mod tests {
             "127.0.0.1.attacker.test:8080",
             ":8080",
             "localhost:notaport",
+            "evil@localhost:8080",
+            "localhost:",
         ] {
             let h = headers(&[("host", bad)]);
             assert!(hosts.check(&h, &uri).is_err(), "{bad}");
@@ -154,7 +164,7 @@ mod tests {
         let absolute: Uri = "http://evil.example/state".parse().unwrap();
         let h = headers(&[("host", "127.0.0.1:8080")]);
         assert!(hosts.check(&h, &absolute).is_err(), "an absolute-form URI");
-        assert_eq!(hosts.refused_host.load(Ordering::Relaxed), 9);
+        assert_eq!(hosts.refused_host.load(Ordering::Relaxed), 11);
     }
 
     #[test]

@@ -46,7 +46,7 @@ impl Text {
             }
             self.0.push('}');
         }
-        let _ = writeln!(self.0, " {value}");
+        let _ = writeln!(self.0, " {}", Value(value));
         self
     }
 
@@ -84,6 +84,21 @@ impl Text {
     }
 }
 
+/// A sample's value as the text format writes it: Rust's `inf`, `-inf` and `NaN` are `+Inf`,
+/// `-Inf` and `NaN` there.
+struct Value(f64);
+
+impl std::fmt::Display for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            v if v.is_nan() => f.write_str("NaN"),
+            v if v == f64::INFINITY => f.write_str("+Inf"),
+            v if v == f64::NEG_INFINITY => f.write_str("-Inf"),
+            v => write!(f, "{v}"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,5 +114,20 @@ mod tests {
             "# HELP a_total A count.\n# TYPE a_total counter\na_total 3\n\
              # HELP b B, per x.\n# TYPE b gauge\nb{x=\"q\\\"\\\\\\n\"} 1.5\n"
         );
+    }
+
+    /// Infinities and NaN as the text format spells them, which a Prometheus parser reads back.
+    #[test]
+    fn infinities_are_spelled_as_prometheus_reads_them() {
+        let mut t = Text::default();
+        t.one("up", Kind::Gauge, "Up.", f64::INFINITY);
+        t.one("down", Kind::Gauge, "Down.", f64::NEG_INFINITY);
+        t.one("odd", Kind::Gauge, "Odd.", f64::NAN);
+        let text = t.finish();
+        assert!(
+            text.contains("\nup +Inf\n") && text.contains("\ndown -Inf\n"),
+            "{text}"
+        );
+        assert!(text.contains("\nodd NaN\n"), "{text}");
     }
 }

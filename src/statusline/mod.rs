@@ -21,13 +21,12 @@ use serde_json::Value;
 
 pub use line::{Fields, Template};
 
+use crate::flags::BATCH;
 use crate::jsonl::line_record;
 use crate::record::Rec;
 
 /// The most stdin is read: Claude Code's payload is a few kilobytes.
 const MAX_STDIN: u64 = 1 << 20;
-/// Transcript lines handed to the module at a time.
-const BATCH: usize = 1000;
 /// A transcript line longer than this is cut off where it is read (a pasted image, a huge tool
 /// output): memory stays bounded, the rest of the line is skipped.
 const MAX_LINE: usize = 64 << 20;

@@ -19,8 +19,8 @@ use serde_json::{Value, json};
 
 use crate::common::real_data;
 use crate::harness::{
-    Response, TIMEOUT, agent_fold, assert_otlp_counted, binary, post, proc_status, sample, scratch,
-    succeeded,
+    Response, TIMEOUT, agent_fold, assert_otlp_counted, binary, empty_records, post, proc_status,
+    sample, scratch, succeeded,
 };
 
 /// A collector started as a user starts it; the port read from the line it prints.
@@ -571,21 +571,6 @@ fn the_records_reach_a_topic_keyed_by_session_and_the_relay_adapts_them() {
     );
 }
 
-/// A body of `n` empty log records in one scope, as protobuf.
-fn empty_records(n: usize) -> Vec<u8> {
-    let mut scope = Vec::with_capacity(2 * n);
-    for _ in 0..n {
-        scope.extend_from_slice(&[0x12, 0x00]);
-    }
-    let mut rl = vec![0x12];
-    prost::encoding::encode_varint(scope.len() as u64, &mut rl);
-    rl.extend_from_slice(&scope);
-    let mut body = vec![0x0a];
-    prost::encoding::encode_varint(rl.len() as u64, &mut body);
-    body.extend_from_slice(&rl);
-    body
-}
-
 /// One agent event, as an exporter posts it.
 fn one_event(session: &str) -> Vec<u8> {
     json!({"resourceLogs":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"claude-code"}}]},
@@ -727,7 +712,6 @@ fn the_token_file_is_read_again_on_sighup() {
         "--token-file",
         token.to_str().unwrap(),
     ]);
-    let json = ("Content-Type", "application/json");
     let hup = || {
         let ok = Command::new("kill")
             .args(["-HUP", &c.child.id().to_string()])
@@ -736,42 +720,23 @@ fn the_token_file_is_read_again_on_sighup() {
         assert!(ok.success());
         std::thread::sleep(std::time::Duration::from_millis(300));
     };
-    assert_eq!(
-        c.post(
-            &[json, ("Authorization", "Bearer first-token")],
-            &one_event("a")
-        )
-        .status,
-        200
-    );
+    // What a request carrying `token` is answered.
+    let with = |token: &str, session: &str| {
+        let auth = format!("Bearer {token}");
+        let headers = [
+            ("Content-Type", "application/json"),
+            ("Authorization", &auth[..]),
+        ];
+        c.post(&headers, &one_event(session)).status
+    };
+    assert_eq!(with("first-token", "a"), 200);
     std::fs::write(&token, "second-token\n").unwrap();
     hup();
-    assert_eq!(
-        c.post(
-            &[json, ("Authorization", "Bearer first-token")],
-            &one_event("b")
-        )
-        .status,
-        401
-    );
-    assert_eq!(
-        c.post(
-            &[json, ("Authorization", "Bearer second-token")],
-            &one_event("c")
-        )
-        .status,
-        200
-    );
+    assert_eq!(with("first-token", "b"), 401);
+    assert_eq!(with("second-token", "c"), 200);
     std::fs::write(&token, "").unwrap();
     hup();
-    assert_eq!(
-        c.post(
-            &[json, ("Authorization", "Bearer second-token")],
-            &one_event("d")
-        )
-        .status,
-        200
-    );
+    assert_eq!(with("second-token", "d"), 200);
     assert!(
         c.stderr
             .lock()
@@ -781,13 +746,16 @@ fn the_token_file_is_read_again_on_sighup() {
     let open = String::from_utf8(c.get("/healthz").body).unwrap();
     assert!(!open.contains("events.jsonl"), "{open}");
     assert!(open.contains("live"), "{open}");
-    let told = post(
-        c.port,
-        "/healthz",
-        &[("Authorization", "Bearer second-token")],
-        b"",
-    );
-    assert_eq!(told.status, 405, "healthz is a GET");
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", c.port)).unwrap();
+    s.set_read_timeout(Some(TIMEOUT)).unwrap();
+    write!(
+        s,
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer second-token\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut told = String::new();
+    std::io::Read::read_to_string(&mut s, &mut told).unwrap();
+    assert!(told.contains("events.jsonl"), "{told}");
 }
 
 /// SIGTERM during 50 concurrent uploads: no request is answered 500, and every batch answered

@@ -1,4 +1,4 @@
-//! The core and the host each import one way (README, "Layout"): among a
+//! The core and the host each import one way (README, "For contributors"): among a
 //! crate's top-level modules, no module imports one that imports it back, directly or through
 //! others. Read from the sources: every `crate::name` path before a file's first `#[cfg(test)]`.
 

@@ -12,7 +12,10 @@ pub enum CheckpointError {
     #[error("checkpoint refused: `stateVersion` is missing")]
     MissingVersion,
     /// A `stateVersion` this build does not read, as the JSON text found.
-    #[error("checkpoint refused: stateVersion {0} is not one this build reads (1 to 5)")]
+    #[error(
+        "checkpoint refused: stateVersion {0} is not one this build reads (1 to {latest})",
+        latest = super::checkpoint::STATE_VERSION
+    )]
     Version(String),
     /// A checkpoint of the other view.
     #[error("checkpoint refused: this is a {found} checkpoint; the instance serves {serves}")]

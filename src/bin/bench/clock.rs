@@ -29,27 +29,16 @@ impl Stopwatch {
     }
 }
 
-/// This thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`); zero where it cannot be read.
+/// This thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`, through the `libc` crate); zero where it
+/// cannot be read.
 fn thread_cpu() -> Duration {
-    #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
-    {
-        #[repr(C)]
-        struct Timespec {
-            tv_sec: i64,
-            tv_nsec: i64,
-        }
-        unsafe extern "C" {
-            fn clock_gettime(clock: i32, tp: *mut Timespec) -> i32;
-        }
-        const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
-        let mut t = Timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime writes one timespec through a valid pointer.
-        if unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut t) } == 0 {
-            return Duration::new(t.tv_sec as u64, t.tv_nsec as u32);
-        }
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec through a pointer to a live, writable one.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } == 0 {
+        return Duration::new(t.tv_sec as u64, t.tv_nsec as u32);
     }
     Duration::ZERO
 }

@@ -9,14 +9,14 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use agent_fold_core::NAME_BYTES;
+
 use super::history::HistorySample;
 
 /// The most bytes of one pressure record: a real one is under a kilobyte.
 pub const RECORD_BYTES: usize = 16 << 10;
 /// The most bytes of what a folded frame keeps (the fields the page shows).
 const FRAME_BYTES: usize = 2 << 10;
-/// The longest agent or model name kept: a longer one is not a name.
-const NAME_BYTES: usize = 128;
 
 /// The figures of a session's latest `context/pressure` record that the board ranks, filters
 /// and alerts on.

@@ -425,16 +425,7 @@ fn an_agent_s_otlp_export_reaches_the_board() {
 fn the_otlp_intake_is_bounded_by_what_a_body_holds_and_slow_senders_wait_alone() {
     let s = Server::start(&["--native", "--otlp", "127.0.0.1:0"]);
     let port = s.otlp_port();
-    let mut scope = Vec::new();
-    for _ in 0..16_000_000 {
-        scope.extend_from_slice(&[0x12, 0x00]);
-    }
-    let mut rl = vec![0x12];
-    prost::encoding::encode_varint(scope.len() as u64, &mut rl);
-    rl.extend_from_slice(&scope);
-    let mut body = vec![0x0a];
-    prost::encoding::encode_varint(rl.len() as u64, &mut body);
-    body.extend_from_slice(&rl);
+    let body = harness::empty_records(16_000_000);
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
     e.write_all(&body).unwrap();
     let bomb = e.finish().unwrap();
