@@ -20,6 +20,6 @@ for arg in "$@"; do
       --features probe --target-dir target/wasm-probe >&2
   fi
 done
-cargo build --release --locked --bin bench >&2
+cargo build --release --locked -p agent-fold-bench --bin bench >&2
 mkdir -p target
 target/release/bench "$@" | tee target/bench.md

@@ -5,9 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build-wasm.sh
-# The workspace in the dev profile: the tests build on what this builds (`cargo install
+# The host tool alone, in the dev profile (the tests build the rest; `cargo install
 # --path .` makes the release build, for deployments).
-cargo build --locked --workspace
+cargo build --locked --bin agent-fold
 target/debug/agent-fold run examples/agent-session.jsonl \
   --pressure-out target/demo-pressure.jsonl "$@"
 echo "pressure view: $(wc -l <target/demo-pressure.jsonl) records in target/demo-pressure.jsonl" >&2

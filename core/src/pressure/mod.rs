@@ -2,6 +2,7 @@
 //! re-deliveries no-ops) and say what a session shows whenever a figure changes. Where a
 //! session's state is kept is the caller's business: a step takes the session, if there is one.
 
+mod change;
 mod checkpoint;
 mod records;
 mod session;
@@ -12,7 +13,7 @@ pub(crate) use records::{error_record, pressure_record};
 pub(crate) use session::{Figures, Names, Params, Refusal, Session};
 pub use surface::{Corrupt, Node, Plan, Replaces, Surface};
 
-use session::Change;
+use change::Change;
 
 use crate::config::{Config, Input};
 use crate::frame::Frame;
