@@ -14,20 +14,22 @@ pub struct Runner<'a> {
     pub offset: i64,
 }
 
+/// The document as text: each part a raw JSON value, read and written by one serde shape.
+#[derive(serde::Deserialize, serde::Serialize)]
+struct Doc<'a> {
+    #[serde(borrow)]
+    main: &'a RawValue,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pressure: Option<&'a RawValue>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    adapter: Option<&'a RawValue>,
+    #[serde(default)]
+    offset: i64,
+}
+
 impl<'a> Runner<'a> {
     /// Reads a runner checkpoint without building its parts: each stays text for its restorer.
     pub fn read(text: &'a str) -> Result<Runner<'a>> {
-        #[derive(serde::Deserialize)]
-        struct Doc<'a> {
-            #[serde(borrow)]
-            main: &'a RawValue,
-            #[serde(borrow, default)]
-            pressure: Option<&'a RawValue>,
-            #[serde(borrow, default)]
-            adapter: Option<&'a RawValue>,
-            #[serde(default)]
-            offset: i64,
-        }
         let doc: Doc = serde_json::from_str(text).context("reading the checkpoint")?;
         Ok(Runner {
             main: doc.main.get(),
@@ -37,18 +39,18 @@ impl<'a> Runner<'a> {
         })
     }
 
-    pub fn write(&self) -> String {
-        let mut out = format!("{{\"main\":{}", self.main);
-        if let Some(p) = self.pressure {
-            out.push_str(",\"pressure\":");
-            out.push_str(p);
-        }
-        if let Some(a) = self.adapter {
-            out.push_str(",\"adapter\":");
-            out.push_str(a);
-        }
-        out.push_str(&format!(",\"offset\":{}}}", self.offset));
-        out
+    /// The document, its parts as their codecs wrote them (each checked to be one JSON value).
+    pub fn write(&self) -> Result<String> {
+        let raw = |part: &'a str| -> Result<&'a RawValue> {
+            serde_json::from_str(part).context("a checkpoint part that is no JSON value")
+        };
+        let doc = Doc {
+            main: raw(self.main)?,
+            pressure: self.pressure.map(raw).transpose()?,
+            adapter: self.adapter.map(raw).transpose()?,
+            offset: self.offset,
+        };
+        Ok(serde_json::to_string(&doc)?)
     }
 }
 
@@ -66,7 +68,7 @@ mod tests {
         );
         assert!(r.pressure.is_none());
         assert_eq!(r.offset, 7);
-        assert_eq!(r.write(), text);
+        assert_eq!(r.write().unwrap(), text);
         assert!(Runner::read("{}").is_err());
     }
 }

@@ -198,10 +198,7 @@ async fn collect(args: &Args, token: otlp::Token) -> Result<i32> {
     let (sink, describe, topic): (Arc<dyn EventSink>, String, Option<Arc<TopicSink>>) =
         match (&args.topic, &args.out) {
             (Some(t), _) => {
-                let fluvio = tokio::time::timeout(Duration::from_secs(10), Fluvio::connect())
-                    .await
-                    .map_err(|_| anyhow::anyhow!("no answer from the Fluvio cluster within 10s"))?
-                    .context("cannot reach the Fluvio cluster (current profile)")?;
+                let fluvio = crate::topics::connect().await?;
                 let layout = crate::topics::Layout {
                     partitions: 1,
                     replication: 1,

@@ -3,7 +3,6 @@
 //! same output (contract §6.8) and can be checkpointed.
 
 use std::path::{Path, PathBuf};
-use std::task::{Context, Poll, Waker};
 
 use agent_fold_core::{Processor, View};
 use agent_fold_smartmodule::wire::{Output, Preamble, record_len};
@@ -68,32 +67,6 @@ pub fn check_wasm(path: &Path, params: &[(String, String)]) -> Result<()> {
     Instance::new(&bytes, params, None)
         .with_context(|| format!("the SmartModule {} does not load", path.display()))?;
     Ok(())
-}
-
-/// Wakes the thread that waits in [`block_on`].
-struct Unpark(std::thread::Thread);
-
-impl std::task::Wake for Unpark {
-    fn wake(self: std::sync::Arc<Self>) {
-        self.0.unpark();
-    }
-    fn wake_by_ref(self: &std::sync::Arc<Self>) {
-        self.0.unpark();
-    }
-}
-
-/// Drives a future on this thread: the engine's look-back, whose records are in memory, is
-/// ready at once; a future that is not parks the thread until its waker is called, never spins.
-pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    let mut f = std::pin::pin!(f);
-    let waker = Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    loop {
-        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-            return v;
-        }
-        std::thread::park();
-    }
 }
 
 /// The most bytes (keys and values) one invocation hands the module, `look_back` included: the
@@ -211,7 +184,9 @@ impl Instance {
             );
         }
         let records = fluvio_records(records, first - origin);
-        block_on(self.chain.look_back(|_| {
+        // The records are in memory: the future is ready at once, driven on this thread (which
+        // may be one of a runtime's, where tokio's own block_on would refuse).
+        futures_executor::block_on(self.chain.look_back(|_| {
             let records = records.clone();
             async move { Ok(records) }
         }))
@@ -405,44 +380,6 @@ mod tests {
 
     fn rec(key: usize, value: usize) -> Rec {
         Rec::new(Some(&vec![b'k'; key]), &vec![b'v'; value])
-    }
-
-    /// Pending `left` times, each time waking itself from another thread after a while.
-    struct Later {
-        left: u32,
-        polls: std::sync::Arc<std::sync::atomic::AtomicU32>,
-    }
-
-    impl std::future::Future for Later {
-        type Output = u32;
-        fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<u32> {
-            self.polls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            if self.left == 0 {
-                return Poll::Ready(7);
-            }
-            self.left -= 1;
-            let waker = cx.waker().clone();
-            std::thread::spawn(move || {
-                std::thread::sleep(std::time::Duration::from_millis(30));
-                waker.wake();
-            });
-            Poll::Pending
-        }
-    }
-
-    #[test]
-    fn block_on_parks_until_woken_instead_of_spinning() {
-        let polls = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
-        let f = Later {
-            left: 3,
-            polls: std::sync::Arc::clone(&polls),
-        };
-        assert_eq!(block_on(f), 7);
-        // Spinning would poll thousands of times in the 90 ms of wake-ups; parking polls once
-        // a wake (a spurious unpark may add one).
-        let n = polls.load(std::sync::atomic::Ordering::SeqCst);
-        assert!((4..=6).contains(&n), "{n} polls for 3 wake-ups");
-        assert_eq!(block_on(async { 5 }), 5, "a ready future at once");
     }
 
     #[test]

@@ -305,7 +305,7 @@ pub fn run(args: &Args) -> Result<Summary> {
             adapter: adapter_doc.as_deref(),
             offset: base,
         };
-        std::fs::write(p, doc.write())?;
+        std::fs::write(p, doc.write()?)?;
     }
     Ok(summary)
 }

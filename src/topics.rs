@@ -61,6 +61,14 @@ pub async fn layout(fluvio: &Fluvio, topic: &str) -> Result<Layout> {
     }
 }
 
+/// How `topic` is laid out, or `None` when the cluster has no such topic.
+pub async fn find(fluvio: &Fluvio, topic: &str) -> Result<Option<Layout>> {
+    Ok(listed(&fluvio.admin().await, topic)
+        .await
+        .context("listing topics")?
+        .map(|(layout, _)| layout))
+}
+
 /// `topic`'s layout and resolution, if the cluster has it.
 async fn listed(admin: &FluvioAdmin, topic: &str) -> Result<Option<(Layout, TopicResolution)>> {
     let topics = admin

@@ -8,11 +8,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, bail};
+use fluvio::Offset;
 use fluvio::consumer::{ConsumerConfigExt, RetryMode};
 use fluvio::dataplane::link::ErrorCode;
-use fluvio::metadata::topic::TopicSpec;
-use fluvio::{Fluvio, Offset};
 use futures_util::StreamExt;
 
 use agent_fold_core::Input;
@@ -417,21 +416,13 @@ async fn consume_once(
     next: &mut BTreeMap<u32, i64>,
     wait: &mut Duration,
 ) -> Result<()> {
-    let fluvio = tokio::time::timeout(Duration::from_secs(10), Fluvio::connect())
-        .await
-        .map_err(|_| anyhow!("no answer from the Fluvio cluster within 10s"))?
-        .context("cannot reach the Fluvio cluster (current profile)")?;
-    let admin = fluvio.admin().await;
-    let topics = admin
-        .list::<TopicSpec, String>(vec![topic.to_owned()])
-        .await
-        .context("listing topics")?;
-    let Some(spec) = topics.into_iter().find(|t| t.name == topic) else {
+    let fluvio = crate::topics::connect().await?;
+    let Some(layout) = crate::topics::find(&fluvio, topic).await? else {
         // A topic made again under this name starts at offset 0: read it from its start.
         next.clear();
         bail!("the cluster has no topic {topic}");
     };
-    let partitions = spec.spec.partitions();
+    let partitions = layout.partitions;
     let mut streams = Vec::new();
     for p in 0..partitions {
         let start = match next.get(&p) {
