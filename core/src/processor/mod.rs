@@ -18,6 +18,14 @@ use crate::record::{BatchError, Emit, MAX_KEY_LEN, RecordIn, session_key};
 use crate::state::checkpoint::{self, CheckpointError, Document, Members, STATE_VERSION};
 use crate::state::lru::{EntryId, Lru};
 
+/// What a run over records is for: serving them (what comes out is the output), or replaying
+/// history into the state (a look-back: nothing comes out).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    Serve,
+    Replay,
+}
+
 type Page = frames::Page<EntryId>;
 
 /// How far [`Processor::probe`] runs: each stage adds one phase of an invocation to the one
@@ -89,8 +97,8 @@ impl Processor {
         }
         self.epoch += 1;
         Ok(match self.adapt.is_some() {
-            false => self.run_frames(records, false),
-            true => self.run_lines(records, false),
+            false => self.run_frames(records, Pass::Serve),
+            true => self.run_lines(records, Pass::Serve),
         })
     }
 
@@ -113,8 +121,8 @@ impl Processor {
 
     fn replay(&mut self, records: &[RecordIn]) {
         match self.adapt.is_some() {
-            false => self.run_frames(records, true),
-            true => self.run_lines(records, true),
+            false => self.run_frames(records, Pass::Replay),
+            true => self.run_lines(records, Pass::Replay),
         };
     }
 
@@ -223,7 +231,8 @@ impl Processor {
     }
 
     /// Records that are frames (`input=agent-fold`).
-    fn run_frames(&mut self, records: &[RecordIn], replay: bool) -> Vec<Emit> {
+    fn run_frames(&mut self, records: &[RecordIn], pass: Pass) -> Vec<Emit> {
+        let replay = pass == Pass::Replay;
         if self.view == View::Pressure {
             let mut out = Vec::new();
             // One frame read into again and again (see `Frame::read_all`).
@@ -333,7 +342,8 @@ impl Processor {
     }
 
     /// Records that are an agent's log lines: each adapted, its frames through the view.
-    fn run_lines(&mut self, records: &[RecordIn], replay: bool) -> Vec<Emit> {
+    fn run_lines(&mut self, records: &[RecordIn], pass: Pass) -> Vec<Emit> {
+        let replay = pass == Pass::Replay;
         let mut frames: Vec<Vec<u8>> = Vec::with_capacity(records.len());
         let mut origin: Vec<usize> = Vec::with_capacity(records.len());
         let mut keys: Vec<Vec<u8>> = Vec::with_capacity(records.len());
