@@ -89,10 +89,10 @@ unsafe fn window<B: Block>(b: &[u8], i: usize) -> u64 {
 pub(crate) unsafe fn string<B: Block>(b: &[u8], mut i: usize) -> Res<(usize, bool)> {
     let mut escaped = false;
     loop {
-        // SAFETY (all three): the caller vouches for the instruction set; the window has its
-        // 64 bytes.
         let at = 'found: {
             for _ in 0..64 / B::LEN {
+                // SAFETY: the caller vouches for the instruction set; `block_mask` reads within
+                // the text (a block's bytes past its end left out, nothing left `Bad`).
                 let m = unsafe { block_mask::<B>(b, i) }?;
                 if m != 0 {
                     break 'found i + m.trailing_zeros() as usize;
@@ -100,6 +100,8 @@ pub(crate) unsafe fn string<B: Block>(b: &[u8], mut i: usize) -> Res<(usize, boo
                 i += B::LEN;
             }
             while i + 64 <= b.len() {
+                // SAFETY: the caller vouches for the instruction set; the loop's test leaves the
+                // window its 64 bytes.
                 let m = unsafe { window::<B>(b, i) };
                 if m != 0 {
                     break 'found i + m.trailing_zeros() as usize;
@@ -107,6 +109,8 @@ pub(crate) unsafe fn string<B: Block>(b: &[u8], mut i: usize) -> Res<(usize, boo
                 i += 64;
             }
             loop {
+                // SAFETY: the caller vouches for the instruction set; `block_mask` reads within
+                // the text (a block's bytes past its end left out, nothing left `Bad`).
                 let m = unsafe { block_mask::<B>(b, i) }?;
                 if m != 0 {
                     break 'found i + m.trailing_zeros() as usize;

@@ -177,8 +177,10 @@ unsafe fn value<B: Block>(b: &[u8], i: usize) -> Res<usize> {
 unsafe fn value_at<B: Block>(b: &[u8], i: usize, c: u8) -> Res<usize> {
     match c {
         // SAFETY (both): the caller vouches for the instruction set.
+        // SAFETY: the caller vouches for the instruction set, as the unsafe fn requires.
         b'"' => Ok(unsafe { string::<B>(b, i + 1) }?.0),
         b'-' | b'0'..=b'9' => number(b, i),
+        // SAFETY: the caller vouches for the instruction set, as the unsafe fn requires.
         b'{' | b'[' => unsafe { nested::<B>(b, i) },
         _ => literal(b, i),
     }
@@ -201,8 +203,10 @@ unsafe fn nested<B: Block>(b: &[u8], mut i: usize) -> Res<usize> {
     // it, and one of no more is done, with no bracket stack. Any other is read from the start.
     if b.get(i..i + 2) == Some(b"{\"") {
         // SAFETY (all): the caller vouches for the instruction set.
+        // SAFETY: the caller vouches for the instruction set, as the unsafe fn requires.
         let (key_end, _) = unsafe { string::<B>(b, i + 2) }?;
         if b.get(key_end..key_end + 2) == Some(b":\"") {
+            // SAFETY: the caller vouches for the instruction set, as the unsafe fn requires.
             let (end, _) = unsafe { string::<B>(b, key_end + 2) }?;
             if b.get(end) == Some(&b'}') {
                 return Ok(end + 1);
@@ -211,6 +215,7 @@ unsafe fn nested<B: Block>(b: &[u8], mut i: usize) -> Res<usize> {
                 // Inside the object, at its next member's value.
                 word = 1;
                 depth = 1;
+                // SAFETY: the caller vouches for the instruction set, as the unsafe fn requires.
                 i = unsafe { key_rest::<B>(b, end + 2) }?;
             }
         }
@@ -316,7 +321,9 @@ pub(crate) struct MemberRead<'a> {
 #[inline(always)]
 pub(crate) unsafe fn member<'a, B: Block>(b: &'a [u8], i: usize) -> Res<MemberRead<'a>> {
     // SAFETY (both): the caller vouches for the instruction set.
+    // SAFETY: the caller vouches for the instruction set, as the unsafe fn requires.
     let (key_end, escaped) = unsafe { string::<B>(b, i) }?;
+    // SAFETY: the caller vouches for the instruction set, as the unsafe fn requires.
     unsafe { member_rest::<B>(b, i, key_end, escaped) }
 }
 
@@ -334,10 +341,12 @@ pub(crate) unsafe fn member_known<'a, B: Block, T>(
     known: &impl Fn(&[u8]) -> Option<T>,
 ) -> Res<(MemberRead<'a>, Option<T>)> {
     // SAFETY (all): the caller vouches for the instruction set.
+    // SAFETY: the caller vouches for the instruction set, as the unsafe fn requires.
     let mut q = unsafe { quotes::<B>(b, i) };
     let mut at = i;
     if q == 0 {
         at += B::LEN;
+        // SAFETY: the caller vouches for the instruction set, as the unsafe fn requires.
         q = unsafe { quotes::<B>(b, at) };
     }
     if q != 0 {
@@ -350,11 +359,13 @@ pub(crate) unsafe fn member_known<'a, B: Block, T>(
                 "`known` named a key that is no plain name"
             );
             return Ok((
+                // SAFETY: the caller vouches for the instruction set, as the unsafe fn requires.
                 unsafe { member_rest::<B>(b, i, close + 1, false) }?,
                 Some(t),
             ));
         }
     }
+    // SAFETY: the caller vouches for the instruction set, as the unsafe fn requires.
     Ok((unsafe { member::<B>(b, i) }?, None))
 }
 
@@ -381,9 +392,11 @@ unsafe fn member_rest<'a, B: Block>(
     }
     // SAFETY (both): the caller vouches for the instruction set.
     let (end, plain) = if c == b'"' {
+        // SAFETY: the caller vouches for the instruction set, as the unsafe fn requires.
         let (end, escaped) = unsafe { string::<B>(b, start + 1) }?;
         (end, !escaped)
     } else {
+        // SAFETY: the caller vouches for the instruction set, as the unsafe fn requires.
         (unsafe { value_at::<B>(b, start, c) }?, false)
     };
     debug_assert!(i < key_end && key_end <= start && start < end && end <= b.len());
