@@ -732,7 +732,7 @@ impl Iterator for Corpus {
 pub fn first_malformed(records: &[Rec]) -> Option<usize> {
     records
         .iter()
-        .position(|r| !agent_fold_core::json::is_object(&r.value))
+        .position(|r| !agent_fold_core::is_object(&r.value))
 }
 
 /// `records` records of the corpus `seed` shapes, with the default shape.

@@ -156,7 +156,7 @@ pub fn restore_prior(input: Input) -> u64 {
 
 /// The prior of an agent an `input=otel` record names (`claude-code`, `codex`): the same fit as
 /// its own log's ([`restore_prior`]); `None` for an agent none was fitted for.
-pub fn agent_restore_prior(agent: &str) -> Option<u64> {
+pub(crate) fn agent_restore_prior(agent: &str) -> Option<u64> {
     match agent {
         "claude-code" => Some(restore_prior(Input::ClaudeCode)),
         "codex" => Some(restore_prior(Input::Codex)),
@@ -224,10 +224,10 @@ impl Param {
 }
 
 /// A cap on `max_sessions` that keeps a typo from reserving the SPU's memory.
-pub const MAX_MAX_SESSIONS: usize = 10_000_000;
+pub(crate) const MAX_MAX_SESSIONS: usize = 10_000_000;
 
 /// The largest `max_nodes`: surface positions stay below 2^30 between sweeps.
-pub const MAX_MAX_NODES: usize = 10_000_000;
+pub(crate) const MAX_MAX_NODES: usize = 10_000_000;
 
 /// Every param, in the order the contract (§4) lists them.
 pub const PARAMS: [Param; 11] = [

@@ -67,14 +67,14 @@ pub(crate) struct TypeHead {
 pub(crate) struct Resume(usize);
 
 impl Resume {
-    pub const START: Resume = Resume(0);
+    pub(crate) const START: Resume = Resume(0);
 }
 
 impl TypeHead {
     /// `None` for a counter type that is empty or holds a byte JSON must escape (`"`, `\`, a
     /// control character), whose quoted bytes then are no string's as it stands, and for one
     /// whose head is shorter than 16 bytes (a type of fewer than 6).
-    pub fn new(counter_type: &str) -> Option<TypeHead> {
+    pub(crate) fn new(counter_type: &str) -> Option<TypeHead> {
         let ct = counter_type.as_bytes();
         let plain = !ct.is_empty() && ct.iter().all(|&c| c >= 0x20 && c != b'"' && c != b'\\');
         let head = [b"{\"type\":\"", ct, b"\""].concat();
@@ -87,7 +87,7 @@ impl TypeHead {
 
     /// Past the head, where `b` opens with it; else the start.
     #[inline(always)]
-    pub fn after(&self, b: &[u8]) -> Resume {
+    pub(crate) fn after(&self, b: &[u8]) -> Resume {
         let end = 16 + self.rest_len;
         let opens = b.len() >= end
             && json::word(b, 0) == self.words[0]

@@ -28,7 +28,7 @@ mod estimate;
 mod frame;
 mod frames;
 mod hash;
-pub mod json;
+mod json;
 mod pressure;
 mod processor;
 mod record;
@@ -48,6 +48,7 @@ pub use config::{
 pub use estimate::estimate;
 pub use frame::{Frame, NAME_BYTES, kind, usage_tokens};
 pub use hash::{Fnv1a, fnv1a};
+pub use json::{Isa, is_object};
 #[cfg(feature = "probe")]
 pub use processor::Probe;
 pub use processor::Processor;

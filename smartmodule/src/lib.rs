@@ -124,7 +124,7 @@ pub(crate) struct ReadInput<'a> {
 }
 
 impl<'a> ReadInput<'a> {
-    pub fn new(input: &'a [u8], version: i16) -> Result<ReadInput<'a>, wire::Undecodable> {
+    pub(crate) fn new(input: &'a [u8], version: i16) -> Result<ReadInput<'a>, wire::Undecodable> {
         let i = wire::input(input, version)?;
         let offsets = Offsets::new(i.base_offset);
         let (inputs, metas) = i.split(|r| offsets.record_in(r))?;
@@ -136,14 +136,14 @@ impl<'a> ReadInput<'a> {
     }
 
     /// Input record `i`, if there is one.
-    pub fn get(&self, i: usize) -> Option<Stored<'a>> {
+    pub(crate) fn get(&self, i: usize) -> Option<Stored<'a>> {
         (i < self.metas.len()).then(|| self.records()(i))
     }
 
     /// Input record `i` as the writer reads it, for each `i`: one bounds check each (the two
     /// vectors' lengths are seen to be equal).
     #[inline(always)]
-    pub fn records(&self) -> impl Fn(usize) -> Stored<'a> + '_ {
+    pub(crate) fn records(&self) -> impl Fn(usize) -> Stored<'a> + '_ {
         let metas = &self.metas[..];
         let inputs = &self.inputs[..metas.len()];
         move |i| {
@@ -154,7 +154,7 @@ impl<'a> ReadInput<'a> {
     }
 
     /// The records `emits` make of these, as [`write`] writes them.
-    pub fn write(&self, emits: &[Emit]) -> Output {
+    pub(crate) fn write(&self, emits: &[Emit]) -> Output {
         write(self.records(), emits)
     }
 }

@@ -13,7 +13,7 @@ use crate::service::metrics::{CONTENT_TYPE, Kind, Text};
 /// What a scrape reads: the source's counts and state, the board's holdings, sessions by band
 /// (live ones; no per-session labels), alerts by rule, the clients and connections, the
 /// refusals.
-pub fn render(app: &App) -> String {
+pub(super) fn render(app: &App) -> String {
     let held = app.board.held();
     let f = &app.board.counters;
     let c = &app.connections;
@@ -110,13 +110,13 @@ pub fn render(app: &App) -> String {
     t.finish()
 }
 
-pub async fn metrics(State(app): State<App>) -> Response {
+pub(super) async fn metrics(State(app): State<App>) -> Response {
     ([(header::CONTENT_TYPE, CONTENT_TYPE)], render(&app)).into_response()
 }
 
 /// 200 while the source is starting, live or ended; 503 while it is in error (the page says
 /// why); the body names the state and the message.
-pub async fn healthz(State(app): State<App>) -> Response {
+pub(super) async fn healthz(State(app): State<App>) -> Response {
     let status = app.board.status();
     let code = match status.state {
         SourceState::Error => StatusCode::SERVICE_UNAVAILABLE,

@@ -21,14 +21,14 @@ const STALE: Duration = Duration::from_secs(30 * 24 * 3600);
 /// has them) and the module's params. A transcript replaced, or read with other params, is read
 /// from its start again.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Identity {
+pub(super) struct Identity {
     pub transcript: PathBuf,
     pub file: Option<(u64, u64)>,
     pub params: Vec<(String, String)>,
 }
 
 impl Identity {
-    pub fn of(path: &Path, meta: &Metadata, params: &[(String, String)]) -> Identity {
+    pub(super) fn of(path: &Path, meta: &Metadata, params: &[(String, String)]) -> Identity {
         Identity {
             transcript: path.to_owned(),
             file: file_id(meta),
@@ -39,7 +39,7 @@ impl Identity {
 
 /// One transcript's cache.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Cached {
+pub(super) struct Cached {
     pub version: u64,
     pub identity: Identity,
     /// Bytes of the transcript read (whole lines).
@@ -53,7 +53,7 @@ pub struct Cached {
 }
 
 impl Cached {
-    pub fn fresh(identity: Identity) -> Cached {
+    pub(super) fn fresh(identity: Identity) -> Cached {
         Cached {
             version: VERSION,
             identity,
@@ -73,7 +73,7 @@ fn path_of(dir: &Path, transcript: &Path) -> PathBuf {
 
 /// The cached state of this transcript, if one reads and still fits it: the same file and
 /// params, and no longer than the file is now (`len`, from the file the caller opened).
-pub fn load(dir: &Path, identity: &Identity, len: u64) -> Option<Cached> {
+pub(super) fn load(dir: &Path, identity: &Identity, len: u64) -> Option<Cached> {
     let text = std::fs::read_to_string(path_of(dir, &identity.transcript)).ok()?;
     let c: Cached = serde_json::from_str(&text).ok()?;
     (c.version == VERSION && c.identity == *identity && c.offset <= len).then_some(c)
@@ -81,7 +81,7 @@ pub fn load(dir: &Path, identity: &Identity, len: u64) -> Option<Cached> {
 
 /// Writes the state (a temporary file renamed into place); failing to is only said on stderr:
 /// the next call reads the transcript from its start.
-pub fn store(dir: &Path, c: &Cached) {
+pub(super) fn store(dir: &Path, c: &Cached) {
     let result = (|| -> std::io::Result<()> {
         let fresh = !dir.exists();
         std::fs::create_dir_all(dir)?;

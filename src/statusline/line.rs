@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::Payload;
 
 /// Every field a template may name.
-pub const FIELDS: [&str; 14] = [
+pub(super) const FIELDS: [&str; 14] = [
     "percent",
     "used",
     "window",
@@ -101,7 +101,7 @@ impl Fields {
 }
 
 /// `84213` → `84k`, `1500` → `1.5k`, `1250000` → `1.25M`: a terminal's few columns.
-pub fn short(n: u64) -> String {
+pub(super) fn short(n: u64) -> String {
     let trim = |s: String| {
         let s = s.trim_end_matches('0').trim_end_matches('.').to_owned();
         if s.is_empty() { "0".to_owned() } else { s }

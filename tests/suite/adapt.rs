@@ -279,7 +279,7 @@ fn every_line_is_accounted_for() {
             let mut out: Vec<Vec<u8>> = Vec::new();
             let n = a.push(l.key.as_deref(), &l.value, None, &mut out);
             assert!(n >= 1, "{rel}: a line became no frame: {}", text(l));
-            if !agent_fold_core::json::is_object(&l.value) {
+            if !agent_fold_core::is_object(&l.value) {
                 assert_eq!(
                     out,
                     std::slice::from_ref(&l.value),

@@ -16,10 +16,10 @@ use agent_fold_core::View;
 use serde_json::{Value, json};
 
 /// How long anything may take before the test fails instead of hanging.
-pub const TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The binary under test: $AGENT_FOLD_BIN (e.g. a release build), else cargo's build of it.
-pub fn binary() -> std::path::PathBuf {
+pub(crate) fn binary() -> std::path::PathBuf {
     std::env::var_os("AGENT_FOLD_BIN")
         .map(Into::into)
         .unwrap_or_else(|| env!("CARGO_BIN_EXE_agent-fold").into())
@@ -27,7 +27,7 @@ pub fn binary() -> std::path::PathBuf {
 
 /// `agent-fold ARGS` run to its end with `stdin` as its input (none: no input), its stdout and
 /// stderr caught.
-pub fn agent_fold<S: AsRef<OsStr>>(args: &[S], stdin: Option<&[u8]>) -> Output {
+pub(crate) fn agent_fold<S: AsRef<OsStr>>(args: &[S], stdin: Option<&[u8]>) -> Output {
     let input = match stdin {
         Some(_) => Stdio::piped(),
         None => Stdio::null(),
@@ -51,7 +51,7 @@ pub fn agent_fold<S: AsRef<OsStr>>(args: &[S], stdin: Option<&[u8]>) -> Output {
 }
 
 /// `out`, having checked that the command succeeded (its stderr in the failure).
-pub fn succeeded(out: Output) -> Output {
+pub(crate) fn succeeded(out: Output) -> Output {
     assert!(
         out.status.success(),
         "agent-fold failed: {}",
@@ -61,7 +61,7 @@ pub fn succeeded(out: Output) -> Output {
 }
 
 /// A running server; killed when dropped.
-pub struct Server {
+pub(crate) struct Server {
     /// What it printed on stdout, line by line.
     printed: Arc<Mutex<Vec<String>>>,
     child: Child,
@@ -71,7 +71,7 @@ pub struct Server {
 }
 
 /// `agent-fold serve ARGS…` run to its end: its exit code and stderr (for refused flags).
-pub fn refused(args: &[&str]) -> (i32, String) {
+pub(crate) fn refused(args: &[&str]) -> (i32, String) {
     let out = Command::new(binary())
         .arg("serve")
         .args(args)
@@ -91,12 +91,12 @@ pub fn refused(args: &[&str]) -> (i32, String) {
 
 impl Server {
     /// `agent-fold serve ARGS…` with stdin closed.
-    pub fn start(args: &[&str]) -> Server {
+    pub(crate) fn start(args: &[&str]) -> Server {
         Server::start_with(args, &[], Stdio::null())
     }
 
     /// With extra environment variables and the given stdin.
-    pub fn start_with(args: &[&str], env: &[(&str, &str)], stdin: Stdio) -> Server {
+    pub(crate) fn start_with(args: &[&str], env: &[(&str, &str)], stdin: Stdio) -> Server {
         let mut child = Command::new(binary())
             .arg("serve")
             .args(args)
@@ -149,7 +149,7 @@ impl Server {
     }
 
     /// The OTLP endpoint's port (`serve --otlp` prints its URL on the second line).
-    pub fn otlp_port(&self) -> u16 {
+    pub(crate) fn otlp_port(&self) -> u16 {
         let deadline = Instant::now() + TIMEOUT;
         loop {
             if let Some(line) = self.printed.lock().unwrap().get(1) {
@@ -164,7 +164,7 @@ impl Server {
         }
     }
 
-    pub fn stdin(&mut self) -> &mut ChildStdin {
+    pub(crate) fn stdin(&mut self) -> &mut ChildStdin {
         self.child
             .stdin
             .as_mut()
@@ -172,26 +172,26 @@ impl Server {
     }
 
     /// Closes the server's stdin.
-    pub fn close_stdin(&mut self) {
+    pub(crate) fn close_stdin(&mut self) {
         drop(self.child.stdin.take());
     }
 
-    pub fn stderr(&self) -> String {
+    pub(crate) fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
     }
 
     /// The server's process id.
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
     /// The server's resident memory, in bytes (`VmRSS` of /proc).
-    pub fn rss(&self) -> u64 {
+    pub(crate) fn rss(&self) -> u64 {
         self.proc_status("VmRSS:")
     }
 
     /// The most resident memory the server ever had (its high-water mark).
-    pub fn peak_rss(&self) -> u64 {
+    pub(crate) fn peak_rss(&self) -> u64 {
         self.proc_status("VmHWM:")
     }
 
@@ -200,7 +200,7 @@ impl Server {
     }
 
     /// Sends a signal and waits (60 s at most) for the exit code.
-    pub fn stop(&mut self, signal: i32) -> Option<i32> {
+    pub(crate) fn stop(&mut self, signal: i32) -> Option<i32> {
         // SAFETY: kill sends a signal to the child this harness started and still owns.
         assert_eq!(unsafe { libc::kill(self.pid() as i32, signal) }, 0);
         let deadline = Instant::now() + TIMEOUT;
@@ -214,7 +214,7 @@ impl Server {
     }
 
     /// A raw request (its text as given, CRLFs and all): the whole response as text.
-    pub fn raw(&self, request: &str) -> String {
+    pub(crate) fn raw(&self, request: &str) -> String {
         let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect to the server");
         s.set_read_timeout(Some(TIMEOUT)).unwrap();
         s.write_all(request.as_bytes()).unwrap();
@@ -224,7 +224,7 @@ impl Server {
     }
 
     /// `GET /metrics`, parsed as the Prometheus text format.
-    pub fn metrics(&self) -> prometheus_parse::Scrape {
+    pub(crate) fn metrics(&self) -> prometheus_parse::Scrape {
         let r = self.get("/metrics");
         assert_eq!(r.status, 200);
         assert!(
@@ -239,7 +239,7 @@ impl Server {
     }
 
     /// Whether the process still runs.
-    pub fn alive(&mut self) -> bool {
+    pub(crate) fn alive(&mut self) -> bool {
         self.child.try_wait().expect("try_wait").is_none()
     }
 
@@ -256,20 +256,20 @@ impl Server {
     }
 
     /// A GET: status, headers (names lowercased) and the whole body.
-    pub fn get(&self, path: &str) -> Response {
+    pub(crate) fn get(&self, path: &str) -> Response {
         let s = self.connect(path, &[("Connection", "close")]);
         response(s, false)
     }
 
     /// `GET /state` as JSON.
-    pub fn state(&self) -> Value {
+    pub(crate) fn state(&self) -> Value {
         let r = self.get("/state");
         assert_eq!(r.status, 200);
         serde_json::from_slice(&r.body).expect("/state is JSON")
     }
 
     /// Polls `/state` until `ok` holds of it, else fails saying `what` and the last state.
-    pub fn wait_state(&self, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
+    pub(crate) fn wait_state(&self, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
         let deadline = Instant::now() + TIMEOUT;
         loop {
             let s = self.state();
@@ -286,7 +286,7 @@ impl Server {
     }
 
     /// An SSE connection to `path` (`/events…`), with a `Last-Event-ID` when given.
-    pub fn events_at(&self, path: &str, last: Option<&str>) -> Events {
+    pub(crate) fn events_at(&self, path: &str, last: Option<&str>) -> Events {
         let mut headers = vec![("Accept", "text/event-stream")];
         if let Some(id) = last {
             headers.push(("Last-Event-ID", id));
@@ -309,7 +309,7 @@ impl Server {
         }
     }
 
-    pub fn events(&self, last: Option<&str>) -> Events {
+    pub(crate) fn events(&self, last: Option<&str>) -> Events {
         self.events_at("/events", last)
     }
 }
@@ -321,14 +321,14 @@ impl Drop for Server {
     }
 }
 
-pub struct Response {
+pub(crate) struct Response {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
 
 impl Response {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(k, _)| k == name)
@@ -361,7 +361,7 @@ fn head(r: &mut impl BufRead) -> (u16, Vec<(String, String)>) {
 }
 
 /// A POST to `127.0.0.1:port` with the given headers and body: status, headers, whole body.
-pub fn post(port: u16, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Response {
+pub(crate) fn post(port: u16, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Response {
     let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
     s.set_read_timeout(Some(TIMEOUT)).unwrap();
     let mut req = format!(
@@ -454,7 +454,7 @@ impl<R: BufRead> Read for Chunked<R> {
 
 /// One Server-Sent Event.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SseEvent {
+pub(crate) struct SseEvent {
     pub id: Option<String>,
     pub kind: String,
     pub data: String,
@@ -462,13 +462,13 @@ pub struct SseEvent {
 }
 
 impl SseEvent {
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.data)
             .unwrap_or_else(|e| panic!("event data is JSON ({e}): {}", self.data))
     }
 
     /// The event's number (the part of its id before the run).
-    pub fn n(&self) -> u64 {
+    pub(crate) fn n(&self) -> u64 {
         let id = self.id.as_deref().expect("a numbered event");
         id.split_once('-')
             .and_then(|(n, _)| n.parse().ok())
@@ -477,14 +477,14 @@ impl SseEvent {
 }
 
 /// An open `/events` stream.
-pub struct Events {
+pub(crate) struct Events {
     lines: BufReader<Box<dyn Read + Send>>,
 }
 
 impl Events {
     /// The next event (comments skipped); fails after [`TIMEOUT`] without one, keep-alive
     /// comments or not.
-    pub fn next(&mut self) -> SseEvent {
+    pub(crate) fn next(&mut self) -> SseEvent {
         let deadline = Instant::now() + TIMEOUT;
         let mut e = SseEvent {
             id: None,
@@ -533,7 +533,7 @@ impl Events {
     }
 
     /// The next event of `kind`, those of other kinds skipped.
-    pub fn next_of(&mut self, kind: &str) -> SseEvent {
+    pub(crate) fn next_of(&mut self, kind: &str) -> SseEvent {
         loop {
             let e = self.next();
             if e.kind == kind {
@@ -544,7 +544,7 @@ impl Events {
 
     /// The board's events (`board` and `delta`) until one carries a row of session `id` that
     /// `ok` holds of: that row, and the event.
-    pub fn next_row(&mut self, id: &str, ok: impl Fn(&Value) -> bool) -> (Value, SseEvent) {
+    pub(crate) fn next_row(&mut self, id: &str, ok: impl Fn(&Value) -> bool) -> (Value, SseEvent) {
         loop {
             let e = self.next();
             if let Some(row) = row_of(&e.json()["rows"], id).filter(|r| ok(r)) {
@@ -554,7 +554,7 @@ impl Events {
     }
 
     /// The board's events until one carries a status that `ok` holds of: that status.
-    pub fn next_status(&mut self, ok: impl Fn(&Value) -> bool) -> Value {
+    pub(crate) fn next_status(&mut self, ok: impl Fn(&Value) -> bool) -> Value {
         loop {
             let e = self.next();
             let v = e.json();
@@ -566,12 +566,12 @@ impl Events {
 }
 
 /// The row of session `id` among `rows` (a board's, a delta's, `/state`'s `sessions`).
-pub fn row_of<'a>(rows: &'a Value, id: &str) -> Option<&'a Value> {
+pub(crate) fn row_of<'a>(rows: &'a Value, id: &str) -> Option<&'a Value> {
     rows.as_array()?.iter().find(|r| r["session"] == id)
 }
 
 /// A `kB` figure of /proc/PID/status (`VmRSS:`, `VmHWM:`), in bytes.
-pub fn proc_status(pid: u32, field: &str) -> u64 {
+pub(crate) fn proc_status(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let kb: u64 = status
         .lines()
@@ -583,10 +583,10 @@ pub fn proc_status(pid: u32, field: &str) -> u64 {
 
 /// A directory of one test's own under the target's tmp, removed with everything in it when
 /// dropped (a failed test's stays until the next run of its name).
-pub struct Scratch(std::path::PathBuf);
+pub(crate) struct Scratch(std::path::PathBuf);
 
 /// A fresh [`Scratch`] named for `name`, unique in this run.
-pub fn scratch(name: &str) -> Scratch {
+pub(crate) fn scratch(name: &str) -> Scratch {
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
@@ -619,10 +619,10 @@ impl Drop for Scratch {
 
 // Not every test crate that includes the harness appends to a log.
 #[allow(unused_imports)]
-pub use agent_fold_testkit::append;
+pub(crate) use agent_fold_testkit::append;
 
 /// An agent-fold frame of `session` as a log line: `type` `kind`, `extra`'s members added.
-pub fn frame(session: &str, seq: u64, kind: &str, extra: Value) -> String {
+pub(crate) fn frame(session: &str, seq: u64, kind: &str, extra: Value) -> String {
     let mut v = json!({"type": kind, "session_id": session, "id": format!("{session}-{seq}"),
                        "seq": seq, "timestamp": format!("2026-11-29T10:00:{seq:02}Z")});
     for (k, x) in extra.as_object().unwrap() {
@@ -632,7 +632,7 @@ pub fn frame(session: &str, seq: u64, kind: &str, extra: Value) -> String {
 }
 
 /// The module's last pressure record over `records` in one invocation, with `params`.
-pub fn last_pressure(records: &[Rec], params: &[(&str, &str)]) -> Value {
+pub(crate) fn last_pressure(records: &[Rec], params: &[(&str, &str)]) -> Value {
     let params: Vec<(String, String)> = params
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -644,14 +644,14 @@ pub fn last_pressure(records: &[Rec], params: &[(&str, &str)]) -> Value {
 
 /// The real Claude Code session's directory (its transcript is the `.jsonl` beside it), when
 /// ../shared is there (under CI=true its absence fails the test: [`crate::common::shared`]).
-pub fn real_session() -> Option<std::path::PathBuf> {
+pub(crate) fn real_session() -> Option<std::path::PathBuf> {
     crate::common::real_data("claude-code/ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl")?;
     crate::common::real_data("claude-code/ae4a77f8-aedd-4bc1-888f-c94edc91af04")
 }
 
 /// The OTLP receiver's counters under `prefix` (`agent_fold_collect`, `agent_fold_serve`): `written`
 /// events written to the sink, `answered` requests answered 200.
-pub fn assert_otlp_counted(
+pub(crate) fn assert_otlp_counted(
     scrape: &prometheus_parse::Scrape,
     prefix: &str,
     written: usize,
@@ -668,7 +668,11 @@ pub fn assert_otlp_counted(
 }
 
 /// A sample's value in a scrape: the first of `name` whose labels include `labels`.
-pub fn sample(scrape: &prometheus_parse::Scrape, name: &str, labels: &[(&str, &str)]) -> f64 {
+pub(crate) fn sample(
+    scrape: &prometheus_parse::Scrape,
+    name: &str,
+    labels: &[(&str, &str)],
+) -> f64 {
     scrape
         .samples
         .iter()
@@ -684,7 +688,7 @@ pub fn sample(scrape: &prometheus_parse::Scrape, name: &str, labels: &[(&str, &s
 
 /// An OTLP logs request of `n` empty log records in one scope, as protobuf: two bytes a record,
 /// the smallest body of the most records.
-pub fn empty_records(n: usize) -> Vec<u8> {
+pub(crate) fn empty_records(n: usize) -> Vec<u8> {
     let mut scope = Vec::with_capacity(2 * n);
     for _ in 0..n {
         scope.extend_from_slice(&[0x12, 0x00]);

@@ -119,7 +119,7 @@ fn post(conn: &mut BufReader<TcpStream>, ctype: &str, gzip: bool, body: &[u8]) -
 }
 
 /// Sends `total` requests from `clients` senders; prints the rate.
-pub fn run(bin: &Path, transcript: &Path, total: usize, clients: usize) -> Result<()> {
+pub(crate) fn run(bin: &Path, transcript: &Path, total: usize, clients: usize) -> Result<()> {
     let bodies = requests(transcript)?;
     if bodies.is_empty() {
         bail!("{} gives no events", transcript.display());

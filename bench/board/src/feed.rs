@@ -19,7 +19,7 @@ use anyhow::{Context, Result, bail};
 use crate::Args;
 
 /// What was fed.
-pub struct Fed {
+pub(crate) struct Fed {
     /// Records written: pressure records to stdin, frames to a topic.
     pub records: u64,
     /// Pressure records the server should read: those written, or those the relay makes.
@@ -29,7 +29,7 @@ pub struct Fed {
     pub crossings: BTreeMap<String, BTreeMap<String, u64>>,
 }
 
-pub struct Feeder {
+pub(crate) struct Feeder {
     stop: Arc<AtomicBool>,
     warmed: Arc<AtomicBool>,
     handle: JoinHandle<Result<Fed>>,
@@ -62,7 +62,7 @@ fn restamp(value: &[u8], stamp: &str) -> Vec<u8> {
 
 /// The module's `max_sessions`, here and in the relay: room for the live sessions and those
 /// that ended recently, so that none comes back partial (contract §4).
-pub fn max_sessions(args: &Args) -> usize {
+pub(crate) fn max_sessions(args: &Args) -> usize {
     args.sessions * 4
 }
 
@@ -142,7 +142,7 @@ fn fluvio(args: &[&str]) -> Result<std::process::Output> {
 
 /// Makes the event topic of a relay run (a name of its own: the local SC can stall for a
 /// minute creating a topic right after one of the same name was deleted).
-pub fn topic(name: &str) -> Result<()> {
+pub(crate) fn topic(name: &str) -> Result<()> {
     let out = fluvio(&["topic", "create", name])?;
     if !out.status.success() {
         bail!(
@@ -154,7 +154,7 @@ pub fn topic(name: &str) -> Result<()> {
 }
 
 /// Deletes a relay run's topics.
-pub fn delete_topics(name: &str) {
+pub(crate) fn delete_topics(name: &str) {
     for t in [name.to_owned(), format!("{name}-pressure")] {
         let _ = fluvio(&["topic", "delete", &t]);
     }
@@ -163,7 +163,7 @@ pub fn delete_topics(name: &str) {
 impl Feeder {
     /// Feeds `serve -` through `stdin` (pressure records), or the event topic (frames) when
     /// there is no stdin, at `args.rate` a second until stopped.
-    pub fn start(args: &Args, rules: &[Rule], stdin: Option<ChildStdin>) -> Result<Feeder> {
+    pub(crate) fn start(args: &Args, rules: &[Rule], stdin: Option<ChildStdin>) -> Result<Feeder> {
         let mut source = Source::new(args)?;
         let stop = Arc::new(AtomicBool::new(false));
         let warmed = Arc::new(AtomicBool::new(false));
@@ -240,13 +240,13 @@ impl Feeder {
     }
 
     /// Waits until the warm-up's records are written (at once without one).
-    pub fn wait_warm(&self) {
+    pub(crate) fn wait_warm(&self) {
         while !self.warmed.load(Ordering::Relaxed) && !self.handle.is_finished() {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
 
-    pub fn stop(self) -> Result<Fed> {
+    pub(crate) fn stop(self) -> Result<Fed> {
         self.stop.store(true, Ordering::Relaxed);
         self.handle.join().expect("the feeder thread")
     }

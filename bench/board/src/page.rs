@@ -5,10 +5,10 @@ use agent_fold_testkit::cdp::{Browser, find_chromium};
 use anyhow::{Result, anyhow};
 use serde_json::Value;
 
-pub struct BrowserPage(Browser);
+pub(crate) struct BrowserPage(Browser);
 
 /// What a page opened late drew of a session's chart.
-pub struct Late {
+pub(crate) struct Late {
     pub session: String,
     pub drawn: u64,
     pub points: u64,
@@ -21,7 +21,7 @@ fn launch() -> Result<Browser> {
 
 impl BrowserPage {
     /// The board, once its first message came.
-    pub fn open(url: &str) -> Result<BrowserPage> {
+    pub(crate) fn open(url: &str) -> Result<BrowserPage> {
         let mut b = launch()?;
         b.viewport(1440, 900, 1.0)?;
         b.goto(url)?;
@@ -30,7 +30,7 @@ impl BrowserPage {
     }
 
     /// A fresh page's first render of the whole board: ms from navigation start.
-    pub fn first_render(url: &str) -> Result<f64> {
+    pub(crate) fn first_render(url: &str) -> Result<f64> {
         let mut p = BrowserPage::open(url)?;
         p.0.wait_for("agentFold.firstRender != null")?;
         p.0.eval("agentFold.firstRender")?
@@ -39,7 +39,7 @@ impl BrowserPage {
     }
 
     /// Every frame's length (ms) of a scroll from the first row to the last, 2,400 px a frame.
-    pub fn scroll_frames(&mut self) -> Result<Vec<f64>> {
+    pub(crate) fn scroll_frames(&mut self) -> Result<Vec<f64>> {
         let v = self.0.eval(
             "(async () => { const b = document.getElementById('board'); b.scrollTop = 0; \
              const frame = () => new Promise((r) => requestAnimationFrame(r)); await frame(); \
@@ -51,23 +51,23 @@ impl BrowserPage {
         Ok(numbers(&v))
     }
 
-    pub fn reset_latency(&mut self) -> Result<()> {
+    pub(crate) fn reset_latency(&mut self) -> Result<()> {
         self.0.eval("agentFold.latency.length = 0")?;
         Ok(())
     }
 
     /// The page's samples of record read → row shown, ms.
-    pub fn latency(&mut self) -> Result<Vec<f64>> {
+    pub(crate) fn latency(&mut self) -> Result<Vec<f64>> {
         Ok(numbers(&self.0.eval("agentFold.latency")?))
     }
 
-    pub fn rows(&mut self) -> Result<u64> {
+    pub(crate) fn rows(&mut self) -> Result<u64> {
         Ok(self.0.eval("agentFold.rows")?.as_u64().unwrap_or(0))
     }
 
     /// A page opened now on the board's top session: its chart drawn, against the server's
     /// history of it.
-    pub fn late_chart(url: &str) -> Result<Late> {
+    pub(crate) fn late_chart(url: &str) -> Result<Late> {
         let mut p = BrowserPage::open(url)?;
         let top = p.0.eval(
             "(async () => (await (await fetch('/api/sessions?limit=1')).json()).sessions[0].session)()",

@@ -5,25 +5,25 @@
 use std::time::{Duration, Instant};
 
 #[derive(Clone, Copy, Default)]
-pub struct Spent {
+pub(crate) struct Spent {
     pub cpu: Duration,
     pub wall: Duration,
 }
 
-pub struct Stopwatch {
+pub(crate) struct Stopwatch {
     cpu: Duration,
     wall: Instant,
 }
 
 impl Stopwatch {
-    pub fn start() -> Stopwatch {
+    pub(crate) fn start() -> Stopwatch {
         Stopwatch {
             cpu: thread_cpu(),
             wall: Instant::now(),
         }
     }
 
-    pub fn add_to(self, spent: &mut Spent) {
+    pub(crate) fn add_to(self, spent: &mut Spent) {
         spent.cpu += thread_cpu().saturating_sub(self.cpu);
         spent.wall += self.wall.elapsed();
     }

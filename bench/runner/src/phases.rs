@@ -11,7 +11,7 @@ use agent_fold::heap::RssProbe;
 
 /// FNV-1a over the output records, to check that two runs emitted the same bytes.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
-pub struct Digest(Fnv1a);
+pub(crate) struct Digest(Fnv1a);
 
 impl Digest {
     fn add(&mut self, key: Option<&[u8]>, value: &[u8]) {
@@ -29,7 +29,7 @@ impl Digest {
 }
 
 /// One phase's measurements.
-pub struct Row {
+pub(crate) struct Row {
     pub name: String,
     pub batch: Option<usize>,
     pub time: Spent,
@@ -43,7 +43,7 @@ pub struct Row {
 
 impl Row {
     /// CPU seconds where the clock is there, else wall seconds.
-    pub fn secs(&self) -> f64 {
+    pub(crate) fn secs(&self) -> f64 {
         let cpu = self.time.cpu.as_secs_f64();
         if cpu > 0.0 {
             cpu
@@ -53,26 +53,26 @@ impl Row {
         .max(1e-9)
     }
 
-    pub fn wall_mbps(&self) -> f64 {
+    pub(crate) fn wall_mbps(&self) -> f64 {
         self.bytes as f64 / 1e6 / self.time.wall.as_secs_f64().max(1e-9)
     }
 
-    pub fn rps(&self) -> f64 {
+    pub(crate) fn rps(&self) -> f64 {
         self.records as f64 / self.secs()
     }
 
-    pub fn mbps(&self) -> f64 {
+    pub(crate) fn mbps(&self) -> f64 {
         self.bytes as f64 / 1e6 / self.secs()
     }
 
-    pub fn fuel_per_record(&self) -> Option<f64> {
+    pub(crate) fn fuel_per_record(&self) -> Option<f64> {
         Some(self.fuel? as f64 / self.records.max(1) as f64)
     }
 }
 
 /// Records laid out as a Fluvio batch holds them: every record's key and value side by side
 /// in one buffer (not one allocation each, which would add a cache miss per key).
-pub struct PackedRecords {
+pub(crate) struct PackedRecords {
     buf: Vec<u8>,
     /// Per record: its key's range, if it has a key, and its value's.
     spans: Vec<(Option<Span>, Span)>,
@@ -82,7 +82,7 @@ pub struct PackedRecords {
 type Span = (usize, usize);
 
 impl PackedRecords {
-    pub fn of(records: &[Rec]) -> PackedRecords {
+    pub(crate) fn of(records: &[Rec]) -> PackedRecords {
         let size = records.iter().map(Rec::bytes).sum();
         let mut buf = Vec::with_capacity(size);
         let mut spans = Vec::with_capacity(records.len());
@@ -99,7 +99,7 @@ impl PackedRecords {
         PackedRecords { buf, spans }
     }
 
-    pub fn inputs(&self) -> Vec<RecordIn<'_>> {
+    pub(crate) fn inputs(&self) -> Vec<RecordIn<'_>> {
         self.spans
             .iter()
             .map(|&(key, (v0, v1))| {
@@ -111,7 +111,7 @@ impl PackedRecords {
 
 /// What a phase runs.
 #[derive(Clone)]
-pub enum Spec {
+pub(crate) enum Spec {
     /// A module in the engine: name, `.wasm`, params, records per invocation.
     Engine(&'static str, Vec<u8>, Vec<(String, String)>, usize),
     /// The native core: view, records per invocation.
@@ -252,7 +252,7 @@ fn chunks<'a>(
 /// Every phase over the corpus, interleaved: each chunk goes through every phase before the
 /// next chunk does, the phases' order rotating from chunk to chunk, so that what the rest of
 /// a shared machine does at any moment weighs on all of them alike.
-pub fn timed(specs: &[Spec], corpus: &[Rec], records: &[RecordIn]) -> Result<Vec<Row>> {
+pub(crate) fn timed(specs: &[Spec], corpus: &[Rec], records: &[RecordIn]) -> Result<Vec<Row>> {
     let mut phases = specs.iter().map(Phase::new).collect::<Result<Vec<_>>>()?;
     let n = phases.len();
     for (c, (recs, ins)) in chunks(corpus, records).enumerate() {
@@ -264,7 +264,7 @@ pub fn timed(specs: &[Spec], corpus: &[Rec], records: &[RecordIn]) -> Result<Vec
 }
 
 /// One phase alone over the corpus, for its memory: the growth of the process's peak RSS.
-pub fn peak_rss(spec: &Spec, corpus: &[Rec], records: &[RecordIn]) -> Result<Option<f64>> {
+pub(crate) fn peak_rss(spec: &Spec, corpus: &[Rec], records: &[RecordIn]) -> Result<Option<f64>> {
     let mut phase = Phase::new(spec)?;
     let rss = RssProbe::start();
     for (recs, ins) in chunks(corpus, records) {
@@ -276,11 +276,12 @@ pub fn peak_rss(spec: &Spec, corpus: &[Rec], records: &[RecordIn]) -> Result<Opt
 }
 
 /// The probe's stages, in order (`smartmodule/src/probe.rs`), then the whole call.
-pub const PROBE_STAGES: [&str; 7] = ["read", "walk", "scan", "lookup", "view", "records", "whole"];
+pub(crate) const PROBE_STAGES: [&str; 7] =
+    ["read", "walk", "scan", "lookup", "view", "records", "whole"];
 
 /// Fuel per record of the probe module at each of [`PROBE_STAGES`], one view, batch 10,000:
 /// deterministic, so one pass each.
-pub fn probe_fuel(probe: &[u8], view: &str, corpus: &[Rec]) -> Result<Vec<f64>> {
+pub(crate) fn probe_fuel(probe: &[u8], view: &str, corpus: &[Rec]) -> Result<Vec<f64>> {
     let mut fuel = Vec::new();
     for stage in PROBE_STAGES {
         let mut params = vec![("emit".to_string(), view.to_string())];

@@ -12,7 +12,7 @@ use crate::store::{DEFAULT_STORE, LookBack, StoreRow};
 use crate::{Args, BATCHES};
 
 /// Per-session state of the native core.
-pub struct SessionState {
+pub(crate) struct SessionState {
     pub frames_10k: f64,
     pub frames_100k: f64,
     pub per_node_1: f64,
@@ -21,15 +21,15 @@ pub struct SessionState {
 }
 
 /// The small-event corpus's shape and phases (batch 10,000 only).
-pub struct Small<'a> {
+pub(crate) struct Small<'a> {
     pub stats: &'a Stats,
     pub rows: &'a [Row],
 }
 
 /// Per corpus and view, fuel per record at each of the probe's stages.
-pub type Probes<'a> = [(&'a str, &'a str, Vec<f64>)];
+pub(crate) type Probes<'a> = [(&'a str, &'a str, Vec<f64>)];
 
-pub struct Report<'a> {
+pub(crate) struct Report<'a> {
     pub args: &'a Args,
     pub stats: &'a Stats,
     pub rows: &'a [Row],
@@ -58,7 +58,7 @@ impl Report<'_> {
 
     /// The report of `bench --references`: the reference tables of both corpora, engine
     /// against native, and the phases when measured.
-    pub fn references_only(
+    pub(crate) fn references_only(
         args: &Args,
         stats: &Stats,
         rows: &[Row],
@@ -89,7 +89,7 @@ impl Report<'_> {
         find(self.rows, name, batch)
     }
 
-    pub fn markdown(&self) -> String {
+    pub(crate) fn markdown(&self) -> String {
         let mut md = String::new();
         let _ = writeln!(
             md,

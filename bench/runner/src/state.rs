@@ -23,7 +23,7 @@ fn uuid(n: u64) -> Vec<u8> {
 
 /// Heap bytes per frames-view session: `n` sessions each seen with a user message and a
 /// counter (so each holds its run state), divided by `n`.
-pub fn frames_bytes_per_session(n: usize) -> Result<f64> {
+pub(crate) fn frames_bytes_per_session(n: usize) -> Result<f64> {
     let count = HeapCount::start();
     let cap = n.to_string();
     let mut p = Processor::from_params([("emit", "frames"), ("max_sessions", cap.as_str())])?;
@@ -51,7 +51,7 @@ pub fn frames_bytes_per_session(n: usize) -> Result<f64> {
 
 /// Heap bytes per surface node of the pressure view: `sessions` sessions of `nodes` message
 /// frames each, divided by the node count (session overhead included).
-pub fn pressure_bytes_per_node(sessions: usize, nodes: usize) -> Result<(f64, f64)> {
+pub(crate) fn pressure_bytes_per_node(sessions: usize, nodes: usize) -> Result<(f64, f64)> {
     let count = HeapCount::start();
     let cap = sessions.to_string();
     let mut p = Processor::from_params([("emit", "pressure"), ("max_sessions", cap.as_str())])?;
@@ -87,7 +87,7 @@ pub fn pressure_bytes_per_node(sessions: usize, nodes: usize) -> Result<(f64, f6
 }
 
 /// One processor of the memory stream, and the live heap it holds.
-pub struct Held {
+pub(crate) struct Held {
     pub view: &'static str,
     pub cap: usize,
     p: Processor,
@@ -101,7 +101,7 @@ pub struct Held {
 /// each holds at every quarter of the stream, with its session count. What a processor holds
 /// is the sum of the heap its `process` calls left behind, so the stream's own buffers and
 /// the generator do not count.
-pub fn stream_memory(
+pub(crate) fn stream_memory(
     views: &[(&'static str, usize)],
     total: usize,
     seed: u64,

@@ -11,11 +11,11 @@ use anyhow::Result;
 const STEP: usize = 1 << 20;
 
 /// The engine's default store limit (fluvio-smartengine 0.50.1).
-pub const DEFAULT_STORE: usize = 1_000_000_000;
+pub(crate) const DEFAULT_STORE: usize = 1_000_000_000;
 
 /// The smallest store, to a MiB, in which a fresh instance of `wasm` with `params` runs `calls`;
 /// `None` when even the default store is too small.
-pub fn least_store(
+pub(crate) fn least_store(
     wasm: &[u8],
     params: &[(String, String)],
     calls: impl Fn(&mut Instance) -> Result<()>,
@@ -41,7 +41,7 @@ pub fn least_store(
 
 /// The least store in which one session of `n` user messages (pages of 10,000, the pressure
 /// view at its default params) runs through a fresh instance.
-pub fn long_session(wasm: &[u8], n: usize) -> Option<usize> {
+pub(crate) fn long_session(wasm: &[u8], n: usize) -> Option<usize> {
     let params = vec![("emit".to_owned(), "pressure".to_owned())];
     least_store(wasm, &params, |i| {
         for start in (0..n).step_by(10_000) {
@@ -60,7 +60,7 @@ pub fn long_session(wasm: &[u8], n: usize) -> Option<usize> {
 }
 
 /// What one measurement ran, and the store it needed.
-pub struct StoreRow {
+pub(crate) struct StoreRow {
     pub what: String,
     /// Keys and values handed over, per call.
     pub bytes: usize,
@@ -68,12 +68,12 @@ pub struct StoreRow {
 }
 
 /// A module measured: its name, `.wasm` and params.
-pub type Subject<'a> = (&'a str, &'a [u8], Vec<(String, String)>);
+pub(crate) type Subject<'a> = (&'a str, &'a [u8], Vec<(String, String)>);
 
 /// For each of `pages`, two `array_map` calls of `records` each (the second while the first's
 /// output is still held, as in a stream); for each of `look_backs`, one `look_back` of
 /// `history`.
-pub fn measure(
+pub(crate) fn measure(
     pages: &[Subject],
     look_backs: &[Subject],
     records: [&[Rec]; 2],
@@ -103,7 +103,7 @@ pub fn measure(
 
 /// One look_back call's outcome in the default store: what ran, how many bytes of records, and
 /// the engine's error when it failed.
-pub struct LookBack {
+pub(crate) struct LookBack {
     pub what: String,
     pub bytes: usize,
     pub error: Option<String>,
@@ -111,7 +111,7 @@ pub struct LookBack {
 
 /// One `look_back` call of about `bytes` of generated records (keys and values) for each of
 /// `subjects`, in the engine's default store.
-pub fn one_look_back(subjects: &[Subject], bytes: usize, seed: u64) -> Vec<LookBack> {
+pub(crate) fn one_look_back(subjects: &[Subject], bytes: usize, seed: u64) -> Vec<LookBack> {
     let mut total = 0;
     let history: Vec<Rec> = Corpus::new(CorpusConfig {
         seed,

@@ -32,7 +32,7 @@ pub(crate) struct FrameBuf {
 
 impl FrameBuf {
     /// The frame's `seq` (none for a frame of no known session).
-    pub fn seq(&self) -> Option<u64> {
+    pub(super) fn seq(&self) -> Option<u64> {
         self.seq
     }
 
@@ -45,7 +45,7 @@ impl FrameBuf {
     }
 
     /// A field whose value is a raw JSON value of the line.
-    pub fn raw(&mut self, name: &str, value: &str) -> &mut FrameBuf {
+    pub(super) fn raw(&mut self, name: &str, value: &str) -> &mut FrameBuf {
         FrameBuf::key(&mut self.buf, name);
         json::canonical_into(&mut self.buf, value);
         self.has_message |= name == "message";
@@ -54,7 +54,7 @@ impl FrameBuf {
 
     /// `message`: a Claude message's `content`, as the provider counts it. A thinking block's
     /// `signature` is an integrity check, not context: it is left out (contract §3, pricing).
-    pub fn content(&mut self, content: &str) -> &mut FrameBuf {
+    pub(super) fn content(&mut self, content: &str) -> &mut FrameBuf {
         FrameBuf::key(&mut self.buf, "message");
         self.has_message = true;
         if !content.starts_with('[') {
@@ -79,18 +79,18 @@ impl FrameBuf {
     }
 
     /// A field whose value is JSON text the adapter wrote.
-    pub fn json(&mut self, name: &str, value: &str) -> &mut FrameBuf {
+    pub(super) fn json(&mut self, name: &str, value: &str) -> &mut FrameBuf {
         FrameBuf::key(&mut self.buf, name);
         self.buf.extend_from_slice(value.as_bytes());
         self
     }
 
-    pub fn uint(&mut self, name: &str, n: u64) -> &mut FrameBuf {
+    pub(super) fn uint(&mut self, name: &str, n: u64) -> &mut FrameBuf {
         self.json(name, &n.to_string())
     }
 
     /// A field holding a string.
-    pub fn string(&mut self, name: &str, value: &str) -> &mut FrameBuf {
+    pub(super) fn string(&mut self, name: &str, value: &str) -> &mut FrameBuf {
         FrameBuf::key(&mut self.buf, name);
         json::write_string(&mut self.buf, value.as_bytes());
         self
@@ -98,13 +98,13 @@ impl FrameBuf {
 
     /// `message_chars`: content of `n` characters the log measured but does not carry. It joins
     /// the surface as a message does (contract §3.1).
-    pub fn chars(&mut self, n: u64) -> &mut FrameBuf {
+    pub(super) fn chars(&mut self, n: u64) -> &mut FrameBuf {
         self.has_message = true;
         self.uint("message_chars", n)
     }
 
     /// An `extras` member whose value is a raw JSON value of the line.
-    pub fn extra_raw(&mut self, name: &str, value: &str) -> &mut FrameBuf {
+    pub(super) fn extra_raw(&mut self, name: &str, value: &str) -> &mut FrameBuf {
         self.extras
             .push(if self.extras.is_empty() { b'{' } else { b',' });
         json::write_string(&mut self.extras, name.as_bytes());
@@ -114,7 +114,7 @@ impl FrameBuf {
     }
 
     /// An `extras` member holding a string.
-    pub fn extra_str(&mut self, name: &str, value: &str) -> &mut FrameBuf {
+    pub(super) fn extra_str(&mut self, name: &str, value: &str) -> &mut FrameBuf {
         let mut s = Vec::with_capacity(value.len() + 2);
         json::write_string(&mut s, value.as_bytes());
         // SAFETY-free: `s` is JSON text we just wrote from a `&str`.
@@ -123,7 +123,12 @@ impl FrameBuf {
 
     /// Carries the source line, last, without the members named in `skip` and with `payload`
     /// (Codex) rewritten without `skip_payload`.
-    pub fn source(&mut self, line: &Line, skip: &[&str], skip_payload: &[&str]) -> &mut FrameBuf {
+    pub(super) fn source(
+        &mut self,
+        line: &Line,
+        skip: &[&str],
+        skip_payload: &[&str],
+    ) -> &mut FrameBuf {
         let mut out = vec![b'{'];
         for m in line.members() {
             if skip.iter().any(|s| m.is(s)) {
@@ -147,7 +152,7 @@ impl FrameBuf {
     }
 
     /// Carries a `source` the adapter wrote (a JSON object).
-    pub fn source_text(&mut self, object: Vec<u8>) -> &mut FrameBuf {
+    pub(super) fn source_text(&mut self, object: Vec<u8>) -> &mut FrameBuf {
         self.source = Some(object);
         self
     }
@@ -188,7 +193,7 @@ impl Adapting<'_> {
     /// A frame of `kind` with the next `seq`. A line of no session (none named, no record key,
     /// no line before it named one) has no place in a session's log: its frame gets no `seq`
     /// (the pressure view ignores it) and no `session_id`.
-    pub fn frame(
+    pub(super) fn frame(
         &mut self,
         kind: &str,
         id: Id,
@@ -242,7 +247,7 @@ impl Adapting<'_> {
     }
 
     /// Writes a frame. A main frame with a `message` joins the surface.
-    pub fn emit(&mut self, f: FrameBuf) {
+    pub(super) fn emit(&mut self, f: FrameBuf) {
         if let (false, true, Some(seq)) = (f.sub, f.has_message, f.seq) {
             self.st.surface = Some(match self.st.surface {
                 Some((first, _)) => (first, seq),
@@ -274,7 +279,7 @@ impl Adapting<'_> {
     /// Writes a compaction's replacement: a main `user/message` whose `replaces` spans the
     /// surface (none when it is empty) up to what the compaction keeps verbatim, if the
     /// boundary named it ([`AdaptState::keep_from`]); after it, the surface is it and what was kept.
-    pub fn emit_replacement(&mut self, mut f: FrameBuf, message: &str) {
+    pub(super) fn emit_replacement(&mut self, mut f: FrameBuf, message: &str) {
         f.raw("message", message);
         self.replace(f);
     }
@@ -282,7 +287,7 @@ impl Adapting<'_> {
     /// Writes a compaction's replacement whose content the frame already carries (a `message`,
     /// or the `message_chars` of a compaction whose post-size is known, none when unknown), as
     /// [`Adapting::emit_replacement`] does.
-    pub fn replace(&mut self, mut f: FrameBuf) {
+    pub(super) fn replace(&mut self, mut f: FrameBuf) {
         let kept = self.st.keep.take();
         let span = self.st.surface.map(|(first, last)| match kept {
             Some(k) => (first, k.before, Some(last)),
@@ -306,7 +311,7 @@ impl Adapting<'_> {
 
     /// A line with no mapping: a frame of type `<input>/<type>[/<sub>]` carrying the line as
     /// `source`.
-    pub fn pass_through(
+    pub(super) fn pass_through(
         &mut self,
         line: &Line,
         sub: Option<&str>,

@@ -12,14 +12,14 @@ pub(crate) struct Line<'a> {
 
 impl<'a> Line<'a> {
     /// `None` when the line is not a JSON object.
-    pub fn read(bytes: &'a [u8]) -> Option<Line<'a>> {
+    pub(crate) fn read(bytes: &'a [u8]) -> Option<Line<'a>> {
         let mut members = Vec::new();
         json::object(bytes, Isa::best(), |m| members.push(m))?;
         Some(Line { members })
     }
 
     /// The raw value of member `name` (the last one, when repeated).
-    pub fn get(&self, name: &str) -> Option<&'a str> {
+    pub(crate) fn get(&self, name: &str) -> Option<&'a str> {
         self.members
             .iter()
             .rev()
@@ -28,27 +28,27 @@ impl<'a> Line<'a> {
     }
 
     /// Member `name`'s string value.
-    pub fn str(&self, name: &str) -> Option<Cow<'a, str>> {
+    pub(crate) fn str(&self, name: &str) -> Option<Cow<'a, str>> {
         self.get(name).and_then(json::string)
     }
 
     /// Member `name`'s raw string token (quotes included), when it is a string.
-    pub fn str_raw(&self, name: &str) -> Option<&'a str> {
+    pub(crate) fn str_raw(&self, name: &str) -> Option<&'a str> {
         self.get(name).filter(|v| json::is_string(v))
     }
 
     /// Whether member `name` is `true`.
-    pub fn is_true(&self, name: &str) -> bool {
+    pub(crate) fn is_true(&self, name: &str) -> bool {
         self.get(name) == Some("true")
     }
 
     /// Member `name`, when it is an object.
-    pub fn object(&self, name: &str) -> Option<&'a str> {
+    pub(crate) fn object(&self, name: &str) -> Option<&'a str> {
         self.get(name).filter(|v| v.starts_with('{'))
     }
 
     /// The members, in order.
-    pub fn members(&self) -> &[Member<'a>] {
+    pub(crate) fn members(&self) -> &[Member<'a>] {
         &self.members
     }
 }

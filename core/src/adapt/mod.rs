@@ -7,7 +7,7 @@
 //! inside the module (param `input`) rather than as a chained module: `docs/adapters.md`.
 
 mod build;
-pub mod census;
+pub(crate) mod census;
 mod claude;
 mod claude_code;
 mod claude_stream;
@@ -131,7 +131,7 @@ pub(crate) struct Lines {
 impl Lines {
     /// Reads a line: its session is its record key, else the session it names, else the
     /// session of the line before (else the empty session).
-    pub fn read<'a>(&self, key: Option<&[u8]>, bytes: &'a [u8]) -> LineRead<'a> {
+    pub(crate) fn read<'a>(&self, key: Option<&[u8]>, bytes: &'a [u8]) -> LineRead<'a> {
         let (line, more) = match Line::read(bytes) {
             Some(line) => (line, Vec::new()),
             None => match objects(bytes) {
@@ -164,14 +164,14 @@ impl Lines {
     }
 
     /// The numbering floor of a session that comes back after eviction.
-    pub fn floor(&self) -> u64 {
+    pub(crate) fn floor(&self) -> u64 {
         self.lines.saturating_mul(FRAMES_PER_LINE)
     }
 
     /// Adapts a read line with its session's track (none: a key over the limit, adapted with
     /// a throwaway state), appending its frames to `out`; returns how many.
     #[allow(clippy::too_many_arguments)]
-    pub fn adapt(
+    pub(crate) fn adapt(
         &mut self,
         track: Option<&mut Track>,
         line: &Line,

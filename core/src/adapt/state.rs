@@ -65,7 +65,7 @@ pub(crate) struct Request {
 
 impl Request {
     /// A frame of the model's response: the first after an input starts a response.
-    pub fn response(&mut self) {
+    pub(crate) fn response(&mut self) {
         if !self.responding {
             self.carried = self.last_input;
             self.responding = true;
@@ -73,7 +73,7 @@ impl Request {
     }
 
     /// A frame the next request carries as input.
-    pub fn input(&mut self, seq: Option<u64>) {
+    pub(crate) fn input(&mut self, seq: Option<u64>) {
         if seq.is_some() {
             self.last_input = seq;
         }
@@ -94,7 +94,7 @@ pub(crate) struct KeptSpan {
 pub(crate) const RECENT: usize = 16;
 
 impl AdaptState {
-    pub fn take_seq(&mut self) -> u64 {
+    pub(crate) fn take_seq(&mut self) -> u64 {
         let s = self.next_seq;
         self.next_seq = self.next_seq.saturating_add(1);
         s
@@ -102,7 +102,7 @@ impl AdaptState {
 
     /// The agent read, edited or wrote the file whose path has `print`; it has `tokens` now
     /// (none: it was read in part, and the rule does not re-read it).
-    pub fn touched(&mut self, print: u64, tokens: Option<u64>) {
+    pub(crate) fn touched(&mut self, print: u64, tokens: Option<u64>) {
         self.files.retain(|(p, _)| *p != print);
         let Some(tokens) = tokens else {
             return;
@@ -114,7 +114,7 @@ impl AdaptState {
     }
 
     /// A node with an id joined the surface.
-    pub fn remember(&mut self, print: u64, seq: u64) {
+    pub(crate) fn remember(&mut self, print: u64, seq: u64) {
         if self.recent.len() == RECENT {
             self.recent.remove(0);
         }
@@ -124,7 +124,7 @@ impl AdaptState {
     /// A compaction boundary keeps the messages from the one whose id has `print` on; none
     /// when that node is not among the remembered ones (or is the first: nothing to replace
     /// before it), and then the replacement takes the whole surface.
-    pub fn keep_from(&mut self, print: u64) {
+    pub(crate) fn keep_from(&mut self, print: u64) {
         self.keep = match self.recent.iter().position(|&(p, _)| p == print) {
             Some(i) if i > 0 => Some(KeptSpan {
                 before: self.recent[i - 1].1,
@@ -135,7 +135,7 @@ impl AdaptState {
     }
 
     /// A replacement landed: the surface is its node, then what it kept (from seq `head` on).
-    pub fn replaced(&mut self, node: Option<(u64, u64)>, head: Option<u64>) {
+    pub(crate) fn replaced(&mut self, node: Option<(u64, u64)>, head: Option<u64>) {
         let kept = match head.and_then(|h| self.recent.iter().position(|&(_, s)| s == h)) {
             Some(i) => self.recent.split_off(i),
             None => Vec::new(),
@@ -173,7 +173,7 @@ pub(crate) enum Placed<'t> {
 impl Track {
     /// A session's track when it first comes (`returning`: its state was evicted, so its
     /// numbering continues above anything it had: `floor`).
-    pub fn new(returning: bool, floor: u64) -> Track {
+    pub(crate) fn new(returning: bool, floor: u64) -> Track {
         let mut t = Track::default();
         if returning {
             t.state.next_seq = floor;
@@ -182,7 +182,7 @@ impl Track {
     }
 
     /// Places a line at `offset` (none known: always new) in invocation `epoch`.
-    pub fn for_line(&mut self, offset: Option<i64>, epoch: u64) -> Placed<'_> {
+    pub(crate) fn for_line(&mut self, offset: Option<i64>, epoch: u64) -> Placed<'_> {
         let Some(o) = offset else {
             return Placed::New(&mut self.state);
         };

@@ -72,7 +72,7 @@ pub(crate) struct RunState {
 
 impl RunState {
     /// A main frame that is no counter: the open part closes, and a new one may start.
-    pub fn other(&mut self) -> Option<Box<Part>> {
+    pub(crate) fn other(&mut self) -> Option<Box<Part>> {
         self.after_non_counter = true;
         self.part.take()
     }
@@ -80,7 +80,7 @@ impl RunState {
     /// A main counter at page index `at`; `tally` is `None` for a counter that cannot be
     /// folded (unstamped, bad delta, bad fold fields). Returns how it went, and the part it
     /// closed, if any (boxed as it was kept: a part handed back by value is copied out).
-    pub fn counter(&mut self, at: usize, tally: Option<Tally>) -> (Fed, Option<Box<Part>>) {
+    pub(crate) fn counter(&mut self, at: usize, tally: Option<Tally>) -> (Fed, Option<Box<Part>>) {
         let Some(t) = tally else {
             self.after_non_counter = false;
             return (Fed::Alone, self.part.take());
@@ -116,7 +116,7 @@ impl RunState {
 
     /// The page ends: the open part closes. A page that ended inside a run leaves the next
     /// page's leading counters unfoldable, since their run's start was served already.
-    pub fn end_page(&mut self) -> Option<Box<Part>> {
+    pub(crate) fn end_page(&mut self) -> Option<Box<Part>> {
         let part = self.part.take();
         if part.is_some() {
             self.after_non_counter = false;

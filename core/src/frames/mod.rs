@@ -83,7 +83,7 @@ pub(crate) struct Folder {
 }
 
 impl Folder {
-    pub fn new(config: &Config) -> Folder {
+    pub(crate) fn new(config: &Config) -> Folder {
         Folder {
             counter_type: json::Needle::new(config.counter_type.as_bytes()),
             type_head: TypeHead::new(&config.counter_type),
@@ -95,7 +95,7 @@ impl Folder {
 
     /// Where the fold's reading of `b` starts: past the counter type it opens with, if it does.
     #[inline(always)]
-    pub fn resume(&self, b: &[u8]) -> Resume {
+    pub(crate) fn resume(&self, b: &[u8]) -> Resume {
         self.type_head
             .as_ref()
             .map_or(Resume::START, |h| h.after(b))
@@ -111,7 +111,7 @@ impl Folder {
     /// byte a counter type may hold here (see [`Unread::new`]), so no key reads as `extras`
     /// and no string as the counter type.
     #[inline]
-    pub fn passes_unread(&self, b: &[u8]) -> bool {
+    pub(crate) fn passes_unread(&self, b: &[u8]) -> bool {
         let Some(u) = &self.unread else {
             return false;
         };
@@ -130,7 +130,7 @@ impl Folder {
     }
 
     /// A frame's role; `replay`: in `look_back`, where `malformed=fail` refuses nothing.
-    pub fn role(&self, view: Option<&Frame>, replay: bool) -> Role {
+    pub(crate) fn role(&self, view: Option<&Frame>, replay: bool) -> Role {
         match view {
             None => match self.malformed {
                 Malformed::Pass => Role::Other,
@@ -211,17 +211,17 @@ impl<Id> Default for Page<Id> {
 
 impl<Id: Copy> Page<Id> {
     /// The next frame leaves as it came.
-    pub fn pass(&mut self) {
+    pub(crate) fn pass(&mut self) {
         self.acts.push(Act::Pass);
     }
 
     /// The next frame is removed.
-    pub fn skip(&mut self) {
+    pub(crate) fn skip(&mut self) {
         self.acts.push(Act::Skip);
     }
 
     /// The next frame `v`, a main frame of the session whose state is `st` (entry `id`).
-    pub fn step(&mut self, role: Role, v: Option<&Frame>, st: &mut RunState, id: Id) {
+    pub(crate) fn step(&mut self, role: Role, v: Option<&Frame>, st: &mut RunState, id: Id) {
         let i = self.acts.len();
         self.acts.push(Act::Pass);
         let closed = match role {
@@ -253,7 +253,7 @@ impl<Id: Copy> Page<Id> {
     }
 
     /// A session's state left the cache mid-page: its open part closes now.
-    pub fn evicted(&mut self, mut st: RunState) {
+    pub(crate) fn evicted(&mut self, mut st: RunState) {
         if let Some(p) = st.end_page() {
             self.close(&p);
         }
@@ -272,7 +272,7 @@ impl<Id: Copy> Page<Id> {
     /// The page ends: open parts close (an id evicted and reused meanwhile holds no open part
     /// of this page's, and closing it again is a no-op), and each out goes to `f` in order as
     /// it is told (no list of them made).
-    pub fn finish(
+    pub(crate) fn finish(
         mut self,
         mut state: impl FnMut(Id) -> Option<Box<Part>>,
         mut f: impl FnMut(Out),

@@ -25,13 +25,13 @@ use block::{Block, Kind, ONES, Swar, non_digits};
 use scan::{Bad, Res, string_end};
 pub(crate) use scan::{Sought, last_sought, plain};
 use steps::{MemberRead, Scanner, after_member, comma_quote, member_known, skip_ws};
-pub use write::{canonical_into, plain_ascii, uint_text, write_string, write_uint};
+pub(crate) use write::{canonical_into, plain_ascii, uint_text, write_string, write_uint};
 
 /// One member of an object: its key as it stands between the quotes, whether that key holds
 /// an escape, and its value's JSON text. Only the reader makes one, so that `plain` is true of
 /// `value` ([`Member::string`] trusts it).
 #[derive(Debug, Clone, Copy)]
-pub struct Member<'a> {
+pub(crate) struct Member<'a> {
     pub(crate) key: &'a str,
     pub(crate) escaped: bool,
     pub(crate) value: &'a str,
@@ -50,7 +50,7 @@ pub(crate) fn word(s: &[u8], at: usize) -> u64 {
 /// call to a byte-at-a-time `memcmp` in wasm32, and names, kinds and session keys are compared
 /// on every record).
 #[inline]
-pub fn same(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
     let n = a.len();
     if n != b.len() {
         return false;
@@ -125,7 +125,7 @@ impl<'a> Member<'a> {
     /// The value's text when it is a string, unescaped (as [`string`] reads it): a string the
     /// scan saw no escape in is its quotes' inside, without a second look.
     #[inline(always)]
-    pub fn string(&self) -> Option<Cow<'a, str>> {
+    pub(crate) fn string(&self) -> Option<Cow<'a, str>> {
         if self.plain {
             let v: &'a [u8] = self.value.as_bytes();
             // SAFETY: a plain string's value is `"…"` of valid UTF-8; its quotes are ASCII, so
@@ -140,7 +140,7 @@ impl<'a> Member<'a> {
     /// Whether the key, unescaped, is `name` (a lone surrogate reads as U+FFFD, so an odd key
     /// never matches a field's name).
     #[inline]
-    pub fn is(&self, name: &str) -> bool {
+    pub(crate) fn is(&self, name: &str) -> bool {
         if !self.escaped {
             return same(self.key.as_bytes(), name.as_bytes());
         }
@@ -148,7 +148,7 @@ impl<'a> Member<'a> {
     }
 
     /// The key, unescaped.
-    pub fn name(&self) -> Cow<'_, str> {
+    pub(crate) fn name(&self) -> Cow<'_, str> {
         if self.escaped {
             Cow::Owned(unescape(self.key))
         } else {
@@ -159,7 +159,7 @@ impl<'a> Member<'a> {
 
 /// Reads `bytes` as a JSON object and hands each top-level member to `f`, in order; `None` when
 /// the text is not one (then `f` may have seen members of the valid prefix).
-pub fn object<'a>(bytes: &'a [u8], isa: Isa, mut f: impl FnMut(Member<'a>)) -> Option<()> {
+pub(crate) fn object<'a>(bytes: &'a [u8], isa: Isa, mut f: impl FnMut(Member<'a>)) -> Option<()> {
     // SAFETY: `known` names no key.
     unsafe {
         object_known(
@@ -328,7 +328,7 @@ pub fn is_object(bytes: &[u8]) -> bool {
 
 /// The members of an object value that was read already (a slice [`object`] handed over); for
 /// any other text, none.
-pub fn members(raw: &str) -> impl Iterator<Item = Member<'_>> {
+pub(crate) fn members(raw: &str) -> impl Iterator<Item = Member<'_>> {
     let mut s = Scanner::base(raw.as_bytes());
     let mut open = false;
     let mut done = !raw.starts_with('{');
@@ -357,7 +357,7 @@ fn next_member<'a, B: Block>(s: &mut Scanner<'a, B>, open: &mut bool) -> Option<
 }
 
 /// The value of member `name` of an object value (the last one, when repeated).
-pub fn get<'a>(raw: &'a str, name: &str) -> Option<&'a str> {
+pub(crate) fn get<'a>(raw: &'a str, name: &str) -> Option<&'a str> {
     members(raw).filter(|m| m.is(name)).last().map(|m| m.value)
 }
 
@@ -366,7 +366,7 @@ pub fn get<'a>(raw: &'a str, name: &str) -> Option<&'a str> {
 /// answered from its shape: the string that opens after the name closes right before the
 /// object's last byte (an escaped quote there would leave the object unclosed, and the text
 /// was read as JSON). Any other object is read member by member.
-pub fn has_string(raw: &str, name: &str) -> bool {
+pub(crate) fn has_string(raw: &str, name: &str) -> bool {
     let (b, n) = (raw.as_bytes(), name.len());
     let head = b.len() > n + 6
         && b[0] == b'{'
@@ -381,7 +381,7 @@ pub fn has_string(raw: &str, name: &str) -> bool {
 }
 
 /// The elements of an array value that was read already; for any other text, none.
-pub fn elements(raw: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn elements(raw: &str) -> impl Iterator<Item = &str> {
     let mut s = Scanner::base(raw.as_bytes());
     let mut first = true;
     let mut done = s.eat(b'[').is_err();
@@ -413,7 +413,7 @@ pub fn elements(raw: &str) -> impl Iterator<Item = &str> {
 
 /// A JSON string value's text, unescaped (a lone surrogate as U+FFFD); `None` when `raw` is no
 /// string.
-pub fn string(raw: &str) -> Option<Cow<'_, str>> {
+pub(crate) fn string(raw: &str) -> Option<Cow<'_, str>> {
     let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
     if inner.contains('\\') {
         Some(Cow::Owned(unescape(inner)))
@@ -424,13 +424,13 @@ pub fn string(raw: &str) -> Option<Cow<'_, str>> {
 
 /// Whether `raw` is a string value.
 #[inline]
-pub fn is_string(raw: &str) -> bool {
+pub(crate) fn is_string(raw: &str) -> bool {
     raw.starts_with('"')
 }
 
 /// A JSON integer ≥ 0 that fits a `u64`; fractions, exponents and signs are refused.
 #[inline]
-pub fn uint(raw: &str) -> Option<u64> {
+pub(crate) fn uint(raw: &str) -> Option<u64> {
     let b = raw.as_bytes();
     if b.is_empty() || b.len() > 19 {
         return long_uint(b);

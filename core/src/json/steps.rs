@@ -445,7 +445,7 @@ pub(crate) struct Scanner<'a, B> {
 
 impl<'a> Scanner<'a, Base> {
     /// A scanner on the blocks every machine has.
-    pub fn base(b: &'a [u8]) -> Self {
+    pub(super) fn base(b: &'a [u8]) -> Self {
         Scanner {
             b,
             i: 0,
@@ -456,17 +456,17 @@ impl<'a> Scanner<'a, Base> {
 
 impl<'a, B: Block> Scanner<'a, B> {
     #[inline]
-    pub fn peek(&self) -> Option<u8> {
+    pub(super) fn peek(&self) -> Option<u8> {
         self.b.get(self.i).copied()
     }
 
     #[inline]
-    pub fn ws(&mut self) {
+    pub(super) fn ws(&mut self) {
         self.i = skip_ws(self.b, self.i);
     }
 
     #[inline]
-    pub fn eat(&mut self, c: u8) -> Res<()> {
+    pub(super) fn eat(&mut self, c: u8) -> Res<()> {
         if self.peek() == Some(c) {
             self.i += 1;
             Ok(())
@@ -477,7 +477,7 @@ impl<'a, B: Block> Scanner<'a, B> {
 
     /// `"key" : value`, from the key's opening quote (see [`member`]).
     #[inline]
-    pub fn member(&mut self) -> Res<MemberRead<'a>> {
+    pub(super) fn member(&mut self) -> Res<MemberRead<'a>> {
         self.eat(b'"')?;
         // SAFETY: a scanner of `B` is only made where the CPU has `B` (`base`).
         let m = unsafe { member::<B>(self.b, self.i) }?;
@@ -487,7 +487,7 @@ impl<'a, B: Block> Scanner<'a, B> {
 
     /// One value at the cursor (no whitespace before it).
     #[inline]
-    pub fn value(&mut self) -> Res<()> {
+    pub(super) fn value(&mut self) -> Res<()> {
         // SAFETY: as above.
         self.i = unsafe { value::<B>(self.b, self.i) }?;
         Ok(())

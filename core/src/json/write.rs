@@ -7,7 +7,7 @@ use super::{Isa, word};
 /// The decimal digits of `n`, written into `buf`: the one number writer of the records and the
 /// checkpoints (no `core::fmt` on a record's path: in wasm32 its machinery costs more than the
 /// record's other fields together). Two digits a step, from a table of the hundred pairs.
-pub fn uint_text(n: u64, buf: &mut [u8; 20]) -> &str {
+pub(crate) fn uint_text(n: u64, buf: &mut [u8; 20]) -> &str {
     const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
         2021222324252627282930313233343536373839\
         4041424344454647484950515253545556575859\
@@ -34,7 +34,7 @@ pub fn uint_text(n: u64, buf: &mut [u8; 20]) -> &str {
 }
 
 /// Writes `n` in decimal.
-pub fn write_uint(out: &mut Vec<u8>, n: u64) {
+pub(crate) fn write_uint(out: &mut Vec<u8>, n: u64) {
     let mut buf = [0; 20];
     out.extend_from_slice(uint_text(n, &mut buf).as_bytes());
 }
@@ -44,7 +44,7 @@ pub fn write_uint(out: &mut Vec<u8>, n: u64) {
 /// of the word" (a borrow into a byte's top bit happens only past a byte that matched); the last
 /// word overlaps the one before it.
 #[inline]
-pub fn plain_ascii(s: &[u8]) -> bool {
+pub(crate) fn plain_ascii(s: &[u8]) -> bool {
     const ONES: u64 = u64::from_le_bytes([1; 8]);
     const HIGH: u64 = ONES << 7;
     let has_zero = |v: u64| v.wrapping_sub(ONES) & !v;
@@ -74,7 +74,7 @@ pub fn plain_ascii(s: &[u8]) -> bool {
 /// Writes `s` as a JSON string (quotes, `"` `\` and control characters escaped). A
 /// [`plain_ascii`] text (a name, an id: nearly every one) has nothing to escape, and is copied
 /// as it stands.
-pub fn write_string(out: &mut Vec<u8>, s: &[u8]) {
+pub(crate) fn write_string(out: &mut Vec<u8>, s: &[u8]) {
     out.push(b'"');
     if plain_ascii(s) {
         out.extend_from_slice(s);
@@ -124,7 +124,7 @@ fn write_string_body(out: &mut Vec<u8>, s: &[u8]) {
 /// there are, everything else literal UTF-8). A lone surrogate escape becomes the U+FFFD it
 /// reads as (contract §1), so that the copy prices what it means, not its six characters. Any
 /// text is taken (a `&str` is all it relies on): what is not JSON is copied, never a panic.
-pub fn canonical_into(out: &mut Vec<u8>, raw: &str) {
+pub(crate) fn canonical_into(out: &mut Vec<u8>, raw: &str) {
     let b = raw.as_bytes();
     let mut i = 0;
     while i < b.len() {

@@ -110,7 +110,7 @@ fn replaces(raw: &str) -> Option<Replaces> {
 impl Change {
     /// Reads what a main frame would change. `Ok(None)`: nothing (it only moves the cursor);
     /// `Some` may still be [`Change::inert`] (a header that names nothing the view reads).
-    pub fn read(v: &Frame) -> Result<Option<Change>, Refusal> {
+    pub(crate) fn read(v: &Frame) -> Result<Option<Change>, Refusal> {
         let is = |kind: &str| {
             v.kind()
                 .is_some_and(|k| crate::json::same(k.as_bytes(), kind.as_bytes()))
@@ -181,14 +181,14 @@ impl Change {
 impl Change {
     /// Whether applying the change names an agent or model other than `names` does: a change
     /// of what a record says (contract §3.6) that no figure shows.
-    pub fn renames(&self, names: &Names) -> bool {
+    pub(crate) fn renames(&self, names: &Names) -> bool {
         (self.agent.is_some() && self.agent != names.agent)
             || (self.model.is_some() && self.model != names.model)
     }
 
     /// Whether the change holds nothing but its seq: applied, it only moves the cursor, and
     /// what the session shows cannot change (a counter, a tool call).
-    pub fn inert(&self) -> bool {
+    pub(crate) fn inert(&self) -> bool {
         self.system.is_none()
             && self.tools.is_none()
             && self.capacity.is_none()

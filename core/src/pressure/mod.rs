@@ -39,7 +39,7 @@ pub(crate) enum Outcome {
 }
 
 impl Projector {
-    pub fn new(config: &Config) -> Projector {
+    pub(crate) fn new(config: &Config) -> Projector {
         let claude = matches!(config.input, Input::ClaudeCode | Input::ClaudeStream);
         Projector {
             params: Params {
@@ -56,12 +56,12 @@ impl Projector {
     }
 
     /// Whether the view reads a frame at all: a sub-agent's frame is the sub-agent's own context.
-    pub fn reads(v: &Frame) -> bool {
+    pub(crate) fn reads(v: &Frame) -> bool {
         !v.is_subagent()
     }
 
     /// What a session shows.
-    pub fn figures(&self, s: &Session) -> Figures {
+    pub(crate) fn figures(&self, s: &Session) -> Figures {
         s.figures(&self.params)
     }
 
@@ -70,7 +70,7 @@ impl Projector {
     /// changes what it shows (contract §3.6), `shows` is handed the frame's `seq`, what the
     /// session shows now and the names it carries, by reference: a frame that changes nothing
     /// (most: counters) builds no figures to hand back.
-    pub fn step(
+    pub(crate) fn step(
         &self,
         session: Option<&mut Session>,
         returning: bool,

@@ -152,7 +152,7 @@ pub(crate) struct Figures {
 
 impl Figures {
     /// `contextOccupancy`: the projection, else the last reading, of the capacity.
-    pub fn occupancy(&self) -> Option<f64> {
+    pub(crate) fn occupancy(&self) -> Option<f64> {
         match (self.projected.or(self.pressure), self.capacity) {
             (Some(used), Some(cap)) if cap > 0 => Some(used as f64 / cap as f64),
             _ => None,
@@ -160,7 +160,7 @@ impl Figures {
     }
 
     /// `untilCompactTokens`: how far the projection is from the level the agent compacts at.
-    pub fn until_compact(&self) -> Option<u64> {
+    pub(crate) fn until_compact(&self) -> Option<u64> {
         let (c, p) = (self.compact_at?, self.projected?);
         Some(c.saturating_sub(p))
     }
@@ -224,7 +224,7 @@ fn scaled(d: i128, n: u64, den: u64) -> i128 {
 
 impl Session {
     /// A session created by its first applied frame; `evicted`: its state was lost before.
-    pub fn starting_at(seq: u64, evicted: bool) -> Session {
+    pub(crate) fn starting_at(seq: u64, evicted: bool) -> Session {
         Session {
             partial: seq != 0 || evicted,
             ..Session::default()
@@ -232,12 +232,12 @@ impl Session {
     }
 
     /// Whether `seq` was applied already (or lies below what was).
-    pub fn is_redelivery(&self, seq: u64) -> bool {
+    pub(crate) fn is_redelivery(&self, seq: u64) -> bool {
         self.cursor.is_some_and(|c| seq <= c)
     }
 
     /// Validates, then commits: on a refusal nothing changes.
-    pub fn apply(
+    pub(crate) fn apply(
         &mut self,
         change: Option<&Change>,
         seq: u64,
@@ -381,7 +381,7 @@ impl Session {
     }
 
     /// The calibration ratio N/D: clamped to [1/4, 4]; 1/1 while uncalibrated or `fixed`.
-    pub fn ratio(&self, projection: Projection) -> (u64, u64) {
+    pub(crate) fn ratio(&self, projection: Projection) -> (u64, u64) {
         let (n, d) = (self.provider_growth, self.est_growth);
         if projection == Projection::Fixed || d < CALIBRATION_MIN {
             return (1, 1);
@@ -431,7 +431,7 @@ impl Session {
     }
 
     /// What the session shows under the instance's params.
-    pub fn figures(&self, params: &Params) -> Figures {
+    pub(crate) fn figures(&self, params: &Params) -> Figures {
         let total = self.surface.total();
         let (n, d) = self.ratio(params.projection);
         let scale = |t: u64| scaled(t as i128, n, d);

@@ -25,7 +25,7 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
-    pub fn with_pressure(s: Box<Session>) -> Entry {
+    pub(super) fn with_pressure(s: Box<Session>) -> Entry {
         Entry {
             pressure: Some(s),
             ..Entry::default()

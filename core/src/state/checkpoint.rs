@@ -37,28 +37,28 @@ impl Members {
         self.out.push_str("\":");
     }
 
-    pub fn raw(&mut self, name: &str, json: &str) {
+    pub(crate) fn raw(&mut self, name: &str, json: &str) {
         self.name(name);
         self.out.push_str(json);
     }
 
-    pub fn uint(&mut self, name: &str, n: u64) {
+    pub(crate) fn uint(&mut self, name: &str, n: u64) {
         self.name(name);
         self.out.push_str(crate::json::uint_text(n, &mut [0; 20]));
     }
 
-    pub fn opt_uint(&mut self, name: &str, n: Option<u64>) {
+    pub(crate) fn opt_uint(&mut self, name: &str, n: Option<u64>) {
         match n {
             Some(n) => self.uint(name, n),
             None => self.raw(name, "null"),
         }
     }
 
-    pub fn bool(&mut self, name: &str, b: bool) {
+    pub(crate) fn bool(&mut self, name: &str, b: bool) {
         self.raw(name, if b { "true" } else { "false" });
     }
 
-    pub fn opt_str(&mut self, name: &str, s: Option<&str>) {
+    pub(crate) fn opt_str(&mut self, name: &str, s: Option<&str>) {
         match s {
             Some(s) => {
                 self.name(name);
@@ -71,7 +71,7 @@ impl Members {
     }
 
     /// A session key: `"session"` when it is UTF-8, else `"sessionBytes"`, an array of bytes.
-    pub fn key(&mut self, key: &[u8]) {
+    pub(crate) fn key(&mut self, key: &[u8]) {
         match std::str::from_utf8(key) {
             Ok(s) => self.opt_str("session", Some(s)),
             Err(_) => {
@@ -82,7 +82,7 @@ impl Members {
     }
 
     /// The members as an object.
-    pub fn object(self) -> String {
+    pub(crate) fn object(self) -> String {
         format!("{{{}}}", self.out)
     }
 }
@@ -95,7 +95,7 @@ pub(crate) struct Member<'m, A> {
 
 impl<'de, A: MapAccess<'de>> Member<'_, A> {
     /// Its value as `T`; refused in words that name the member and what it must be.
-    pub fn read<T: Deserialize<'de> + field::Shape>(self) -> Result<T, A::Error> {
+    pub(crate) fn read<T: Deserialize<'de> + field::Shape>(self) -> Result<T, A::Error> {
         field::read(self.map, self.name)
     }
 }
@@ -217,12 +217,15 @@ fn version_of(raw: &RawValue) -> Result<u64, CheckpointError> {
 
 impl<'a> Document<'a> {
     /// Reads a document's parts (one walk, nothing copied).
-    pub fn read(text: &'a str) -> Result<Document<'a>, CheckpointError> {
+    pub(crate) fn read(text: &'a str) -> Result<Document<'a>, CheckpointError> {
         Document::read_with(text, None)
     }
 
     /// [`Document::read`], taking `default` as the version of a document that names none.
-    pub fn read_with(text: &'a str, default: Option<u64>) -> Result<Document<'a>, CheckpointError> {
+    pub(crate) fn read_with(
+        text: &'a str,
+        default: Option<u64>,
+    ) -> Result<Document<'a>, CheckpointError> {
         struct V;
         impl<'de> Visitor<'de> for V {
             type Value = (Document<'de>, bool);
@@ -439,7 +442,7 @@ pub(crate) mod field {
     use serde::de::{self, MapAccess};
 
     /// What a member of this type must be, said to whoever wrote the checkpoint.
-    pub trait Shape {
+    pub(crate) trait Shape {
         const WHAT: &'static str;
     }
 
@@ -478,7 +481,7 @@ pub(crate) mod field {
     }
 
     /// `[1,null,3]`: integers that may be absent, as one member.
-    pub fn nullable(values: &[Option<u64>]) -> String {
+    pub(crate) fn nullable(values: &[Option<u64>]) -> String {
         let items: Vec<String> = values
             .iter()
             .map(|v| v.map_or_else(|| "null".to_owned(), |n| n.to_string()))
@@ -486,7 +489,7 @@ pub(crate) mod field {
         format!("[{}]", items.join(","))
     }
 
-    pub fn read<'de, A: MapAccess<'de>, T: Deserialize<'de> + Shape>(
+    pub(crate) fn read<'de, A: MapAccess<'de>, T: Deserialize<'de> + Shape>(
         map: &mut A,
         name: &str,
     ) -> Result<T, A::Error> {

@@ -196,7 +196,7 @@ pub(crate) type Evicted<V> = (Box<[u8]>, V);
 
 impl<V> Lru<V> {
     /// A map holding at most `cap` sessions (at least one).
-    pub fn new(cap: usize) -> Self {
+    pub(crate) fn new(cap: usize) -> Self {
         let cap = cap.clamp(1, NIL as usize - 1);
         Lru {
             index: Table::default(),
@@ -213,17 +213,17 @@ impl<V> Lru<V> {
         }
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
 
-    pub fn cap(&self) -> usize {
+    pub(crate) fn cap(&self) -> usize {
         self.cap
     }
 
     /// The entry of `key`, without changing its recency. A run of records of one session finds
     /// it as the most recently used, without hashing.
-    pub fn peek(&self, key: &[u8]) -> Option<EntryId> {
+    pub(crate) fn peek(&self, key: &[u8]) -> Option<EntryId> {
         if self.newest != NIL {
             let newest = &self.entries[self.newest as usize].key;
             // Told apart by their first word most often (a session id's), without the compare
@@ -258,7 +258,7 @@ impl<V> Lru<V> {
     }
 
     /// Makes the entry the most recently used.
-    pub fn touch(&mut self, id: EntryId) {
+    pub(crate) fn touch(&mut self, id: EntryId) {
         if id == self.newest {
             return;
         }
@@ -267,20 +267,20 @@ impl<V> Lru<V> {
     }
 
     /// Whether `key` was evicted and has not come back since.
-    pub fn has_tombstone(&self, key: &[u8]) -> bool {
+    pub(crate) fn has_tombstone(&self, key: &[u8]) -> bool {
         self.gone.contains(self.hasher.hash(key))
     }
 
     /// Whether `key` was evicted (and not inserted since): its session lost its state. Asking
     /// forgets the tombstone, so ask once, when the session comes back.
-    pub fn take_tombstone(&mut self, key: &[u8]) -> bool {
+    pub(crate) fn take_tombstone(&mut self, key: &[u8]) -> bool {
         let h = self.hasher.hash(key);
         self.gone.take(h)
     }
 
     /// Inserts a key that is not present, as the most recently used; when full, the least
     /// recently used entry is evicted (and tombstoned) and returned.
-    pub fn insert(&mut self, key: &[u8], value: V) -> (EntryId, Option<Evicted<V>>) {
+    pub(crate) fn insert(&mut self, key: &[u8], value: V) -> (EntryId, Option<Evicted<V>>) {
         debug_assert!(self.peek(key).is_none());
         let hash = self.hasher.hash(key);
         let entry = Slot {
@@ -306,13 +306,13 @@ impl<V> Lru<V> {
         (id, evicted)
     }
 
-    pub fn get_mut(&mut self, id: EntryId) -> &mut V {
+    pub(crate) fn get_mut(&mut self, id: EntryId) -> &mut V {
         &mut self.entries[id as usize].value
     }
 
     /// Entries from the least to the most recently used: inserting them in this order
     /// rebuilds the same recency.
-    pub fn iter_oldest_first(&self) -> impl Iterator<Item = (&[u8], &V)> {
+    pub(crate) fn iter_oldest_first(&self) -> impl Iterator<Item = (&[u8], &V)> {
         let mut at = self.oldest;
         std::iter::from_fn(move || {
             if at == NIL {

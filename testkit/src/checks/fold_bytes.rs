@@ -1,6 +1,6 @@
 //! Target `fold_bytes`: arbitrary records through [`Processor::process`], in invocations.
 
-use agent_fold_core::{Config, Malformed, Processor, Projection, Subagents, View, json};
+use agent_fold_core::{Config, Malformed, Processor, Projection, Subagents, View, is_object};
 
 use super::{
     assert_round_trip, check_frames_invocation, check_pressure_invocation, check_readers, inputs,
@@ -103,7 +103,7 @@ pub fn check_fold_bytes(data: &[u8]) {
                     Malformed::Fail,
                     "only malformed=fail refuses: {e}"
                 );
-                let first = records.iter().position(|r| !json::is_object(r.value));
+                let first = records.iter().position(|r| !is_object(r.value));
                 assert_eq!(
                     Some(e.index),
                     first,
@@ -113,7 +113,7 @@ pub fn check_fold_bytes(data: &[u8]) {
             }
             Ok(out) => {
                 if config.malformed == Malformed::Fail {
-                    assert!(records.iter().all(|r| json::is_object(r.value)));
+                    assert!(records.iter().all(|r| is_object(r.value)));
                 }
                 match config.view {
                     View::Frames => check_frames_invocation(&config, &records, &out),

@@ -1,6 +1,6 @@
 //! The readers: the core's fast paths against the naive references (contract §1, §3).
 
-use agent_fold_core::json::Isa;
+use agent_fold_core::Isa;
 use agent_fold_core::testing::{Field, Place, object_uints};
 use agent_fold_core::{Frame, estimate, usage_tokens};
 

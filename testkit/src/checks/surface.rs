@@ -20,7 +20,7 @@ fn is_error(bytes: &[u8]) -> bool {
 
 /// A raw surface edit for [`Surface::plan`] / [`Surface::commit`].
 #[derive(Arbitrary, Debug, Clone)]
-pub enum RawOp {
+pub(super) enum RawOp {
     Append {
         gap: u8,
         tokens: u32,
@@ -35,7 +35,7 @@ pub enum RawOp {
 
 /// A raw surface session: whether it is partial, its first seq, its edits.
 #[derive(Arbitrary, Debug, Clone)]
-pub struct RawSurface {
+pub(super) struct RawSurface {
     pub partial: bool,
     pub first_seq: u16,
     pub ops: Vec<RawOp>,

@@ -180,7 +180,7 @@ fn header(attributes: i8, timestamp_delta: i64, offset_delta: i64) -> RecordHead
 }
 
 /// What Fluvio's decoder reads: the base offset and timestamp, and the records.
-pub type Decoded = (i64, i64, Vec<Record>);
+pub(super) type Decoded = (i64, i64, Vec<Record>);
 
 pub fn fluvio_decodes(bytes: &[u8], version: i16) -> Option<Decoded> {
     let mut input = SmartModuleInput::default();
@@ -316,7 +316,7 @@ fn fluvio_emitted(records: &[Record], emits: &[Emit]) -> Vec<Record> {
 }
 
 /// The writer against Fluvio's encoder: every kind of emit over records that decoded.
-pub fn check_writer(bytes: &[u8], version: i16, ops: &[u8], values: &[Vec<u8>]) {
+pub(super) fn check_writer(bytes: &[u8], version: i16, ops: &[u8], values: &[Vec<u8>]) {
     let Ok(input) = wire::input(bytes, version) else {
         return;
     };
@@ -394,7 +394,7 @@ fn fluvio_inputs(records: &[Record], base: i64) -> Vec<RecordIn<'_>> {
 
 /// The calls against the module as it was with Fluvio's codec: `look_back` leaves the same
 /// state, `array_map` gives the same code and the same output bytes.
-pub fn check_calls(bytes: &[u8], version: i16, config: &Config, read: ReaderOutcome) {
+pub(super) fn check_calls(bytes: &[u8], version: i16, config: &Config, read: ReaderOutcome) {
     let (mut ours, mut theirs) = (Processor::new(config), Processor::new(config));
     let back = look_back(&mut ours, bytes, version);
     if let ReaderOutcome::RefusedUnchecked(_) = read {

@@ -9,7 +9,7 @@ use agent_fold_testkit::cdp::Browser;
 /// Helpers in a page: `st(seq, pressure, projected, message, extra)` a meter state, and
 /// `read(svg)` what a chart's SVG draws, its paths as `[command, x, y]` vertices and every y
 /// turned back into tokens by the grid (0 and the top line).
-pub const HELPERS: &str = "(() => { \
+pub(super) const HELPERS: &str = "(() => { \
     window.st = (seq, pressureTokens, projectedTokens, messageTokens, extra = {}) => ({ session: 's', \
       seq, pressureTokens, projectedTokens, messageTokens, capacity: 200000, ...extra }); \
     window.trace = (d) => { const out = []; let x = 0, y = 0; \
@@ -37,7 +37,7 @@ fn chart_page() -> Option<Browser> {
 }
 
 /// The y (in tokens) a step path holds at `x`: the last vertex at or before it.
-pub fn at(path: &Value, x: f64) -> f64 {
+pub(super) fn at(path: &Value, x: f64) -> f64 {
     let mut y = None;
     for v in path.as_array().unwrap() {
         if f(&v[1]) <= x + 0.05 {

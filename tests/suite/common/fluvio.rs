@@ -9,12 +9,12 @@ use std::process::{Command, Stdio};
 /// minute while another test deletes and recreates a topic under a live consumer.
 static CLUSTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-pub fn turn() -> std::sync::MutexGuard<'static, ()> {
+pub(crate) fn turn() -> std::sync::MutexGuard<'static, ()> {
     CLUSTER.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The `fluvio` CLI against the local cluster; `None` when it fails or is missing.
-pub fn fluvio(args: &[&str], stdin: Option<&str>) -> Option<String> {
+pub(crate) fn fluvio(args: &[&str], stdin: Option<&str>) -> Option<String> {
     let mut child = Command::new("fluvio")
         .args(args)
         .stdin(if stdin.is_some() {
@@ -43,7 +43,7 @@ pub fn fluvio(args: &[&str], stdin: Option<&str>) -> Option<String> {
 }
 
 /// A local cluster to talk to, or `None` after printing why not.
-pub fn cluster() -> bool {
+pub(crate) fn cluster() -> bool {
     let up = fluvio(&["topic", "list"], None).is_some();
     if !up {
         println!("skipped: no local Fluvio cluster (`fluvio topic list` fails)");
@@ -54,7 +54,7 @@ pub fn cluster() -> bool {
 /// Creates a topic, trying again when the SC does not answer: right after another test's topic
 /// was deleted under a live consumer, the local SC can leave a creation unanswered for a minute
 /// (its log: "trying to update replica … that doesn't exist").
-pub fn create_topic(name: &str) -> bool {
+pub(crate) fn create_topic(name: &str) -> bool {
     (0..4).any(|attempt| {
         if attempt > 0 {
             std::thread::sleep(std::time::Duration::from_secs(2));
@@ -71,10 +71,10 @@ pub fn create_topic(name: &str) -> bool {
 }
 
 /// A topic made for one test, deleted when dropped.
-pub struct Topic(pub String);
+pub(crate) struct Topic(pub String);
 
 impl Topic {
-    pub fn new(name: &str) -> Topic {
+    pub(crate) fn new(name: &str) -> Topic {
         let t = Topic(format!("agent-fold-test-{name}-{}", std::process::id()));
         let _ = fluvio(&["topic", "delete", &t.0], None);
         assert!(create_topic(&t.0), "topic create {}", t.0);
@@ -82,7 +82,7 @@ impl Topic {
     }
 
     /// Every record of the topic so far, from the beginning, as `key\tvalue` lines.
-    pub fn keyed_records(&self) -> String {
+    pub(crate) fn keyed_records(&self) -> String {
         let all = [
             "-B",
             "-d",
@@ -95,7 +95,7 @@ impl Topic {
         fluvio(&args, None).unwrap_or_else(|| panic!("consume {}", self.0))
     }
 
-    pub fn produce(&self, lines: &str) {
+    pub(crate) fn produce(&self, lines: &str) {
         assert!(
             fluvio(&["produce", &self.0], Some(lines)).is_some(),
             "produce to {}",

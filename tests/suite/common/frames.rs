@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::{Params, Rec, param, render};
 
 /// A record's value as a JSON object, if it is one.
-pub fn object(r: &Rec) -> Option<serde_json::Map<String, Value>> {
+pub(crate) fn object(r: &Rec) -> Option<serde_json::Map<String, Value>> {
     match serde_json::from_slice::<Value>(&r.value) {
         Ok(Value::Object(m)) => Some(m),
         _ => None,
@@ -15,14 +15,14 @@ pub fn object(r: &Rec) -> Option<serde_json::Map<String, Value>> {
 }
 
 /// contract §1: `extras.parent_tool_use_id` is a string.
-pub fn is_subagent(obj: &serde_json::Map<String, Value>) -> bool {
+pub(crate) fn is_subagent(obj: &serde_json::Map<String, Value>) -> bool {
     obj.get("extras")
         .and_then(|e| e.get("parent_tool_use_id"))
         .is_some_and(Value::is_string)
 }
 
 /// contract §1: the record's session: its key, else its frame's `session_id` string, else `""`.
-pub fn session_of(r: &Rec) -> Vec<u8> {
+pub(crate) fn session_of(r: &Rec) -> Vec<u8> {
     if let Some(k) = &r.key {
         return k.clone();
     }
@@ -34,12 +34,15 @@ pub fn session_of(r: &Rec) -> Vec<u8> {
 
 /// `folded_frames`, when the record is a main counter of `counter_type` carrying a valid one
 /// (an integer in 1..=2^53): a folded frame, which stands for that many counters.
-pub fn folded_frames(r: &Rec, counter_type: &str) -> Option<u64> {
+pub(crate) fn folded_frames(r: &Rec, counter_type: &str) -> Option<u64> {
     folded_frames_of(object(r).as_ref()?, counter_type)
 }
 
 /// [`folded_frames`] of a parsed record.
-pub fn folded_frames_of(o: &serde_json::Map<String, Value>, counter_type: &str) -> Option<u64> {
+pub(crate) fn folded_frames_of(
+    o: &serde_json::Map<String, Value>,
+    counter_type: &str,
+) -> Option<u64> {
     if is_subagent(o) || o.get("type").and_then(Value::as_str) != Some(counter_type) {
         return None;
     }
@@ -56,7 +59,7 @@ pub fn folded_frames_of(o: &serde_json::Map<String, Value>, counter_type: &str) 
 /// The `+ folded frames in` term is not in contract §5 as written; without it the identity fails
 /// for any input that already carries a folded frame (one passing through unchanged counts 0
 /// on the right). Each folded frame in is itself one record in.
-pub fn check_accounting(params: Params, input: &[Rec], output: &[Rec]) {
+pub(crate) fn check_accounting(params: Params, input: &[Rec], output: &[Rec]) {
     let counter_type = param(params, "counter_type", "thinking/tokens");
     let drop_subs = param(params, "subagents", "drop") == "drop";
     let drop_bad = param(params, "malformed", "pass") == "drop";
@@ -97,14 +100,14 @@ pub fn check_accounting(params: Params, input: &[Rec], output: &[Rec]) {
 }
 
 /// Whether bytes are one JSON object (what contract §1 calls a record, and not malformed).
-pub fn is_json_object(bytes: &[u8]) -> bool {
+pub(crate) fn is_json_object(bytes: &[u8]) -> bool {
     matches!(serde_json::from_slice::<Value>(bytes), Ok(Value::Object(_)))
 }
 
 /// One record in brief, for assertions written by hand: `id` (or the raw text of a record
 /// that is no object), then ` Δ{estimated_tokens_delta}`, ` from {folded_from}` and
 /// ` ×{folded_frames}` where present.
-pub fn brief(r: &Rec) -> String {
+pub(crate) fn brief(r: &Rec) -> String {
     let Some(o) = object(r) else {
         return String::from_utf8_lossy(&r.value).into_owned();
     };
@@ -122,7 +125,7 @@ pub fn brief(r: &Rec) -> String {
     s
 }
 
-pub fn briefs(records: &[Rec]) -> Vec<String> {
+pub(crate) fn briefs(records: &[Rec]) -> Vec<String> {
     records.iter().map(brief).collect()
 }
 
@@ -130,7 +133,7 @@ pub fn briefs(records: &[Rec]) -> Vec<String> {
 /// less removed records, each record byte for byte with its key, except folded frames — a
 /// counter whose `id` is that of an input counter standing later than everything folded into
 /// it. Returns, for each output record, the index of the input record it stands for.
-pub fn check_in_order(input: &[Rec], output: &[Rec], counter_type: &str) -> Vec<usize> {
+pub(crate) fn check_in_order(input: &[Rec], output: &[Rec], counter_type: &str) -> Vec<usize> {
     // (is a counter, its id), parsed once per record.
     let info = |r: &Rec| match object(r) {
         Some(o) => (
@@ -166,7 +169,7 @@ pub fn check_in_order(input: &[Rec], output: &[Rec], counter_type: &str) -> Vec<
 
 /// A generated log (`testgen`, the fuzz targets' generator) of `frames` frames: the frames of
 /// consecutive seeds, with the first one's key mode and the cuts of all.
-pub fn gen_log(seed: u64, frames: usize) -> GenLog {
+pub(crate) fn gen_log(seed: u64, frames: usize) -> GenLog {
     let mut log = GenLog::from_seed(seed << 20, frames * 4 + 16);
     let mut k = 0;
     while log.frames.len() < frames {
@@ -182,7 +185,7 @@ pub fn gen_log(seed: u64, frames: usize) -> GenLog {
 /// The generator's counters are mostly unfoldable (its deltas and fold fields explore the bad
 /// cases), so runs that fold are rare. This keeps every `keep`-th counter as generated and
 /// makes the others foldable (stamped, a small delta, a valid folded_frames/folded_from).
-pub fn heal(mut log: GenLog, keep: usize) -> GenLog {
+pub(crate) fn heal(mut log: GenLog, keep: usize) -> GenLog {
     let mut n = 0;
     for f in &mut log.frames {
         if let GenFrame::Counter {
@@ -210,7 +213,7 @@ pub fn heal(mut log: GenLog, keep: usize) -> GenLog {
 }
 
 /// A generated log's records.
-pub fn gen_records(log: &GenLog) -> Vec<Rec> {
+pub(crate) fn gen_records(log: &GenLog) -> Vec<Rec> {
     log.records()
         .into_iter()
         .map(|(key, value)| Rec { key, value })

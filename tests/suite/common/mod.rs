@@ -4,20 +4,20 @@
 //! Every helper takes the module's params as given, so any view's tests may use them.
 #![allow(dead_code)]
 
-pub mod fluvio;
-pub mod frames;
-pub mod pressure;
+pub(crate) mod fluvio;
+pub(crate) mod frames;
+pub(crate) mod pressure;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use agent_fold::module::{Instance, default_wasm_path, native_process};
-pub use agent_fold::record::Rec;
+pub(crate) use agent_fold::record::Rec;
 use agent_fold::record::inputs;
 use agent_fold_core::Processor;
 
 /// A file of the repository's own test data (`tests/data`).
-pub fn data(rel: &str) -> PathBuf {
+pub(crate) fn data(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
         .join(rel)
@@ -26,7 +26,7 @@ pub fn data(rel: &str) -> PathBuf {
 /// A file of the real agent logs and reproducers beside the repository (`../shared/`), or
 /// `None` with the reason printed where it is absent — and under `CI=true` a failure: CI is
 /// meant to have them.
-pub fn shared(rel: &str) -> Option<PathBuf> {
+pub(crate) fn shared(rel: &str) -> Option<PathBuf> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../shared")
         .join(rel);
@@ -42,7 +42,7 @@ pub fn shared(rel: &str) -> Option<PathBuf> {
 
 /// A prerequisite is missing: under `CI=true` the test fails (CI is meant to have it);
 /// elsewhere it prints why and the caller returns, the test passing.
-pub fn skip(reason: &str) {
+pub(crate) fn skip(reason: &str) {
     assert!(
         !std::env::var("CI").is_ok_and(|v| v == "true"),
         "CI=true, and the test cannot run: {reason}"
@@ -51,15 +51,15 @@ pub fn skip(reason: &str) {
 }
 
 /// A real agent log of `../shared/data/real` (see [`shared`]).
-pub fn real_data(rel: &str) -> Option<PathBuf> {
+pub(crate) fn real_data(rel: &str) -> Option<PathBuf> {
     shared(&format!("data/real/{rel}"))
 }
 
 /// Module params as literals: `&[("emit", "frames"), ...]`.
-pub type Params<'a> = &'a [(&'a str, &'a str)];
+pub(crate) type Params<'a> = &'a [(&'a str, &'a str)];
 
 /// The built SmartModule, read once per test binary.
-pub fn wasm() -> &'static [u8] {
+pub(crate) fn wasm() -> &'static [u8] {
     static WASM: OnceLock<Vec<u8>> = OnceLock::new();
     WASM.get_or_init(|| {
         let path = default_wasm_path();
@@ -72,7 +72,7 @@ pub fn wasm() -> &'static [u8] {
     })
 }
 
-pub fn owned(params: Params) -> Vec<(String, String)> {
+pub(crate) fn owned(params: Params) -> Vec<(String, String)> {
     params
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -80,7 +80,7 @@ pub fn owned(params: Params) -> Vec<(String, String)> {
 }
 
 /// The value a param takes in `params` (the last one given wins), else `default`.
-pub fn param<'a>(params: Params<'a>, key: &str, default: &'a str) -> &'a str {
+pub(crate) fn param<'a>(params: Params<'a>, key: &str, default: &'a str) -> &'a str {
     params
         .iter()
         .rev()
@@ -94,7 +94,7 @@ fn history_base(history: &[Rec]) -> i64 {
 }
 
 /// A native instance, its history replayed through `look_back`.
-pub fn processor(params: Params, history: Option<&[Rec]>) -> Processor {
+pub(crate) fn processor(params: Params, history: Option<&[Rec]>) -> Processor {
     let mut p = Processor::from_params(params.iter().copied()).expect("valid params");
     if let Some(h) = history {
         p.look_back(&inputs(h, history_base(h)));
@@ -103,7 +103,7 @@ pub fn processor(params: Params, history: Option<&[Rec]>) -> Processor {
 }
 
 /// An instance of the built `.wasm` in fluvio-smartengine, its history through `look_back`.
-pub fn engine(params: Params, history: Option<&[Rec]>) -> Instance {
+pub(crate) fn engine(params: Params, history: Option<&[Rec]>) -> Instance {
     Instance::new(
         wasm(),
         &owned(params),
@@ -114,18 +114,18 @@ pub fn engine(params: Params, history: Option<&[Rec]>) -> Instance {
 
 /// A `request/header` an adapter inferred rather than read off one line (a session's envelope
 /// not in its log, its window, its compaction reserve: `extras.source_type` is `inferred`).
-pub fn inferred(frame: &[u8]) -> bool {
+pub(crate) fn inferred(frame: &[u8]) -> bool {
     serde_json::from_slice::<serde_json::Value>(frame)
         .is_ok_and(|v| v["type"] == "request/header" && v["extras"]["source_type"] == "inferred")
 }
 
 /// A record with an explicit key (`None`: no key).
-pub fn rec(key: Option<&str>, value: &str) -> Rec {
+pub(crate) fn rec(key: Option<&str>, value: &str) -> Rec {
     Rec::new(key.map(str::as_bytes), value.as_bytes())
 }
 
 /// Records cut into invocations of `batch` records (0: all at once).
-pub fn split(records: &[Rec], batch: usize) -> Vec<Vec<Rec>> {
+pub(crate) fn split(records: &[Rec], batch: usize) -> Vec<Vec<Rec>> {
     let size = if batch == 0 {
         records.len().max(1)
     } else {
@@ -135,12 +135,12 @@ pub fn split(records: &[Rec], batch: usize) -> Vec<Vec<Rec>> {
 }
 
 /// One invocation's answer: its records, or the error text.
-pub type Outcome = Result<Vec<Rec>, String>;
+pub(crate) type Outcome = Result<Vec<Rec>, String>;
 
 /// Runs invocations one after another on one native instance; each invocation's base offset
 /// is the count of records before it. An error does not stop the run (the state must be as if
 /// the failed invocation never came).
-pub fn native_pages(p: &mut Processor, pages: &[Vec<Rec>]) -> Vec<Outcome> {
+pub(crate) fn native_pages(p: &mut Processor, pages: &[Vec<Rec>]) -> Vec<Outcome> {
     let mut base = 0;
     pages
         .iter()
@@ -153,7 +153,7 @@ pub fn native_pages(p: &mut Processor, pages: &[Vec<Rec>]) -> Vec<Outcome> {
 }
 
 /// [`native_pages`] on an instance of the `.wasm` in the engine.
-pub fn engine_pages(i: &mut Instance, pages: &[Vec<Rec>]) -> Vec<Outcome> {
+pub(crate) fn engine_pages(i: &mut Instance, pages: &[Vec<Rec>]) -> Vec<Outcome> {
     let mut base = 0;
     pages
         .iter()
@@ -166,12 +166,12 @@ pub fn engine_pages(i: &mut Instance, pages: &[Vec<Rec>]) -> Vec<Outcome> {
 }
 
 /// Both answers to one invocation: equal records, or an error from each.
-pub type Both = Result<Vec<Rec>, (String, String)>;
+pub(crate) type Both = Result<Vec<Rec>, (String, String)>;
 
 /// Runs the invocations natively and in the engine (fresh instances of `params`, `history`
 /// through `look_back`), asserts that both give the same records byte for byte, keys too (or
 /// both fail), and returns the answers.
-pub fn run_both(params: Params, history: Option<&[Rec]>, pages: &[Vec<Rec>]) -> Vec<Both> {
+pub(crate) fn run_both(params: Params, history: Option<&[Rec]>, pages: &[Vec<Rec>]) -> Vec<Both> {
     let native = native_pages(&mut processor(params, history), pages);
     let wasm = engine_pages(&mut engine(params, history), pages);
     native
@@ -206,7 +206,7 @@ fn key_text(key: &Option<Vec<u8>>) -> String {
 }
 
 /// Records as text, one a line: `key | value`.
-pub fn render(records: &[Rec]) -> String {
+pub(crate) fn render(records: &[Rec]) -> String {
     records
         .iter()
         .map(|r| {
@@ -220,7 +220,7 @@ pub fn render(records: &[Rec]) -> String {
 }
 
 /// A whole case as text: params, history, then each invocation's input and answer.
-pub fn render_case(
+pub(crate) fn render_case(
     params: Params,
     history: Option<&[Rec]>,
     pages: &[Vec<Rec>],

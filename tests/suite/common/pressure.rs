@@ -3,42 +3,42 @@
 
 use agent_fold::jsonl::line_record;
 use agent_fold::module::{Instance, native_process};
-pub use agent_fold::record::Rec;
+pub(crate) use agent_fold::record::Rec;
 use agent_fold_core::{Emit, Processor, RecordIn, STATE_VERSION};
 use serde_json::Value;
 
-pub use super::{owned, wasm};
+pub(crate) use super::{owned, wasm};
 
-pub fn processor(params: &[(&str, &str)]) -> Processor {
+pub(crate) fn processor(params: &[(&str, &str)]) -> Processor {
     Processor::from_params(params.iter().copied()).expect("valid params")
 }
 
 /// A record keyed as the runner keys a JSONL line: by its `session_id`, else no key.
-pub fn frame(json: &str) -> Rec {
+pub(crate) fn frame(json: &str) -> Rec {
     line_record(json.as_bytes())
 }
 
 /// A record with an explicit key (`None`: no key).
-pub fn keyed(key: Option<&str>, json: &str) -> Rec {
+pub(crate) fn keyed(key: Option<&str>, json: &str) -> Rec {
     Rec::new(key.map(str::as_bytes), json.as_bytes())
 }
 
-pub fn frames(lines: &[&str]) -> Vec<Rec> {
+pub(crate) fn frames(lines: &[&str]) -> Vec<Rec> {
     lines.iter().map(|l| frame(l)).collect()
 }
 
 /// Records as the core reads them, each at its offset.
-pub fn inputs(records: &[Rec]) -> Vec<RecordIn<'_>> {
+pub(crate) fn inputs(records: &[Rec]) -> Vec<RecordIn<'_>> {
     agent_fold::record::inputs(records, 0)
 }
 
 /// The library's output over invocations of `batch` records (0: all at once).
-pub fn native_run(params: &[(&str, &str)], records: &[Rec], batch: usize) -> Vec<Rec> {
+pub(crate) fn native_run(params: &[(&str, &str)], records: &[Rec], batch: usize) -> Vec<Rec> {
     let mut p = processor(params);
     native_on(&mut p, records, batch)
 }
 
-pub fn native_on(p: &mut Processor, records: &[Rec], batch: usize) -> Vec<Rec> {
+pub(crate) fn native_on(p: &mut Processor, records: &[Rec], batch: usize) -> Vec<Rec> {
     let batch = if batch == 0 {
         records.len().max(1)
     } else {
@@ -52,7 +52,7 @@ pub fn native_on(p: &mut Processor, records: &[Rec], batch: usize) -> Vec<Rec> {
 }
 
 /// The `.wasm` in fluvio-smartengine over invocations of `batch` records (0: all at once).
-pub fn engine_run(params: &[(&str, &str)], records: &[Rec], batch: usize) -> Vec<Rec> {
+pub(crate) fn engine_run(params: &[(&str, &str)], records: &[Rec], batch: usize) -> Vec<Rec> {
     let mut i = Instance::new(wasm(), &owned(params), None).expect("the module initialises");
     let batch = if batch == 0 {
         records.len().max(1)
@@ -63,7 +63,7 @@ pub fn engine_run(params: &[(&str, &str)], records: &[Rec], batch: usize) -> Vec
 }
 
 /// One invocation of the library; outputs grouped by the input record they came from.
-pub fn native_by_input(p: &mut Processor, records: &[Rec]) -> Vec<Vec<Rec>> {
+pub(crate) fn native_by_input(p: &mut Processor, records: &[Rec]) -> Vec<Vec<Rec>> {
     let emits = p.process(&inputs(records)).expect("invocation succeeds");
     let mut by = vec![Vec::new(); records.len()];
     for e in emits {
@@ -81,7 +81,7 @@ pub fn native_by_input(p: &mut Processor, records: &[Rec]) -> Vec<Vec<Rec>> {
 /// Runs `records` natively and in the engine, invocations of 1, 3 and all at once; asserts
 /// all six outputs are identical and every output is keyed by its `session`. Returns the
 /// outputs grouped by input record.
-pub fn run_everywhere(params: &[(&str, &str)], records: &[Rec]) -> Vec<Vec<Rec>> {
+pub(crate) fn run_everywhere(params: &[(&str, &str)], records: &[Rec]) -> Vec<Vec<Rec>> {
     let by = native_by_input(&mut processor(params), records);
     let flat: Vec<Rec> = by.iter().flatten().cloned().collect();
     for batch in [1, 3, 0] {
@@ -119,7 +119,7 @@ pub fn run_everywhere(params: &[(&str, &str)], records: &[Rec]) -> Vec<Vec<Rec>>
 /// `0|…`), as sessions sharing a topic do, and the prefix is taken off what comes out. With a
 /// `max_sessions` param the passes would evict each other's sessions, so each gets a fresh
 /// instance.
-pub fn engine_passes(params: &[(&str, &str)], records: &[Rec]) -> Vec<(usize, Vec<Rec>)> {
+pub(crate) fn engine_passes(params: &[(&str, &str)], records: &[Rec]) -> Vec<(usize, Vec<Rec>)> {
     let batches = [1, 3, 0];
     if params.iter().any(|(k, _)| *k == "max_sessions") {
         return batches
@@ -175,30 +175,30 @@ pub fn engine_passes(params: &[(&str, &str)], records: &[Rec]) -> Vec<(usize, Ve
         .collect()
 }
 
-pub fn json(r: &Rec) -> Value {
+pub(crate) fn json(r: &Rec) -> Value {
     serde_json::from_slice(&r.value).expect("output is JSON")
 }
 
-pub fn lines(recs: &[Rec]) -> Vec<String> {
+pub(crate) fn lines(recs: &[Rec]) -> Vec<String> {
     recs.iter()
         .map(|r| String::from_utf8_lossy(&r.value).into_owned())
         .collect()
 }
 
 /// The outputs as JSON, flattened.
-pub fn values(by: &[Vec<Rec>]) -> Vec<Value> {
+pub(crate) fn values(by: &[Vec<Rec>]) -> Vec<Value> {
     by.iter().flatten().map(json).collect()
 }
 
 /// A JSON string literal of exactly `4 * tokens` chars, quotes included: `tokens` by the
 /// estimate.
-pub fn text(tokens: usize) -> String {
+pub(crate) fn text(tokens: usize) -> String {
     assert!(tokens >= 1);
     format!("\"{}\"", "a".repeat(4 * tokens - 2))
 }
 
 /// Collapses runs of 12 or more identical chars to `c×N`, so long test texts stay readable.
-pub fn collapse(s: &str) -> String {
+pub(crate) fn collapse(s: &str) -> String {
     let chars: Vec<char> = s.chars().collect();
     let mut out = String::new();
     let mut i = 0;
@@ -219,7 +219,7 @@ pub fn collapse(s: &str) -> String {
 
 /// A snapshot's text: the params, then each input frame (`>`) followed by what it emitted
 /// (`<`), one record per line.
-pub fn render(params: &[(&str, &str)], records: &[Rec], by: &[Vec<Rec>]) -> String {
+pub(crate) fn render(params: &[(&str, &str)], records: &[Rec], by: &[Vec<Rec>]) -> String {
     let mut s = String::new();
     let ps: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
     s.push_str(&format!("params: {}\n", ps.join(" ")));
@@ -254,7 +254,7 @@ pub fn render(params: &[(&str, &str)], records: &[Rec], by: &[Vec<Rec>]) -> Stri
 }
 
 /// The checkpoint of one session of a processor, if it holds one.
-pub fn session_checkpoint(p: &Processor, session: &str) -> Option<Value> {
+pub(crate) fn session_checkpoint(p: &Processor, session: &str) -> Option<Value> {
     let doc: Value = serde_json::from_str(&p.checkpoint()).expect("a checkpoint is JSON");
     doc["sessions"]
         .as_array()
@@ -265,7 +265,7 @@ pub fn session_checkpoint(p: &Processor, session: &str) -> Option<Value> {
 }
 
 /// Σ tokens over a session checkpoint's surface.
-pub fn surface_sum(session: &Value) -> u64 {
+pub(crate) fn surface_sum(session: &Value) -> u64 {
     session["surface"]
         .as_array()
         .expect("surface")
@@ -275,7 +275,7 @@ pub fn surface_sum(session: &Value) -> u64 {
 }
 
 /// A fresh processor holding a checkpoint's state: a fork of `p`.
-pub fn fork(params: &[(&str, &str)], p: &Processor) -> Processor {
+pub(crate) fn fork(params: &[(&str, &str)], p: &Processor) -> Processor {
     let mut q = processor(params);
     q.restore(&p.checkpoint()).expect("a checkpoint restores");
     q
@@ -283,7 +283,7 @@ pub fn fork(params: &[(&str, &str)], p: &Processor) -> Processor {
 
 /// A generated session of `ops` steps, drawn from consecutive sub-seeds. Even seeds start at
 /// seq 0 (complete); odd ones where the draw says (one in four of those joins mid-stream).
-pub fn gen_session(seed: u64, ops: usize) -> agent_fold_testkit::GenSession {
+pub(crate) fn gen_session(seed: u64, ops: usize) -> agent_fold_testkit::GenSession {
     use agent_fold_testkit::{Drawn, GenSession};
     let mut g = GenSession::from_seed(seed << 24, ops * 6 + 16);
     if seed.is_multiple_of(2) {
@@ -301,7 +301,7 @@ pub fn gen_session(seed: u64, ops: usize) -> agent_fold_testkit::GenSession {
 }
 
 /// A generated session's records.
-pub fn gen_records(g: &agent_fold_testkit::GenSession) -> Vec<Rec> {
+pub(crate) fn gen_records(g: &agent_fold_testkit::GenSession) -> Vec<Rec> {
     use agent_fold_testkit::Drawn;
     g.records()
         .into_iter()

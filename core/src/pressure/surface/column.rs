@@ -15,7 +15,7 @@ pub(super) enum Column {
 impl Column {
     /// An empty column with room for `n`; `floating`: the first value pushed is the base (for
     /// ascending values), else the base is 0.
-    pub fn with_capacity(n: usize, floating: bool) -> Column {
+    pub(super) fn with_capacity(n: usize, floating: bool) -> Column {
         Column::Narrow {
             base: 0,
             floating,
@@ -23,21 +23,21 @@ impl Column {
         }
     }
 
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         match self {
             Column::Narrow { v, .. } => v.len(),
             Column::Wide(v) => v.len(),
         }
     }
 
-    pub fn get(&self, i: usize) -> u64 {
+    pub(super) fn get(&self, i: usize) -> u64 {
         match self {
             Column::Narrow { base, v, .. } => base + v[i] as u64,
             Column::Wide(v) => v[i],
         }
     }
 
-    pub fn push(&mut self, x: u64) {
+    pub(super) fn push(&mut self, x: u64) {
         match self {
             Column::Narrow { base, floating, v } => {
                 if v.is_empty() && *floating {
@@ -65,7 +65,7 @@ impl Column {
     }
 
     /// Where `x` stands in an ascending column, as `slice::binary_search` says.
-    pub fn binary_search(&self, x: u64) -> Result<usize, usize> {
+    pub(super) fn binary_search(&self, x: u64) -> Result<usize, usize> {
         match self {
             Column::Narrow { base, v, .. } => match x.checked_sub(*base) {
                 None => Err(0),
@@ -79,7 +79,7 @@ impl Column {
     }
 
     /// The column of `self`'s values at `at`, in that order, as narrow as they allow.
-    pub fn gather(&self, at: impl ExactSizeIterator<Item = u32>, floating: bool) -> Column {
+    pub(super) fn gather(&self, at: impl ExactSizeIterator<Item = u32>, floating: bool) -> Column {
         let mut out = Column::with_capacity(at.len(), floating);
         for i in at {
             out.push(self.get(i as usize));
