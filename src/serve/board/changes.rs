@@ -1,0 +1,270 @@
+//! What a source changes on the board, under its lock ([`super::Board::batch`]): the records
+//! read, pressure records and folded frames applied to their sessions, the alerts their figures
+//! fire or clear, the source's status, idle sessions leaving the live board.
+
+use super::*;
+
+/// Changes to the board under its lock: see [`Board::batch`].
+pub struct Changes<'a> {
+    pub(super) inner: &'a mut Inner,
+    pub(super) board: &'a Board,
+    pub(super) now: i64,
+}
+
+impl Changes<'_> {
+    /// Records read from the source (log lines, events, records on stdin or a topic).
+    pub fn read(&mut self, n: u64) {
+        self.inner.status.records += n;
+    }
+
+    /// One record skipped, and why.
+    pub fn skip(&mut self, why: String) {
+        self.inner.status.skipped += 1;
+        self.inner.status.last_skipped = Some(why);
+    }
+
+    /// Sets the status line.
+    pub fn status(&mut self, state: SourceState, message: impl Into<String>) {
+        self.inner.status.state = state;
+        self.inner.status.message = message.into();
+    }
+
+    /// Everything starts again (a rewritten or replaced log): sessions go, every page gets the
+    /// whole (empty) board, and the counts restart.
+    pub fn reset(&mut self, why: &str) {
+        let inner = &mut *self.inner;
+        inner.sessions.clear();
+        inner.by_activity.clear();
+        inner.evicted_firing.clear();
+        inner.evicted_order.clear();
+        inner.changes.clear();
+        inner.points = 0;
+        inner.status.records = 0;
+        inner.status.skipped = 0;
+        inner.status.last_skipped = None;
+        inner.status.reset = Some(why.to_owned());
+        inner.version += 1;
+        inner.floor = inner.version;
+        tracing::info!(
+            reason = why,
+            "the source started again: the board is cleared"
+        );
+    }
+
+    /// Marks `id` changed at a new version.
+    fn touch(&mut self, id: &Arc<str>) {
+        let inner = &mut *self.inner;
+        inner.version += 1;
+        let v = inner.version;
+        if let Some(s) = inner.sessions.get_mut(id) {
+            s.version = v;
+        }
+        inner.changes.push_back((v, Arc::clone(id)));
+        while inner.changes.len() > CHANGES {
+            let (old, _) = inner.changes.pop_front().expect("longer than the bound");
+            inner.floor = inner.floor.max(old);
+        }
+    }
+
+    /// Session `id`, made when new, its activity `at` (room made first: the idlest goes).
+    fn session(&mut self, id: &Arc<str>, at: i64) -> &mut Session {
+        if !self.inner.sessions.contains_key(id) {
+            while self.inner.sessions.len() >= self.board.config.max_sessions.max(1) {
+                if !self.evict_idlest() {
+                    break;
+                }
+            }
+            let inner = &mut *self.inner;
+            inner.tiebreak += 1;
+            let order = (at, inner.tiebreak);
+            inner.by_activity.insert(order, Arc::clone(id));
+            let firing = inner
+                .evicted_firing
+                .remove(id)
+                .map_or_else(Firing::default, |(f, _)| f);
+            inner.sessions.insert(
+                Arc::clone(id),
+                Session {
+                    id: Arc::clone(id),
+                    agent: None,
+                    model: None,
+                    record: None,
+                    error: None,
+                    latest: Latest::default(),
+                    seq: None,
+                    active: at,
+                    read_at: self.now,
+                    live: true,
+                    history: History::default(),
+                    folds: VecDeque::new(),
+                    firing,
+                    order,
+                    row: None,
+                    version: 0,
+                },
+            );
+        }
+        self.inner.sessions.get_mut(id).expect("made above")
+    }
+
+    /// Drops the session idle longest; `false` when there is none.
+    fn evict_idlest(&mut self) -> bool {
+        let Some((_, id)) = self.inner.by_activity.pop_first() else {
+            return false;
+        };
+        let inner = &mut *self.inner;
+        if let Some(s) = inner.sessions.remove(&id) {
+            inner.points -= s.history.len();
+            if s.firing != Firing::default() {
+                inner.evictions += 1;
+                let n = inner.evictions;
+                inner.evicted_firing.insert(Arc::clone(&id), (s.firing, n));
+                inner.evicted_order.push_back((Arc::clone(&id), n));
+                while inner.evicted_order.len() > FIRING_KEPT {
+                    let (old, m) = inner
+                        .evicted_order
+                        .pop_front()
+                        .expect("longer than the bound");
+                    // Unless evicted again since (a later number stands in the map).
+                    if inner.evicted_firing.get(&old).is_some_and(|e| e.1 == m) {
+                        inner.evicted_firing.remove(&old);
+                    }
+                }
+            }
+        }
+        self.board.counters.evicted.fetch_add(1, Ordering::Relaxed);
+        self.touch(&id);
+        true
+    }
+
+    /// Moves a session's activity to `at`.
+    fn active(&mut self, id: &Arc<str>, at: i64) {
+        let inner = &mut *self.inner;
+        let Some(s) = inner.sessions.get_mut(id) else {
+            return;
+        };
+        if at <= s.active {
+            return;
+        }
+        inner.by_activity.remove(&s.order);
+        inner.tiebreak += 1;
+        s.active = s.active.max(at);
+        s.order = (s.active, inner.tiebreak);
+        inner.by_activity.insert(s.order, Arc::clone(id));
+    }
+
+    /// A pressure record (`context/pressure` or `context/error`, contract §3), parsed before the
+    /// lock by [`PressureRecord::parse`]. One older than its session's latest (a re-delivery)
+    /// changes nothing and is `false`.
+    pub fn pressure(&mut self, r: PressureRecord) -> bool {
+        let (now, board) = (self.now, self.board);
+        // Activity is the record's own stamp, never ahead of the clock; else now.
+        let at = r.stamp_ms.map_or(now, |t| t.min(now));
+        let s = self.session(&r.id, at);
+        // The meter's own rule: a lower seq would turn back time; an equal one may be the
+        // error about the frame the last figures came from.
+        if let (Some(new), Some(old)) = (r.seq, s.seq)
+            && new < old
+        {
+            return false;
+        }
+        if r.seq.is_some() {
+            s.seq = r.seq;
+        }
+        s.read_at = now;
+        s.agent = r.agent.clone().or(s.agent.take());
+        s.model = r.model.clone().or(s.model.take());
+        let mut crossed = Vec::new();
+        let mut points = 0;
+        if r.is_error {
+            s.error = Some(Arc::clone(&r.text));
+        } else {
+            s.error = None;
+            s.record = Some(Arc::clone(&r.text));
+            s.latest = r.latest;
+            if let Some(seq) = r.seq {
+                points = s.history.add(r.latest.figures(seq));
+            }
+            crossed = s.firing.step(&board.config.rules, &r.latest);
+        }
+        self.inner.points = (self.inner.points as isize + points) as usize;
+        self.active(&r.id, at);
+        let live =
+            now - self.inner.sessions[&r.id].active <= self.board.config.idle.as_millis() as i64;
+        self.inner.sessions.get_mut(&r.id).expect("made above").live = live;
+        for i in crossed {
+            self.alert(i, &r);
+        }
+        self.touch(&r.id);
+        while self.inner.points > self.board.config.history_points {
+            if !self.evict_idlest() {
+                break;
+            }
+        }
+        true
+    }
+
+    fn alert(&mut self, i: usize, r: &PressureRecord) {
+        let rule = &self.board.config.rules[i];
+        let value = rule.value(&r.latest).unwrap_or(f64::NAN);
+        self.board.counters.alerts[i].fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(
+            target: "agent_fold::alert",
+            rule = %rule,
+            session = %r.id,
+            value,
+            seq = r.seq,
+            "session {} crossed {rule}",
+            r.id
+        );
+        if let Some(hook) = &self.board.webhook {
+            let alert = Alert {
+                rule: rule.text.clone(),
+                session: Arc::clone(&r.id),
+                agent: r.agent.clone(),
+                model: r.model.clone(),
+                value,
+                threshold: rule.threshold,
+                seq: r.seq,
+                record: Arc::clone(&r.text),
+                at: self.now,
+            };
+            if hook.try_send(alert).is_err() {
+                self.board
+                    .counters
+                    .alerts_dropped
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// A folded frame ([`Folded::parse`]): joins its session's list.
+    pub fn frame(&mut self, f: Folded) {
+        let now = self.now;
+        let s = self.session(&f.id, now);
+        s.folds.push_back(f.shown);
+        while s.folds.len() > FOLDS {
+            s.folds.pop_front();
+        }
+        s.read_at = now;
+        self.touch(&f.id);
+    }
+
+    /// Sessions idle past the bound leave the live board.
+    pub(super) fn sweep(&mut self) {
+        let cutoff = self.now - self.board.config.idle.as_millis() as i64;
+        let stale: Vec<Arc<str>> = self
+            .inner
+            .by_activity
+            .range(..(cutoff, 0))
+            .filter(|(_, id)| self.inner.sessions.get(*id).is_some_and(|s| s.live))
+            .map(|(_, id)| Arc::clone(id))
+            .collect();
+        for id in stale {
+            if let Some(s) = self.inner.sessions.get_mut(&id) {
+                s.live = false;
+            }
+            self.touch(&id);
+        }
+    }
+}
