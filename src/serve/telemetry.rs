@@ -35,6 +35,7 @@ pub(super) fn render(app: &App) -> String {
         ("connections", gauge, "HTTP connections open.", load(&c.open)),
         ("connections_accepted_total", counter, "HTTP connections accepted.", load(&c.accepted)),
         ("alerts_dropped_total", counter, "Alerts the webhook's queue had no room for.", load(&f.alerts_dropped)),
+        ("alerts_old_total", counter, "Crossings in records older than --idle (history read again): the alert state follows them, no alert is sent.", load(&f.alerts_old)),
     ];
     t.ones("agent_fold_serve", &singles);
     let state = "agent_fold_serve_source_state";

@@ -192,8 +192,20 @@ impl Changes<'_> {
         let live =
             now - self.inner.sessions[&r.id].active <= self.board.config.idle.as_millis() as i64;
         self.inner.sessions.get_mut(&r.id).expect("made above").live = live;
+        // A record older than `idle` (by its own stamp: a topic's history read again at a
+        // restart, a log caught up) moves the figures and the alert state, and pages no one:
+        // the crossing it holds is history, not news.
+        let old = now - at > self.board.config.idle.as_millis() as i64;
         for i in crossed {
-            self.alert(i, &r);
+            match old {
+                true => {
+                    self.board
+                        .counters
+                        .alerts_old
+                        .fetch_add(1, Ordering::Relaxed);
+                }
+                false => self.alert(i, &r),
+            }
         }
         self.touch(&r.id);
         while self.inner.points > self.board.config.history_points {

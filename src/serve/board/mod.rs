@@ -270,6 +270,8 @@ pub struct Counters {
     pub alerts: Vec<AtomicU64>,
     /// Alerts the webhook queue had no room for.
     pub alerts_dropped: AtomicU64,
+    /// Crossings in records older than `idle`: the alert state follows them, nobody is paged.
+    pub alerts_old: AtomicU64,
 }
 
 /// A gauge of clients: one more while it lives.

@@ -284,3 +284,45 @@ fn a_reset_sends_every_page_the_whole_board() {
     };
     assert_eq!(data(&wire)["rows"], serde_json::json!([]));
 }
+
+/// A record older than `idle` by its own stamp (a topic's history read again at a restart)
+/// updates the board and its alert state but pages no one; a fresh crossing after it, once the
+/// state has cleared, alerts as ever.
+#[test]
+fn an_old_record_updates_the_board_but_never_alerts() {
+    let (tx, mut rx) = mpsc::channel(8);
+    let b = Board::new(
+        Config {
+            rules: vec![Rule::parse("until<20000").unwrap()],
+            idle: Duration::from_secs(600),
+            ..Config::default()
+        },
+        "test",
+        None,
+        Some(tx),
+    );
+    let stamped = |seq: u64, until: u64, stamp: &str| {
+        let text = String::from_utf8(rec("a", seq, until)).unwrap();
+        text.replacen("\"seq\"", &format!("\"timestamp\":\"{stamp}\",\"seq\""), 1)
+            .into_bytes()
+    };
+    b.batch(|c| {
+        apply(c, &stamped(1, 50_000, "2026-09-01T10:00:00Z")).unwrap();
+        apply(c, &stamped(2, 10_000, "2026-09-01T10:05:00Z")).unwrap();
+    });
+    assert!(rx.try_recv().is_err(), "an old crossing pages no one");
+    assert_eq!(b.counters.alerts_old.load(Ordering::Relaxed), 1);
+    assert_eq!(b.held().firing, [1], "the alert state follows it");
+    let row: Value = serde_json::from_str(b.session("a", None).unwrap().row.get()).unwrap();
+    assert_eq!(row["record"]["untilCompactTokens"], 10_000);
+    // Still firing now: no new alert for the same crossing; cleared, then crossed now: alerted.
+    b.batch(|c| {
+        apply(c, &rec("a", 3, 9_000)).unwrap();
+    });
+    assert!(rx.try_recv().is_err(), "the same crossing, still firing");
+    b.batch(|c| {
+        apply(c, &rec("a", 4, 120_000)).unwrap();
+        apply(c, &rec("a", 5, 8_000)).unwrap();
+    });
+    assert_eq!(rx.try_recv().unwrap().seq, Some(5));
+}
