@@ -56,6 +56,8 @@ pub struct Crossings {
     /// Per (rule, session): whether it fired and has not cleared.
     firing: BTreeMap<(usize, String), bool>,
     counts: BTreeMap<(usize, String), u64>,
+    /// Per (rule, session): the crossings back that ended an alert.
+    resolved: BTreeMap<(usize, String), u64>,
 }
 
 impl Crossings {
@@ -64,6 +66,7 @@ impl Crossings {
             rules,
             firing: BTreeMap::new(),
             counts: BTreeMap::new(),
+            resolved: BTreeMap::new(),
         }
     }
 
@@ -92,6 +95,7 @@ impl Crossings {
                 *self.counts.entry((i, session.to_owned())).or_default() += 1;
             } else if *firing && rule.clear(v) {
                 *firing = false;
+                *self.resolved.entry((i, session.to_owned())).or_default() += 1;
             }
         }
     }
@@ -105,6 +109,22 @@ impl Crossings {
                 .insert(s.clone(), *n);
         }
         out
+    }
+
+    /// Per rule (its text), the alerts resolved per session (a crossing back while firing).
+    pub fn resolutions(&self) -> BTreeMap<String, BTreeMap<String, u64>> {
+        let mut out: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+        for ((i, s), n) in &self.resolved {
+            out.entry(self.rules[*i].text.clone())
+                .or_default()
+                .insert(s.clone(), *n);
+        }
+        out
+    }
+
+    /// All crossings back of a rule.
+    pub fn total_resolved(&self, rule: &str) -> u64 {
+        self.resolutions().get(rule).map_or(0, |m| m.values().sum())
     }
 
     /// All crossings of a rule.

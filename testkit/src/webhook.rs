@@ -68,10 +68,15 @@ impl Receiver {
         self.got.lock().unwrap().clone()
     }
 
-    /// Per rule, the alerts received per session.
+    /// Per rule, the alerts received per session (notices of `status` `firing`).
     pub fn alerts(&self) -> BTreeMap<String, BTreeMap<String, u64>> {
+        self.notices("firing")
+    }
+
+    /// Per rule, the notices of `status` received per session.
+    pub fn notices(&self, status: &str) -> BTreeMap<String, BTreeMap<String, u64>> {
         let mut out: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
-        for a in self.bodies() {
+        for a in self.bodies().into_iter().filter(|a| a["status"] == status) {
             let (Some(rule), Some(session)) = (a["rule"].as_str(), a["session"].as_str()) else {
                 continue;
             };

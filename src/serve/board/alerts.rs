@@ -194,7 +194,12 @@ impl Firing {
     /// The rules `r` crosses into: each returned once, until it clears again. `self` becomes
     /// the new state.
     pub fn step(&mut self, rules: &[Rule], r: &Latest) -> Vec<usize> {
-        let mut crossed = Vec::new();
+        self.step_both(rules, r).0
+    }
+
+    /// [`Firing::step`], and the rules `r` clears (each firing until now: the alerts it ends).
+    pub fn step_both(&mut self, rules: &[Rule], r: &Latest) -> (Vec<usize>, Vec<usize>) {
+        let (mut crossed, mut cleared) = (Vec::new(), Vec::new());
         for (i, rule) in rules.iter().enumerate().take(MAX_RULES) {
             let Some(v) = rule.value(r) else { continue };
             let bit = 1u64 << i;
@@ -203,9 +208,10 @@ impl Firing {
                 crossed.push(i);
             } else if self.0 & bit != 0 && rule.cleared(v) {
                 self.0 &= !bit;
+                cleared.push(i);
             }
         }
-        crossed
+        (crossed, cleared)
     }
 
     /// The rules firing, by index.

@@ -174,7 +174,7 @@ impl Changes<'_> {
         s.read_at = now;
         s.agent = r.agent.clone().or(s.agent.take());
         s.model = r.model.clone().or(s.model.take());
-        let mut crossed = Vec::new();
+        let (mut crossed, mut cleared) = (Vec::new(), Vec::new());
         let mut points = 0;
         if r.is_error {
             s.error = Some(Arc::clone(&r.text));
@@ -185,7 +185,7 @@ impl Changes<'_> {
             if let Some(seq) = r.seq {
                 points = s.history.add(r.latest.figures(seq));
             }
-            crossed = s.firing.step(&board.config.rules, &r.latest);
+            (crossed, cleared) = s.firing.step_both(&board.config.rules, &r.latest);
         }
         self.inner.points = (self.inner.points as isize + points) as usize;
         self.active(&r.id, at);
@@ -205,6 +205,12 @@ impl Changes<'_> {
                         .fetch_add(1, Ordering::Relaxed);
                 }
                 false => self.alert(i, &r),
+            }
+        }
+        // The crossing back ends the alert: the receiver hears it resolved.
+        if !old {
+            for i in cleared {
+                self.resolve(i, &r);
             }
         }
         self.touch(&r.id);
@@ -229,24 +235,47 @@ impl Changes<'_> {
             "session {} crossed {rule}",
             r.id
         );
-        if let Some(hook) = &self.board.webhook {
-            let alert = Alert {
-                rule: rule.text.clone(),
-                session: Arc::clone(&r.id),
-                agent: r.agent.clone(),
-                model: r.model.clone(),
-                value,
-                threshold: rule.threshold,
-                seq: r.seq,
-                record: Arc::clone(&r.text),
-                at: self.now,
-            };
-            if hook.try_send(alert).is_err() {
-                self.board
-                    .counters
-                    .alerts_dropped
-                    .fetch_add(1, Ordering::Relaxed);
-            }
+        self.notify("firing", i, value, r);
+    }
+
+    fn resolve(&mut self, i: usize, r: &PressureRecord) {
+        let rule = &self.board.config.rules[i];
+        let value = rule.value(&r.latest).unwrap_or(f64::NAN);
+        tracing::info!(
+            target: "agent_fold::alert",
+            rule = %rule,
+            session = %r.id,
+            value,
+            seq = r.seq,
+            "session {} is back past {rule}: its alert is resolved",
+            r.id
+        );
+        self.notify("resolved", i, value, r);
+    }
+
+    /// Queues a notice for the webhook, never waiting: a full queue drops it and counts it.
+    fn notify(&self, status: &'static str, i: usize, value: f64, r: &PressureRecord) {
+        let Some(hook) = &self.board.webhook else {
+            return;
+        };
+        let rule = &self.board.config.rules[i];
+        let alert = Alert {
+            status,
+            rule: rule.text.clone(),
+            session: Arc::clone(&r.id),
+            agent: r.agent.clone(),
+            model: r.model.clone(),
+            value,
+            threshold: rule.threshold,
+            seq: r.seq,
+            record: Arc::clone(&r.text),
+            at: self.now,
+        };
+        if hook.try_send(alert).is_err() {
+            self.board
+                .counters
+                .alerts_dropped
+                .fetch_add(1, Ordering::Relaxed);
         }
     }
 

@@ -122,9 +122,12 @@ impl Default for Config {
     }
 }
 
-/// One alert: a session crossed into a rule (see [`alerts`]).
+/// One alert notice: a session crossed into a rule (`firing`), or back out of one it fired
+/// (`resolved`: the alert it ends) (see [`alerts`]).
 #[derive(Debug, Clone, Serialize)]
 pub struct Alert {
+    /// `firing` or `resolved`.
+    pub status: &'static str,
     pub rule: String,
     pub session: Arc<str>,
     pub agent: Option<Arc<str>>,
@@ -132,7 +135,7 @@ pub struct Alert {
     pub value: f64,
     pub threshold: f64,
     pub seq: Option<u64>,
-    /// The record that crossed.
+    /// The record that crossed (or crossed back).
     pub record: Arc<RawValue>,
     /// When the board saw it, milliseconds since 1970.
     pub at: i64,

@@ -252,13 +252,14 @@ fn alerts_fire_once_per_crossing_through_the_webhook_and_the_metrics() {
         }
     }
     let (want_until, want_occ) = (want.total("until<20000"), want.total("occupancy>0.9"));
+    let resolved = want.total_resolved("until<20000") + want.total_resolved("occupancy>0.9");
     assert!(
         want_until >= 4 && want_occ >= 1,
         "the input crosses: {want_until}, {want_occ}"
     );
     write(&mut s, &text);
     let deadline = Instant::now() + Duration::from_secs(30);
-    while (hook.bodies().len() as u64) < want_until + want_occ {
+    while (hook.bodies().len() as u64) < want_until + want_occ + resolved {
         assert!(
             Instant::now() < deadline,
             "alerts delivered: {:?}",
@@ -271,6 +272,12 @@ fn alerts_fire_once_per_crossing_through_the_webhook_and_the_metrics() {
         hook.alerts(),
         want.counts(),
         "each session's crossings, once each"
+    );
+    assert!(resolved >= 2, "the input crosses back: {resolved}");
+    assert_eq!(
+        hook.notices("resolved"),
+        want.resolutions(),
+        "each crossing back resolves the alert it ends, once"
     );
     let alerts = hook.bodies();
     let first = alerts.iter().find(|a| a["session"] == "a").unwrap();
@@ -290,7 +297,10 @@ fn alerts_fire_once_per_crossing_through_the_webhook_and_the_metrics() {
             &[("outcome", o)],
         )
     };
-    assert_eq!(posts("delivered"), (want_until + want_occ) as f64);
+    assert_eq!(
+        posts("delivered"),
+        (want_until + want_occ + resolved) as f64
+    );
     assert!(
         posts("retried") >= 1.0,
         "the first POST was refused and tried again"
