@@ -88,7 +88,7 @@ pub(super) fn render(app: &App) -> String {
         ];
         t.labelled(
             ("agent_fold_serve_webhook_posts_total", counter),
-            "Alert webhook outcomes: alerts delivered (a 2xx), failed (after the attempts, or a final refusal), attempts retried.",
+            "Alert webhook outcomes: notices delivered (a 2xx), failed (after the attempts, or a final refusal), attempts retried; a POST carries one notice or, when several wait, an array.",
             "outcome",
             outcomes,
         );

@@ -1,8 +1,10 @@
-//! `--alert-webhook URL`: each alert POSTed as JSON, off the board's path.
+//! `--alert-webhook URL`: each alert notice POSTed as JSON, off the board's path.
 //!
-//! What holds: the board hands an alert over with `try_send` into a queue of [`QUEUE`] (a full
-//! queue drops the alert and counts it: the board never waits); at most [`IN_FLIGHT`] POSTs run
-//! at once, each attempt bounded by [`TIMEOUT`], at most [`ATTEMPTS`] attempts an alert with a
+//! What holds: the board hands a notice over with `try_send` into a queue of [`QUEUE`] (a full
+//! queue drops the notice and counts it: the board never waits); when several wait, one POST
+//! carries up to [`BATCH`] of them as a JSON array, in the order they came (a burst — a
+//! restart's catch-up — goes in a few requests, not one each); at most [`IN_FLIGHT`] POSTs run
+//! at once, each attempt bounded by [`TIMEOUT`], at most [`ATTEMPTS`] attempts a POST with a
 //! doubling pause between them. A 2xx is delivered; a 429, a 5xx, a timeout or a connection
 //! failure is tried again; any other answer is final.
 
@@ -21,6 +23,8 @@ use super::board::Alert;
 
 /// Alerts waiting for delivery at most.
 pub const QUEUE: usize = 1024;
+/// Notices one POST carries at most (as a JSON array when more than one waits).
+pub const BATCH: usize = 256;
 /// POSTs at once at most.
 pub const IN_FLIGHT: usize = 4;
 /// One attempt's bound, connection and answer included.
@@ -61,19 +65,32 @@ pub fn start(url: Uri) -> (mpsc::Sender<Alert>, Arc<Outcomes>) {
         let client: Client<_, Full<bytes::Bytes>> =
             Client::builder(TokioExecutor::new()).build_http();
         let slots = Arc::new(Semaphore::new(IN_FLIGHT));
-        while let Some(alert) = rx.recv().await {
+        while let Some(first) = rx.recv().await {
             let permit = Arc::clone(&slots)
                 .acquire_owned()
                 .await
                 .expect("the semaphore is never closed");
+            // What waited meanwhile goes with it, in order.
+            let mut batch = vec![first];
+            while batch.len() < BATCH
+                && let Ok(next) = rx.try_recv()
+            {
+                batch.push(next);
+            }
             let (client, url, out) = (client.clone(), url.clone(), Arc::clone(&out));
             tokio::spawn(async move {
-                let body = serde_json::to_vec(&alert).expect("an alert serialises");
+                let body = match &batch[..] {
+                    [one] => serde_json::to_vec(one),
+                    many => serde_json::to_vec(many),
+                }
+                .expect("a notice serialises");
+                let n = batch.len() as u64;
                 match deliver(&client, &url, body, &out).await {
-                    Ok(()) => out.delivered.fetch_add(1, Ordering::Relaxed),
+                    Ok(()) => out.delivered.fetch_add(n, Ordering::Relaxed),
                     Err(e) => {
-                        tracing::warn!(session = %alert.session, rule = alert.rule, "the alert webhook failed: {e:#}");
-                        out.failed.fetch_add(1, Ordering::Relaxed)
+                        let first = &batch[0];
+                        tracing::warn!(session = %first.session, rule = first.rule, notices = n, "the alert webhook failed: {e:#}");
+                        out.failed.fetch_add(n, Ordering::Relaxed)
                     }
                 };
                 drop(permit);
@@ -124,7 +141,59 @@ async fn deliver(client: &HttpClient, url: &Uri, body: Vec<u8>, out: &Outcomes) 
 
 #[cfg(test)]
 mod tests {
-    use super::url;
+    use super::*;
+
+    fn notice(session: &str, seq: u64) -> Alert {
+        Alert {
+            status: "firing",
+            rule: "until<20000".into(),
+            session: session.into(),
+            agent: None,
+            model: None,
+            value: 1.0,
+            threshold: 20_000.0,
+            seq: Some(seq),
+            record: serde_json::value::RawValue::from_string("{}".into())
+                .unwrap()
+                .into(),
+            at: 0,
+        }
+    }
+
+    /// Notices that wait go in one POST, as an array in the order they came; one alone goes as
+    /// an object; every one is counted delivered.
+    #[test]
+    fn notices_that_wait_go_together_in_order() {
+        let hook = agent_fold_testkit::webhook::Receiver::start(false).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let url: Uri = format!("http://127.0.0.1:{}/hook", hook.port)
+                .parse()
+                .unwrap();
+            let (tx, out) = start(url);
+            // Queued before the deliverer first runs: they wait together.
+            for seq in 0..10 {
+                tx.try_send(notice("a", seq)).unwrap();
+            }
+            while out.delivered.load(Ordering::Relaxed) < 10 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            tx.try_send(notice("b", 0)).unwrap();
+            while out.delivered.load(Ordering::Relaxed) < 11 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        });
+        let seqs: Vec<u64> = hook
+            .bodies()
+            .iter()
+            .map(|b| b["seq"].as_u64().unwrap())
+            .collect();
+        assert_eq!(seqs, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0]);
+        assert_eq!(hook.posts(), 2, "ten waited together, one came alone");
+    }
 
     #[test]
     fn only_http_urls_are_taken_and_https_is_refused_in_words() {

@@ -12,6 +12,8 @@ use serde_json::Value;
 pub struct Receiver {
     pub port: u16,
     got: Arc<Mutex<Vec<Value>>>,
+    /// POSTs answered 200.
+    posts: Arc<Mutex<usize>>,
 }
 
 impl Receiver {
@@ -21,6 +23,8 @@ impl Receiver {
         let port = listener.local_addr()?.port();
         let got = Arc::new(Mutex::new(Vec::new()));
         let keep = Arc::clone(&got);
+        let posts = Arc::new(Mutex::new(0));
+        let count = Arc::clone(&posts);
         std::thread::spawn(move || {
             for (i, conn) in listener.incoming().enumerate() {
                 let Ok(mut conn) = conn else { continue };
@@ -46,8 +50,15 @@ impl Receiver {
                     continue;
                 }
                 let refuse = fail_first && i == 0;
-                if !refuse && let Ok(v) = serde_json::from_slice(&body) {
-                    keep.lock().unwrap().push(v);
+                // One notice, or several in an array (as they waited): kept one by one.
+                if !refuse {
+                    *count.lock().unwrap() += 1;
+                }
+                if !refuse && let Ok(v) = serde_json::from_slice::<Value>(&body) {
+                    match v {
+                        Value::Array(notices) => keep.lock().unwrap().extend(notices),
+                        v => keep.lock().unwrap().push(v),
+                    }
                 }
                 let status = if refuse {
                     "500 Internal Server Error"
@@ -60,10 +71,15 @@ impl Receiver {
                 );
             }
         });
-        Ok(Receiver { port, got })
+        Ok(Receiver { port, got, posts })
     }
 
-    /// Every body received (and answered 200), in order.
+    /// How many POSTs were answered 200 (a POST may carry several notices).
+    pub fn posts(&self) -> usize {
+        *self.posts.lock().unwrap()
+    }
+
+    /// Every notice received (and answered 200), in order.
     pub fn bodies(&self) -> Vec<Value> {
         self.got.lock().unwrap().clone()
     }
