@@ -154,9 +154,6 @@ async fn metrics(State(app): State<App>) -> Response {
     ([(header::CONTENT_TYPE, CONTENT_TYPE)], t.finish()).into_response()
 }
 
-/// How long a stopping collector finishes the requests in flight.
-const DRAIN: Duration = Duration::from_secs(10);
-
 /// 200 while the sink takes writes, 503 while the last write to the topic failed. Where a token
 /// is set, only a request that carries it is told where the events go.
 async fn healthz(State(app): State<App>, headers: axum::http::HeaderMap) -> Response {
@@ -275,14 +272,11 @@ async fn collect(args: &Args, token: otlp::Token) -> Result<i32> {
             () = &mut server => break,
             () = signals.recv() => break,
             // A rotated token: read the file again (a bad one keeps the token there was).
-            _ = hangup.recv() => match app.receiver.reload_token() {
-                Ok(()) => tracing::info!("SIGHUP: the token file was read again"),
-                Err(e) => tracing::warn!("SIGHUP: {e:#}; the token stays as it was"),
-            },
+            _ = hangup.recv() => app.receiver.reload_token(),
         }
     }
     // No new connection is taken; the requests in flight are finished before the process
     // goes, so that no acknowledged batch is cut and none is answered 500.
-    receiver.drain(DRAIN).await;
+    receiver.drain().await;
     Ok(0)
 }

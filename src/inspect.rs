@@ -121,24 +121,6 @@ fn numbered(text: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
         .filter(|(_, l)| !l.is_empty())
 }
 
-/// The JSON objects a line holds: itself, or those written back to back without a newline (a
-/// log written at a resume), as the adapter reads them.
-fn objects(line: &[u8]) -> Vec<&[u8]> {
-    let mut stream =
-        serde_json::Deserializer::from_slice(line).into_iter::<serde::de::IgnoredAny>();
-    let mut parts = Vec::new();
-    let mut start = 0;
-    while let Some(Ok(_)) = stream.next() {
-        let end = stream.byte_offset();
-        parts.push(&line[start..end]);
-        start = end;
-    }
-    if parts.len() < 2 {
-        return vec![line];
-    }
-    parts
-}
-
 /// The field a format's lines name their session by.
 fn session_field(input: Input) -> &'static str {
     match input {
@@ -206,7 +188,7 @@ pub fn census(file: &Path, text: &[u8], input: Option<Input>) -> Result<Census> 
     let mut frames = Vec::new();
     let mut window = None;
     for (n, line) in &lines {
-        let parts = objects(line);
+        let parts = agent_fold_core::line_records(line);
         let mut any = false;
         for part in &parts {
             let Some(LineKind { kind, treatment }) = input.census(part) else {

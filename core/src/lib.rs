@@ -39,8 +39,8 @@ pub mod time;
 // What an adapter needs: the processor and its records, its params, the frame reader, the
 // checkpoint's errors; and the few helpers the host shares with the module (one estimate, one
 // hash, one generator).
-pub use adapt::Adapter;
 pub use adapt::census::{LineKind, Treatment};
+pub use adapt::{Adapter, line_records};
 pub use config::{
     CompactAt, Config, Input, Malformed, PARAMS, Param, ParamError, Projection, Subagents, View,
     restore_prior,

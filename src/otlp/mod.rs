@@ -50,6 +50,8 @@ use record::{Refused, Resource};
 pub const PORT: u16 = 4318;
 /// How long a request waits for a slot before it is told to come back.
 pub const SLOT_WAIT: Duration = Duration::from_secs(5);
+/// How long a stopping process finishes the requests in flight, at the most.
+pub const DRAIN: Duration = Duration::from_secs(10);
 /// How long a request's body may take to arrive once its head has, at the most.
 pub const BODY_TIME: Duration = Duration::from_secs(30);
 /// The slowest a body may arrive, after [`BODY_GRACE`]: a sender below it is cut (408).
@@ -195,15 +197,20 @@ impl Receiver {
         self.token.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// Reads the token file again (a rotated token takes effect without a restart). A file that
-    /// no longer holds one token keeps the token there was, and says why.
-    pub fn reload_token(&self) -> Result<()> {
+    /// Reads the token file again on SIGHUP (a rotated token takes effect without a restart),
+    /// and says so. A file that no longer holds one token keeps the token there was, and says
+    /// why.
+    pub fn reload_token(&self) {
         let Some(file) = &self.token_file else {
-            return Ok(());
+            return;
         };
-        let token = read_token(file)?;
-        *self.token.write().unwrap_or_else(|e| e.into_inner()) = Some(token);
-        Ok(())
+        match read_token(file) {
+            Ok(token) => {
+                *self.token.write().unwrap_or_else(|e| e.into_inner()) = Some(token);
+                tracing::info!("SIGHUP: the token file was read again");
+            }
+            Err(e) => tracing::warn!("SIGHUP: {e:#}; the token stays as it was"),
+        }
     }
 
     /// Whether these headers carry the token (always, when none is set).
@@ -214,10 +221,10 @@ impl Receiver {
         }
     }
 
-    /// Waits until no request is in flight, or `within` has passed (then says how many were):
+    /// Waits until no request is in flight, or [`DRAIN`] has passed (then says how many were):
     /// what a stopping process does before it lets its connections go.
-    pub async fn drain(&self, within: Duration) {
-        let until = tokio::time::Instant::now() + within;
+    pub async fn drain(&self) {
+        let until = tokio::time::Instant::now() + DRAIN;
         loop {
             let n = self.counters.in_flight.load(Ordering::Relaxed);
             if n == 0 {

@@ -145,7 +145,7 @@ mod tests {
 
     fn notice(session: &str, seq: u64) -> Alert {
         Alert {
-            status: "firing",
+            status: super::super::board::AlertStatus::Firing,
             rule: "until<20000".into(),
             session: session.into(),
             agent: None,

@@ -102,19 +102,20 @@ impl Crossings {
 
     /// Per rule (its text), the crossings per session.
     pub fn counts(&self) -> BTreeMap<String, BTreeMap<String, u64>> {
-        let mut out: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
-        for ((i, s), n) in &self.counts {
-            out.entry(self.rules[*i].text.clone())
-                .or_default()
-                .insert(s.clone(), *n);
-        }
-        out
+        self.per_rule(&self.counts)
     }
 
     /// Per rule (its text), the alerts resolved per session (a crossing back while firing).
     pub fn resolutions(&self) -> BTreeMap<String, BTreeMap<String, u64>> {
+        self.per_rule(&self.resolved)
+    }
+
+    fn per_rule(
+        &self,
+        by: &BTreeMap<(usize, String), u64>,
+    ) -> BTreeMap<String, BTreeMap<String, u64>> {
         let mut out: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
-        for ((i, s), n) in &self.resolved {
+        for ((i, s), n) in by {
             out.entry(self.rules[*i].text.clone())
                 .or_default()
                 .insert(s.clone(), *n);

@@ -193,32 +193,29 @@ fn touched_file<'a>(result: &'a str) -> Option<Touched> {
     let text = |name: &str, of: Option<&'a str>| -> Option<&'a str> {
         at(of, name).filter(|v| crate::json::is_string(v))
     };
-    // The estimate of a JSON string and how many lines it holds (its escaped newlines).
-    let price = |raw: &str| {
-        (
-            estimate(raw.as_bytes()),
-            raw.matches("\\n").count() as u64 + 1,
-        )
-    };
+    // A JSON string's estimate, and how many lines it holds (its escaped newlines), each read
+    // only where needed: a Read names its lines, an Edit's replaced strings need no count.
+    let price = |raw: &str| estimate(raw.as_bytes());
+    let lines = |raw: &str| raw.matches("\\n").count() as u64 + 1;
     let shown =
         |chars_tokens: u64, lines: u64| chars_tokens + (lines * LINE_NUMBER_CHARS).div_ceil(4);
     let (path, tokens, partial) = if let Some(file) = at(r, "file").filter(|f| f.starts_with('{')) {
         let path = str_at(Some(file), "filePath")?;
-        let (tokens, lines) = price(text("content", Some(file))?);
-        let n = uint_at(Some(file), "numLines").unwrap_or(lines);
+        let content = text("content", Some(file))?;
+        let n = uint_at(Some(file), "numLines").unwrap_or_else(|| lines(content));
         let partial = uint_at(Some(file), "totalLines").is_some_and(|total| total > n);
-        (path, shown(tokens, n), partial)
+        (path, shown(price(content), n), partial)
     } else {
         let path = str_at(r, "filePath")?;
-        let tokens = match text("originalFile", r).map(price) {
-            Some((original, lines)) => {
-                let new = text("newString", r).map_or(0, |v| price(v).0);
-                let old = text("oldString", r).map_or(0, |v| price(v).0);
-                shown((original + new).saturating_sub(old), lines)
+        let tokens = match text("originalFile", r) {
+            Some(original) => {
+                let new = text("newString", r).map_or(0, price);
+                let old = text("oldString", r).map_or(0, price);
+                shown((price(original) + new).saturating_sub(old), lines(original))
             }
             None => {
-                let (tokens, lines) = price(text("content", r)?);
-                shown(tokens, lines)
+                let content = text("content", r)?;
+                shown(price(content), lines(content))
             }
         };
         (path, tokens, false)

@@ -101,6 +101,11 @@ const OBJECTS_PER_LINE: usize = 8;
 /// between): each one, when there are 2 to [`OBJECTS_PER_LINE`] and every one reads; else
 /// `None` (the line is what it is, not a JSON object).
 fn objects(bytes: &[u8]) -> Option<Vec<Line<'_>>> {
+    object_spans(bytes, Line::read)
+}
+
+/// [`objects`], each part handed to `read` (`None` from it: the line is no such records).
+fn object_spans<'a, T>(bytes: &'a [u8], read: impl Fn(&'a [u8]) -> Option<T>) -> Option<Vec<T>> {
     let mut stream =
         serde_json::Deserializer::from_slice(bytes).into_iter::<serde::de::IgnoredAny>();
     let mut parts = Vec::new();
@@ -111,10 +116,21 @@ fn objects(bytes: &[u8]) -> Option<Vec<Line<'_>>> {
         if parts.len() == OBJECTS_PER_LINE {
             return None;
         }
-        parts.push(Line::read(&bytes[start..end])?);
+        parts.push(read(&bytes[start..end])?);
         start = end;
     }
     (parts.len() >= 2).then_some(parts)
+}
+
+/// The records one line of a log holds as the adapters read it: the line, or, where it holds
+/// 2 to [`OBJECTS_PER_LINE`] JSON objects written back to back (a log written at a resume),
+/// each of them.
+pub fn line_records(bytes: &[u8]) -> Vec<&[u8]> {
+    if crate::json::is_object(bytes) {
+        return vec![bytes];
+    }
+    object_spans(bytes, |part| crate::json::is_object(part).then_some(part))
+        .unwrap_or_else(|| vec![bytes])
 }
 
 /// The lines an instance has read: their format, the session of the last one (a line that

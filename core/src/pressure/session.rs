@@ -412,22 +412,23 @@ impl Session {
         base.max(e.system.unwrap_or(0).saturating_add(e.tools.unwrap_or(0)))
     }
 
-    /// What the agent puts back unseen at a compaction beyond what its rule explains
-    /// (`restore_tokens`, priced on its own): nothing where the log writes it, else the prior,
-    /// halfway to what the session's last compaction taught it (one compaction's lesson moves
-    /// the next figure by half at most: contract §3.4).
-    fn unseen_restore(&self, kept: Kept, params: &Params) -> u64 {
+    /// What the agent puts back unseen at a compaction: nothing where the log writes it, else
+    /// what its own rule puts back (`restore_tokens`, at the session's scale) and, beyond it,
+    /// the prior, halfway to what the session's last compaction taught it (one compaction's
+    /// lesson moves the next figure by half at most: contract §3.4).
+    fn unseen_restore(&self, kept: Kept, params: &Params, scale: impl Fn(u64) -> i128) -> i128 {
         let prior = match self.rebase.prior {
             Some(p) if !params.restore_named => p,
             _ => params.restore_prior,
         };
-        match (kept.shown, self.rebase.restore) {
-            (true, _) => 0,
+        let beyond = match (kept.shown, self.rebase.restore) {
+            (true, _) => return 0,
             (false, Some(learnt)) if params.learn_restore => {
                 ((prior as u128 + learnt as u128).div_ceil(2)) as u64
             }
             (false, _) => prior,
-        }
+        };
+        scale(kept.expected) + beyond as i128
     }
 
     /// What the session shows under the instance's params.
@@ -442,12 +443,7 @@ impl Session {
                     // it kept verbatim scaled), and the larger of what joined since and what the
                     // agent puts back unseen (contract §3.4).
                     (Projection::Rebased, Some(_), Some(kept)) => {
-                        let restore = match kept.shown {
-                            true => 0,
-                            false => {
-                                scale(kept.expected) + self.unseen_restore(kept, params) as i128
-                            }
-                        };
+                        let restore = self.unseen_restore(kept, params, scale);
                         let joined = scale(total.saturating_sub(kept.total));
                         self.floor(self.base(scale)) as i128
                             + kept_price(kept, scale)

@@ -196,21 +196,19 @@ impl Changes<'_> {
         // restart, a log caught up) moves the figures and the alert state, and pages no one:
         // the crossing it holds is history, not news.
         let old = now - at > self.board.config.idle.as_millis() as i64;
-        for i in crossed {
-            match old {
-                true => {
-                    self.board
-                        .counters
-                        .alerts_old
-                        .fetch_add(1, Ordering::Relaxed);
-                }
-                false => self.alert(i, &r),
-            }
-        }
-        // The crossing back ends the alert: the receiver hears it resolved.
-        if !old {
-            for i in cleared {
-                self.resolve(i, &r);
+        if old {
+            let n = crossed.len() as u64;
+            self.board
+                .counters
+                .alerts_old
+                .fetch_add(n, Ordering::Relaxed);
+        } else {
+            // The crossing back ends the alert: the receiver hears it resolved.
+            let notices = crossed.into_iter().map(|i| (AlertStatus::Firing, i));
+            for (status, i) in
+                notices.chain(cleared.into_iter().map(|i| (AlertStatus::Resolved, i)))
+            {
+                self.notice(status, i, &r);
             }
         }
         self.touch(&r.id);
@@ -222,43 +220,27 @@ impl Changes<'_> {
         true
     }
 
-    fn alert(&mut self, i: usize, r: &PressureRecord) {
+    /// Rule `i`'s alert for `r`'s session fired or ended: said in the log (a firing at `warn`,
+    /// its end at `info`), counted (a firing), and queued for the webhook, never waiting: a
+    /// full queue drops the notice and counts it.
+    fn notice(&mut self, status: AlertStatus, i: usize, r: &PressureRecord) {
         let rule = &self.board.config.rules[i];
         let value = rule.value(&r.latest).unwrap_or(f64::NAN);
-        self.board.counters.alerts[i].fetch_add(1, Ordering::Relaxed);
-        tracing::warn!(
-            target: "agent_fold::alert",
-            rule = %rule,
-            session = %r.id,
-            value,
-            seq = r.seq,
-            "session {} crossed {rule}",
-            r.id
-        );
-        self.notify("firing", i, value, r);
-    }
-
-    fn resolve(&mut self, i: usize, r: &PressureRecord) {
-        let rule = &self.board.config.rules[i];
-        let value = rule.value(&r.latest).unwrap_or(f64::NAN);
-        tracing::info!(
-            target: "agent_fold::alert",
-            rule = %rule,
-            session = %r.id,
-            value,
-            seq = r.seq,
-            "session {} is back past {rule}: its alert is resolved",
-            r.id
-        );
-        self.notify("resolved", i, value, r);
-    }
-
-    /// Queues a notice for the webhook, never waiting: a full queue drops it and counts it.
-    fn notify(&self, status: &'static str, i: usize, value: f64, r: &PressureRecord) {
+        let (id, seq) = (&r.id, r.seq);
+        match status {
+            AlertStatus::Firing => {
+                self.board.counters.alerts[i].fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(target: "agent_fold::alert", rule = %rule, session = %id, value, seq,
+                    "session {id} crossed {rule}");
+            }
+            AlertStatus::Resolved => {
+                tracing::info!(target: "agent_fold::alert", rule = %rule, session = %id, value, seq,
+                    "session {id} is back past {rule}: its alert is resolved");
+            }
+        }
         let Some(hook) = &self.board.webhook else {
             return;
         };
-        let rule = &self.board.config.rules[i];
         let alert = Alert {
             status,
             rule: rule.text.clone(),

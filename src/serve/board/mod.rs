@@ -122,12 +122,21 @@ impl Default for Config {
     }
 }
 
-/// One alert notice: a session crossed into a rule (`firing`), or back out of one it fired
-/// (`resolved`: the alert it ends) (see [`alerts`]).
+/// What an alert notice says of its alert.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AlertStatus {
+    /// A session crossed into the rule.
+    Firing,
+    /// It crossed back out of one it fired: the alert is over.
+    Resolved,
+}
+
+/// One alert notice: a session crossed into a rule, or back out of one it fired (see
+/// [`alerts`]).
 #[derive(Debug, Clone, Serialize)]
 pub struct Alert {
-    /// `firing` or `resolved`.
-    pub status: &'static str,
+    pub status: AlertStatus,
     pub rule: String,
     pub session: Arc<str>,
     pub agent: Option<Arc<str>>,

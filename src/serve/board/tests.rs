@@ -220,10 +220,10 @@ fn alerts_fire_once_per_crossing_and_never_wait_for_the_webhook() {
     let resolved = rx.try_recv().unwrap();
     assert_eq!(
         (resolved.status, &*resolved.session, resolved.seq),
-        ("resolved", "a", Some(5))
+        (AlertStatus::Resolved, "a", Some(5))
     );
     let again = rx.try_recv().unwrap();
-    assert_eq!((again.status, again.seq), ("firing", Some(6)));
+    assert_eq!((again.status, again.seq), (AlertStatus::Firing, Some(6)));
     assert_eq!(b.counters.alerts_dropped.load(Ordering::Relaxed), 2);
 }
 
@@ -333,7 +333,10 @@ fn an_old_record_updates_the_board_but_never_alerts() {
         apply(c, &rec("a", 5, 8_000)).unwrap();
     });
     let resolved = rx.try_recv().unwrap();
-    assert_eq!((resolved.status, resolved.seq), ("resolved", Some(4)));
+    assert_eq!(
+        (resolved.status, resolved.seq),
+        (AlertStatus::Resolved, Some(4))
+    );
     let fired = rx.try_recv().unwrap();
-    assert_eq!((fired.status, fired.seq), ("firing", Some(5)));
+    assert_eq!((fired.status, fired.seq), (AlertStatus::Firing, Some(5)));
 }
