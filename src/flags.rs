@@ -66,6 +66,27 @@ pub fn within(range: std::ops::RangeInclusive<u64>) -> clap::builder::RangedU64V
     clap::value_parser!(u64).range(range)
 }
 
+/// `--since 2h` and the like: a number with a unit (`s`, `m`, `h`, `d`; seconds without one),
+/// positive, a year at most.
+pub fn duration(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    let (number, scale) = match t.as_bytes().last() {
+        Some(b's') => (&t[..t.len() - 1], 1.0),
+        Some(b'm') => (&t[..t.len() - 1], 60.0),
+        Some(b'h') => (&t[..t.len() - 1], 3_600.0),
+        Some(b'd') => (&t[..t.len() - 1], 86_400.0),
+        _ => (t, 1.0),
+    };
+    match number.trim().parse::<f64>().map(|v| v * scale) {
+        Ok(v) if v > 0.0 && v.is_finite() && v <= 366.0 * 86_400.0 => {
+            Ok(std::time::Duration::from_secs_f64(v))
+        }
+        _ => Err(format!(
+            "takes a positive duration such as 90s, 30m, 2h or 1d (a year at most), got {s:?}"
+        )),
+    }
+}
+
 /// `--header-timeout SECS`, `--idle SECS` and the like: a positive number of seconds, a year at
 /// most.
 pub fn secs(s: &str) -> Result<std::time::Duration, String> {
@@ -76,5 +97,23 @@ pub fn secs(s: &str) -> Result<std::time::Duration, String> {
         _ => Err(format!(
             "takes a positive number of seconds (a year at most), got {s:?}"
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_read_with_their_unit_and_refuse_in_words() {
+        assert_eq!(duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(duration("30m"), Ok(Duration::from_secs(1_800)));
+        assert_eq!(duration("2h"), Ok(Duration::from_secs(7_200)));
+        assert_eq!(duration("1.5d"), Ok(Duration::from_secs(129_600)));
+        assert_eq!(duration("45"), Ok(Duration::from_secs(45)));
+        for bad in ["", "0h", "-2h", "2 weeks", "400d", "h"] {
+            assert!(duration(bad).unwrap_err().contains("90s, 30m"), "{bad}");
+        }
     }
 }

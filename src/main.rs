@@ -47,7 +47,7 @@ enum Command {
     /// each opening its meter and whole chart, with alerts; from agents' logs followed as they
     /// grow (a file or directory), pressure records on stdin (-), a Fluvio topic of them
     /// (--topic) or agents' OTLP exports (--otlp); prints the page's URL
-    Serve(serve::Args),
+    Serve(Box<serve::Args>),
     /// A Claude Code status line: reads the session's JSON on stdin, runs the module over its
     /// transcript (only what it gained since the last call) and prints one line: occupancy,
     /// ~used/window, how far the automatic compaction is

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use fluvio::dataplane::link::ErrorCode;
+use fluvio::metadata::partition::PartitionSpec;
 use fluvio::metadata::topic::{TopicResolution, TopicSpec};
 use fluvio::{Fluvio, FluvioAdmin, FluvioClusterConfig};
 use fluvio_sc_schema::ApiError;
@@ -67,6 +68,23 @@ pub async fn find(fluvio: &Fluvio, topic: &str) -> Result<Option<Layout>> {
         .await
         .context("listing topics")?
         .map(|(layout, _)| layout))
+}
+
+/// Partition `partition` of `topic`: its first offset kept and its high watermark (the offset
+/// the next record written gets; records below it are committed).
+pub async fn partition_span(fluvio: &Fluvio, topic: &str, partition: u32) -> Result<(i64, i64)> {
+    let name = format!("{topic}-{partition}");
+    let admin = fluvio.admin().await;
+    let found = timed(
+        "listing partitions",
+        admin.list::<PartitionSpec, String>(vec![name.clone()]),
+    )
+    .await?;
+    let p = found
+        .into_iter()
+        .find(|p| p.name == name)
+        .ok_or_else(|| anyhow!("partition {name} not found"))?;
+    Ok((p.status.base_offset.max(0), p.status.leader.hw.max(0)))
 }
 
 /// `topic`'s layout and resolution, if the cluster has it.

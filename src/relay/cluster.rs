@@ -15,7 +15,6 @@ use anyhow::{Context, Result, anyhow, bail};
 use fluvio::consumer::{
     BoxConsumerStream, ConsumerConfigExt, ConsumerStream, OffsetManagementStrategy, RetryMode,
 };
-use fluvio::metadata::partition::PartitionSpec;
 use fluvio::metadata::smartmodule::SmartModuleSpec;
 use fluvio::{
     Fluvio, Offset, ProduceOutput, RecordKey, TopicProducerConfigBuilder, TopicProducerPool,
@@ -132,16 +131,7 @@ impl FluvioPartition {
     }
 
     async fn partition_status(&self) -> Result<(i64, i64)> {
-        let name = format!("{}-{}", self.target.topic, self.target.partition);
-        let admin = self.fluvio.admin().await;
-        let found = admin
-            .list::<PartitionSpec, String>(vec![name.clone()])
-            .await?;
-        let p = found
-            .into_iter()
-            .find(|p| p.name == name)
-            .ok_or_else(|| anyhow!("partition {name} not found"))?;
-        Ok((p.status.base_offset.max(0), p.status.leader.hw.max(0)))
+        crate::topics::partition_span(&self.fluvio, &self.target.topic, self.target.partition).await
     }
 }
 

@@ -6,9 +6,11 @@
 //! board and then coalesced deltas over Server-Sent Events (`/events`), scripts the same rows
 //! from `/api/sessions`. Routes: [`router`].
 
+pub mod alertmanager;
 pub mod board;
 pub mod fold;
 pub mod follow;
+pub mod outbox;
 pub mod page;
 pub mod source;
 pub mod sse;
@@ -47,6 +49,14 @@ pub struct Args {
     /// current profile, instead of SOURCE
     #[arg(long, value_name = "TOPIC", conflicts_with = "log")]
     pub topic: Option<String>,
+    /// With --topic: start each partition this many records before its end (default 100000;
+    /// `all`: from its start — a whole topic, however long). Records read up to the end each
+    /// partition had at the start rebuild the board and its alert state and page no one
+    #[arg(long, value_name = "N|all", value_parser = look_back)]
+    pub look_back: Option<LookBackRecords>,
+    /// With --topic: pass over records stamped longer ago than this (90s, 30m, 2h, 1d)
+    #[arg(long, value_name = "DURATION", value_parser = flags::duration)]
+    pub since: Option<Duration>,
     /// The followed log's format: claude-code, claude-stream, codex, agent-fold, or auto to
     /// tell it from its first lines (the default); the module adapts it (its input param)
     #[arg(long = "input", value_name = "FORMAT", value_parser = flags::format)]
@@ -79,6 +89,18 @@ pub struct Args {
     /// holds the board up)
     #[arg(long, value_name = "URL", value_parser = webhook::url, requires = "alerts")]
     pub alert_webhook: Option<Uri>,
+    /// Post alerts to this Prometheus Alertmanager (http://HOST:PORT[/PREFIX]; its v2 API),
+    /// firing ones sent again every minute while they fire, resolved ones with endsAt
+    #[arg(long, value_name = "URL", value_parser = alertmanager::url, requires = "alerts")]
+    pub alertmanager: Option<Uri>,
+    /// With --alertmanager: how often firing alerts are sent again (default 60), each with
+    /// endsAt four intervals ahead (so the alerts of a board that stopped end on their own)
+    #[arg(long, value_name = "SECS", value_parser = flags::secs, requires = "alertmanager")]
+    pub resend: Option<Duration>,
+    /// The board's URL as people reach it (behind a proxy), for the links alerts carry
+    /// (default: the address it listens on)
+    #[arg(long, value_name = "URL")]
+    pub external_url: Option<String>,
     /// A host name the page may be reached under besides localhost and IP literals (a proxy's
     /// name): repeatable. Other names are refused (403), against DNS rebinding
     #[arg(long = "allow-host", value_name = "NAME")]
@@ -111,12 +133,21 @@ impl Args {
     /// server starts.
     pub fn feeds(&self) -> Result<Feeds> {
         let log = match (&self.topic, &self.log) {
-            (Some(t), _) => Some(Err(Feed::Topic(t.clone()))),
+            (Some(t), _) => Some(Err(Feed::Topic {
+                topic: t.clone(),
+                look_back: source::LookBack {
+                    records: self.look_back.map_or(Some(LOOK_BACK), |l| l.0),
+                    since: self.since,
+                },
+            })),
             (None, Some(p)) if p.as_os_str() == "-" => Some(Err(Feed::Stdin)),
             (None, Some(p)) => Some(Ok(p.clone())),
             (None, None) if self.otlp.is_some() => None,
             (None, None) => bail!("give a SOURCE (a log, or - for stdin), --topic or --otlp"),
         };
+        if self.topic.is_none() && (self.look_back.is_some() || self.since.is_some()) {
+            bail!("--look-back and --since say where --topic starts: they go with --topic");
+        }
         let shapes =
             self.format.is_some() || !self.params.is_empty() || self.wasm.is_some() || self.native;
         if let Some(Err(feed)) = &log
@@ -208,6 +239,24 @@ impl Feeds {
     }
 }
 
+/// `--look-back`'s default: records per partition read again at the start (docs/serve.md,
+/// "Where --topic starts": a restart's catch-up in seconds within the board's bounds).
+pub const LOOK_BACK: u32 = 100_000;
+
+/// `--look-back`: records per partition, or none for `all`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LookBackRecords(pub Option<u32>);
+
+/// `--look-back`: a count of records, or `all`.
+fn look_back(s: &str) -> Result<LookBackRecords, String> {
+    if s == "all" {
+        return Ok(LookBackRecords(None));
+    }
+    s.parse::<u32>()
+        .map(|n| LookBackRecords(Some(n)))
+        .map_err(|_| format!("{s:?}: give a number of records per partition, or all"))
+}
+
 /// `--alert RULE`.
 fn alert_rule(s: &str) -> Result<Rule, String> {
     Rule::parse(s).map_err(|e| e.to_string())
@@ -219,8 +268,8 @@ pub struct App {
     pub board: Arc<Board>,
     pub connections: Arc<Connections>,
     pub hosts: Arc<Hosts>,
-    /// The alert webhook's outcomes, when there is one.
-    pub webhook: Option<Arc<webhook::Outcomes>>,
+    /// Where alert notices go, for their outcomes in `/metrics`.
+    pub receivers: Vec<Arc<outbox::Outbox>>,
     /// The OTLP receiver's counters, with `--otlp`.
     pub otlp: Arc<std::sync::OnceLock<Arc<crate::otlp::Counters>>>,
 }
@@ -400,25 +449,36 @@ async fn serve(args: &Args, feeds: Feeds) -> Result<i32> {
              context figures"
         );
     }
-    let (hook, outcomes) = match &args.alert_webhook {
-        Some(url) => {
-            let (tx, out) = webhook::start(url.clone());
-            (Some(tx), Some(out))
-        }
-        None => (None, None),
-    };
+    let hook = args.alert_webhook.clone().map(webhook::start);
+    let manager = args
+        .alertmanager
+        .as_ref()
+        .map(|_| outbox::Outbox::new("alertmanager", 1));
+    let receivers: Vec<_> = hook.iter().chain(manager.iter()).cloned().collect();
     let config = board::Config {
         idle: args.idle,
         max_sessions: args.max_sessions as usize,
         history_points: args.history_points as usize,
         rules: args.alerts.clone(),
     };
-    let board = Board::new(config, &feeds.describe(), feeds.module(), hook);
+    let board = Board::new(config, &feeds.describe(), feeds.module(), receivers.clone());
+    if let (Some(url), Some(outbox)) = (&args.alertmanager, &manager) {
+        let link = args
+            .external_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{addr}/"));
+        let to = alertmanager::Target {
+            url: url.clone(),
+            link,
+            resend: args.resend.unwrap_or(alertmanager::RESEND),
+        };
+        alertmanager::start(to, Arc::clone(&board), Arc::clone(outbox));
+    }
     let app = App {
         board: Arc::clone(&board),
         connections: Arc::default(),
         hosts: Arc::new(Hosts::new(addr.port(), &args.allow_hosts)),
-        webhook: outcomes,
+        receivers,
         otlp: Arc::default(),
     };
     svc::raise_open_files();

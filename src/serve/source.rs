@@ -31,8 +31,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 /// Where the records come from, ready to start.
 pub enum Feed {
-    /// Pressure records on this topic.
-    Topic(String),
+    /// Pressure records on this topic, from each partition's end less the look-back.
+    Topic { topic: String, look_back: LookBack },
     /// Pressure records, one JSON a line, on stdin.
     Stdin,
     /// An agent log (file or session directory) followed and folded.
@@ -43,7 +43,7 @@ impl Feed {
     /// The source as the status line names it.
     pub fn describe(&self) -> String {
         match self {
-            Feed::Topic(t) => format!("Fluvio topic {t}"),
+            Feed::Topic { topic, .. } => format!("Fluvio topic {topic}"),
             Feed::Stdin => "stdin".to_owned(),
             Feed::Log { path, .. } => path.display().to_string(),
         }
@@ -61,8 +61,8 @@ impl Feed {
     /// task on the runtime for a topic.
     pub fn start(self, board: Arc<Board>) {
         match self {
-            Feed::Topic(topic) => {
-                tokio::spawn(consume(topic, board));
+            Feed::Topic { topic, look_back } => {
+                tokio::spawn(consume(topic, look_back, board));
             }
             Feed::Stdin => {
                 std::thread::spawn(move || read_stdin(&board));
@@ -71,6 +71,57 @@ impl Feed {
                 std::thread::spawn(move || follow(path, *views, &board));
             }
         }
+    }
+}
+
+/// Where `serve --topic` starts reading (docs/serve.md, "Where --topic starts").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LookBack {
+    /// Records per partition before its end at the start; `None`: from the partition's start.
+    pub records: Option<u32>,
+    /// Records stamped longer ago than this (by their `timestamp`) are passed over.
+    pub since: Option<Duration>,
+}
+
+impl LookBack {
+    /// The offset partition `p` starts at, given its first kept offset and its end.
+    pub fn start(&self, (first, end): (i64, i64)) -> i64 {
+        match self.records {
+            Some(n) => (end - i64::from(n)).max(first),
+            None => first,
+        }
+    }
+}
+
+/// Where a topic's reading stands: the next offset per partition, and the end each partition
+/// had when the board started (records below it are history read again: catching up).
+#[derive(Debug, Default)]
+struct Reading {
+    next: BTreeMap<u32, i64>,
+    ends: BTreeMap<u32, i64>,
+    caught_up: bool,
+    started: Option<std::time::Instant>,
+    /// Records read while catching up.
+    history: u64,
+}
+
+impl Reading {
+    /// Whether the record at `offset` of partition `p` is history read again.
+    fn is_history(&self, p: u32, offset: i64) -> bool {
+        !self.caught_up && self.ends.get(&p).is_some_and(|end| offset < *end)
+    }
+
+    /// True the first time every partition has reached the end it had at the start.
+    fn reached_ends(&mut self) -> bool {
+        if self.caught_up {
+            return false;
+        }
+        let done = self
+            .ends
+            .iter()
+            .all(|(p, end)| self.next.get(p).is_some_and(|n| n >= end));
+        self.caught_up = done;
+        done
     }
 }
 
@@ -391,11 +442,11 @@ fn read_stdin(board: &Board) {
 
 /// Consumes the topic for ever: on a failure, the status says so, and the consumer connects
 /// again (backing off up to [`MAX_BACKOFF`]) from the next offset of each partition.
-async fn consume(topic: String, board: Arc<Board>) {
-    let mut next: BTreeMap<u32, i64> = BTreeMap::new();
+async fn consume(topic: String, look_back: LookBack, board: Arc<Board>) {
+    let mut reading = Reading::default();
     let mut wait = Duration::from_millis(250);
     loop {
-        let why = match consume_once(&topic, &board, &mut next, &mut wait).await {
+        let why = match consume_once(&topic, look_back, &board, &mut reading, &mut wait).await {
             Ok(()) => "the stream from the cluster ended".to_owned(),
             Err(e) => format!("{e:#}"),
         };
@@ -412,27 +463,35 @@ async fn consume(topic: String, board: Arc<Board>) {
 
 async fn consume_once(
     topic: &str,
+    look_back: LookBack,
     board: &Board,
-    next: &mut BTreeMap<u32, i64>,
+    reading: &mut Reading,
     wait: &mut Duration,
 ) -> Result<()> {
     let fluvio = crate::topics::connect().await?;
     let Some(layout) = crate::topics::find(&fluvio, topic).await? else {
         // A topic made again under this name starts at offset 0: read it from its start.
-        next.clear();
+        reading.next.clear();
         bail!("the cluster has no topic {topic}");
     };
     let partitions = layout.partitions;
     let mut streams = Vec::new();
     for p in 0..partitions {
-        let start = match next.get(&p) {
-            Some(n) => Offset::absolute(*n)?,
-            None => Offset::beginning(),
+        let start = match reading.next.get(&p) {
+            Some(n) => *n,
+            None => {
+                let span = crate::topics::partition_span(&fluvio, topic, p).await?;
+                if reading.started.is_none() {
+                    reading.ends.insert(p, span.1);
+                }
+                look_back.start(span)
+            }
         };
+        reading.next.insert(p, start);
         let config = ConsumerConfigExt::builder()
             .topic(topic)
             .partition(p)
-            .offset_start(start)
+            .offset_start(Offset::absolute(start)?)
             // Our own retry, so that a lost cluster shows on the page.
             .retry_mode(RetryMode::Disabled)
             .build()?;
@@ -442,30 +501,71 @@ async fn consume_once(
             .with_context(|| format!("consuming {topic} partition {p}"))?;
         streams.push(Box::pin(stream));
     }
+    let started = *reading.started.get_or_insert_with(std::time::Instant::now);
     *wait = Duration::from_millis(250);
+    let live = format!("consuming {partitions} partition(s)");
     board.batch(|b| {
-        b.status(
-            SourceState::Live,
-            format!("consuming {partitions} partition(s)"),
-        )
+        let message = if reading.caught_up {
+            live.clone()
+        } else {
+            format!("{live}: catching up with their recent history")
+        };
+        b.status(SourceState::Live, message)
     });
+    let caught = |reading: &mut Reading, board: &Board| {
+        if reading.reached_ends() {
+            let secs = started.elapsed().as_secs_f64();
+            tracing::info!(
+                records = reading.history,
+                secs,
+                "caught up with {topic}: {} records of history in {secs:.1} s",
+                reading.history
+            );
+            board.batch(|b| b.status(SourceState::Live, live.clone()));
+        }
+    };
+    caught(reading, board);
+    let cutoff = look_back
+        .since
+        .map(|d| super::board::now_ms() - d.as_millis() as i64);
     let mut records = futures_util::stream::select_all(streams).ready_chunks(512);
     while let Some(chunk) = records.next().await {
         let mut failed = None;
-        let mut got = Vec::with_capacity(chunk.len());
+        let (mut history, mut news) = (Vec::new(), Vec::with_capacity(chunk.len()));
         for r in chunk {
             match r {
                 Ok(rec) => {
-                    next.insert(rec.partition(), rec.offset() + 1);
-                    got.push(PressureRecord::parse(rec.get_value().as_ref()));
+                    reading.next.insert(rec.partition(), rec.offset() + 1);
+                    let parsed = PressureRecord::parse(rec.get_value().as_ref());
+                    // Older than --since by its own stamp: passed over, read all the same.
+                    if let (Some(cut), Ok(p)) = (cutoff, &parsed)
+                        && p.stamp_ms.is_some_and(|t| t < cut)
+                    {
+                        history.push(None);
+                        continue;
+                    }
+                    if reading.is_history(rec.partition(), rec.offset()) {
+                        reading.history += 1;
+                        history.push(Some(parsed));
+                    } else {
+                        news.push(parsed);
+                    }
                 }
                 Err(code) => failed = Some(code),
             }
         }
-        board.batch(|b| take(b, got));
+        board.batch(|b| {
+            b.catching_up(true);
+            let passed = history.iter().filter(|h| h.is_none()).count() as u64;
+            b.read(passed);
+            take(b, history.into_iter().flatten().collect());
+            b.catching_up(false);
+            take(b, news);
+        });
+        caught(reading, board);
         match failed {
             Some(ErrorCode::TopicDeleted) => {
-                next.clear();
+                reading.next.clear();
                 bail!("the topic {topic} was deleted");
             }
             Some(code) => bail!("the consumer stream failed: {code:?}"),
@@ -473,4 +573,38 @@ async fn consume_once(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_look_back_starts_before_the_end_never_before_the_first_kept() {
+        let n = |records| LookBack {
+            records,
+            since: None,
+        };
+        assert_eq!(n(Some(100)).start((0, 1_000)), 900);
+        assert_eq!(n(Some(100)).start((950, 1_000)), 950);
+        assert_eq!(n(Some(100)).start((0, 10)), 0);
+        assert_eq!(n(None).start((40, 1_000)), 40);
+    }
+
+    #[test]
+    fn history_is_what_lay_below_each_end_at_the_start_and_ends_once() {
+        let mut r = Reading::default();
+        r.ends.insert(0, 10);
+        r.ends.insert(1, 0);
+        r.next.insert(0, 5);
+        r.next.insert(1, 0);
+        assert!(r.is_history(0, 9));
+        assert!(!r.is_history(0, 10));
+        assert!(!r.is_history(1, 0), "an empty partition has no history");
+        assert!(!r.reached_ends());
+        r.next.insert(0, 10);
+        assert!(r.reached_ends());
+        assert!(!r.reached_ends(), "said once");
+        assert!(!r.is_history(0, 3), "after it, all is news");
+    }
 }

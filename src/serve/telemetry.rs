@@ -6,8 +6,11 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
+use std::sync::atomic::AtomicU64;
+
 use super::App;
 use super::board::{Bands, SourceState};
+use super::outbox::Outcomes;
 use crate::service::metrics::{CONTENT_TYPE, Kind, Text};
 
 /// What a scrape reads: the source's counts and state, the board's holdings, sessions by band
@@ -34,7 +37,7 @@ pub(super) fn render(app: &App) -> String {
         ("sse_clients", gauge, "/events streams open.", load(&f.clients)),
         ("connections", gauge, "HTTP connections open.", load(&c.open)),
         ("connections_accepted_total", counter, "HTTP connections accepted.", load(&c.accepted)),
-        ("alerts_dropped_total", counter, "Alerts the webhook's queue had no room for.", load(&f.alerts_dropped)),
+        ("alerts_caught_up_total", counter, "Crossings in a topic's recent history read again at the start (--look-back): the alert state follows them, no notice is sent.", load(&f.alerts_caught_up)),
         ("alerts_old_total", counter, "Crossings in records older than --idle (history read again): the alert state follows them, no alert is sent.", load(&f.alerts_old)),
     ];
     t.ones("agent_fold_serve", &singles);
@@ -80,17 +83,41 @@ pub(super) fn render(app: &App) -> String {
             by_rule(held.firing.iter().map(|&n| n as f64).collect()),
         );
     }
-    if let Some(w) = &app.webhook {
-        let outcomes = [
-            ("delivered", load(&w.delivered)),
-            ("failed", load(&w.failed)),
-            ("retried", load(&w.retried)),
+    if !app.receivers.is_empty() {
+        let per = |f: fn(&Outcomes) -> &AtomicU64| -> Vec<(&str, f64)> {
+            app.receivers
+                .iter()
+                .map(|o| (o.name, load(f(&o.outcomes))))
+                .collect()
+        };
+        type Read = fn(&Outcomes) -> &AtomicU64;
+        let outcomes: [(&str, Read); 4] = [
+            ("delivered", |o| &o.delivered),
+            ("failed", |o| &o.failed),
+            ("merged", |o| &o.merged),
+            ("dropped", |o| &o.dropped),
         ];
+        let name = "agent_fold_serve_alert_notices_total";
+        t.family(name, counter, "Alert notices by receiver and outcome: delivered (a 2xx), failed (after the attempts, or a final refusal), merged (past the receiver's bound, folded into a later notice of the same session), dropped (past the bound with nothing to merge).");
+        for (outcome, f) in outcomes {
+            for (receiver, v) in per(f) {
+                t.sample(name, &[("receiver", receiver), ("outcome", outcome)], v);
+            }
+        }
         t.labelled(
-            ("agent_fold_serve_webhook_posts_total", counter),
-            "Alert webhook outcomes: notices delivered (a 2xx), failed (after the attempts, or a final refusal), attempts retried; a POST carries one notice or, when several wait, an array.",
-            "outcome",
-            outcomes,
+            ("agent_fold_serve_alert_retries_total", counter),
+            "Requests to an alert receiver tried again (a 429, a 5xx, a timeout, a refused connection).",
+            "receiver",
+            per(|o| &o.retried),
+        );
+        t.labelled(
+            ("agent_fold_serve_alert_notices_waiting", gauge),
+            "Alert notices waiting for their receiver now.",
+            "receiver",
+            app.receivers
+                .iter()
+                .map(|o| (o.name, o.waiting() as f64))
+                .collect::<Vec<_>>(),
         );
     }
     if let Some(counters) = app.otlp.get() {

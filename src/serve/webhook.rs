@@ -1,15 +1,14 @@
 //! `--alert-webhook URL`: each alert notice POSTed as JSON, off the board's path.
 //!
-//! What holds: the board hands a notice over with `try_send` into a queue of [`QUEUE`] (a full
-//! queue drops the notice and counts it: the board never waits); when several wait, one POST
-//! carries up to [`BATCH`] of them as a JSON array, in the order they came (a burst — a
-//! restart's catch-up — goes in a few requests, not one each); at most [`IN_FLIGHT`] POSTs run
-//! at once, each attempt bounded by [`TIMEOUT`], at most [`ATTEMPTS`] attempts a POST with a
-//! doubling pause between them. A 2xx is delivered; a 429, a 5xx, a timeout or a connection
-//! failure is tried again; any other answer is final.
+//! What holds: the notices wait in an [`Outbox`] (bounded, merging past the bound, a session's
+//! notices in order); each of its [`LANES`] lanes is delivered one POST at a time, a POST
+//! carrying up to [`super::outbox::BATCH`] notices as a JSON array when more than one waits, else the
+//! one notice as an object. [`post`] bounds each attempt by [`TIMEOUT`], tries [`ATTEMPTS`]
+//! times with a doubling pause: a 2xx is delivered; a 429, a 5xx, a timeout or a connection
+//! failure is tried again; any other answer is final. `--alertmanager` posts with it too.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{Result, bail};
@@ -17,33 +16,20 @@ use axum::http::{Method, Request, StatusCode, Uri, header};
 use http_body_util::Full;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use tokio::sync::{Semaphore, mpsc};
 
-use super::board::Alert;
+use super::outbox::{Outbox, Outcomes};
 
-/// Alerts waiting for delivery at most.
-pub const QUEUE: usize = 1024;
-/// Notices one POST carries at most (as a JSON array when more than one waits).
-pub const BATCH: usize = 256;
-/// POSTs at once at most.
-pub const IN_FLIGHT: usize = 4;
+/// Lanes, so POSTs at once at most.
+pub const LANES: usize = 4;
 /// One attempt's bound, connection and answer included.
 pub const TIMEOUT: Duration = Duration::from_secs(5);
-/// Attempts per alert at most.
+/// Attempts per POST at most.
 pub const ATTEMPTS: u32 = 3;
 /// The pause before the second attempt; it doubles.
 const PAUSE: Duration = Duration::from_millis(250);
 
-/// What became of the alerts handed over.
-#[derive(Debug, Default)]
-pub struct Outcomes {
-    pub delivered: AtomicU64,
-    pub failed: AtomicU64,
-    pub retried: AtomicU64,
-}
-
-/// `--alert-webhook`: an `http://` URL (TLS is not linked into this binary: send to a local
-/// forwarder for an `https://` receiver).
+/// An `http://` URL (TLS is not linked into this binary: send to a local forwarder for an
+/// `https://` receiver).
 pub fn url(s: &str) -> Result<Uri, String> {
     let uri: Uri = s.parse().map_err(|e| format!("{s:?} is not a URL: {e}"))?;
     match uri.scheme_str() {
@@ -55,37 +41,28 @@ pub fn url(s: &str) -> Result<Uri, String> {
     }
 }
 
-/// Starts the deliverer on the current runtime: the queue's sender for the board, and the
-/// outcomes for `/metrics`.
-pub fn start(url: Uri) -> (mpsc::Sender<Alert>, Arc<Outcomes>) {
-    let (tx, mut rx) = mpsc::channel::<Alert>(QUEUE);
-    let outcomes = Arc::new(Outcomes::default());
-    let out = Arc::clone(&outcomes);
-    tokio::spawn(async move {
-        let client: Client<_, Full<bytes::Bytes>> =
-            Client::builder(TokioExecutor::new()).build_http();
-        let slots = Arc::new(Semaphore::new(IN_FLIGHT));
-        while let Some(first) = rx.recv().await {
-            let permit = Arc::clone(&slots)
-                .acquire_owned()
-                .await
-                .expect("the semaphore is never closed");
-            // What waited meanwhile goes with it, in order.
-            let mut batch = vec![first];
-            while batch.len() < BATCH
-                && let Ok(next) = rx.try_recv()
-            {
-                batch.push(next);
-            }
-            let (client, url, out) = (client.clone(), url.clone(), Arc::clone(&out));
-            tokio::spawn(async move {
+/// A client for [`post`].
+pub fn client() -> HttpClient {
+    Client::builder(TokioExecutor::new()).build_http()
+}
+
+/// Starts the deliverer on the current runtime: the outbox the board pushes to.
+pub fn start(url: Uri) -> Arc<Outbox> {
+    let outbox = Outbox::new("webhook", LANES);
+    let client = client();
+    for lane in 0..LANES {
+        let (outbox, client, url) = (Arc::clone(&outbox), client.clone(), url.clone());
+        tokio::spawn(async move {
+            loop {
+                let batch = outbox.next(lane).await;
                 let body = match &batch[..] {
                     [one] => serde_json::to_vec(one),
                     many => serde_json::to_vec(many),
                 }
                 .expect("a notice serialises");
+                let out = &outbox.outcomes;
                 let n = batch.len() as u64;
-                match deliver(&client, &url, body, &out).await {
+                match post(&client, &url, body, out).await {
                     Ok(()) => out.delivered.fetch_add(n, Ordering::Relaxed),
                     Err(e) => {
                         let first = &batch[0];
@@ -93,16 +70,17 @@ pub fn start(url: Uri) -> (mpsc::Sender<Alert>, Arc<Outcomes>) {
                         out.failed.fetch_add(n, Ordering::Relaxed)
                     }
                 };
-                drop(permit);
-            });
-        }
-    });
-    (tx, outcomes)
+            }
+        });
+    }
+    outbox
 }
 
-type HttpClient = Client<hyper_util::client::legacy::connect::HttpConnector, Full<bytes::Bytes>>;
+pub type HttpClient =
+    Client<hyper_util::client::legacy::connect::HttpConnector, Full<bytes::Bytes>>;
 
-async fn deliver(client: &HttpClient, url: &Uri, body: Vec<u8>, out: &Outcomes) -> Result<()> {
+/// POSTs `body` as JSON to `url`, with the attempts and pauses above.
+pub async fn post(client: &HttpClient, url: &Uri, body: Vec<u8>, out: &Outcomes) -> Result<()> {
     let body = bytes::Bytes::from(body);
     let mut pause = PAUSE;
     let mut last = String::new();
@@ -141,6 +119,7 @@ async fn deliver(client: &HttpClient, url: &Uri, body: Vec<u8>, out: &Outcomes) 
 
 #[cfg(test)]
 mod tests {
+    use super::super::board::Alert;
     use super::*;
 
     fn notice(session: &str, seq: u64) -> Alert {
@@ -157,6 +136,8 @@ mod tests {
                 .unwrap()
                 .into(),
             at: 0,
+            since: 0,
+            merged: 0,
         }
     }
 
@@ -173,15 +154,17 @@ mod tests {
             let url: Uri = format!("http://127.0.0.1:{}/hook", hook.port)
                 .parse()
                 .unwrap();
-            let (tx, out) = start(url);
-            // Queued before the deliverer first runs: they wait together.
+            let tx = start(url);
+            let out = Arc::clone(&tx.outcomes);
+            // Queued before the deliverer first runs: they wait together (one session, one
+            // lane).
             for seq in 0..10 {
-                tx.try_send(notice("a", seq)).unwrap();
+                tx.push(notice("a", seq));
             }
             while out.delivered.load(Ordering::Relaxed) < 10 {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
-            tx.try_send(notice("b", 0)).unwrap();
+            tx.push(notice("b", 0));
             while out.delivered.load(Ordering::Relaxed) < 11 {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }

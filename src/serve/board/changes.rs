@@ -9,9 +9,20 @@ pub struct Changes<'a> {
     pub(super) inner: &'a mut Inner,
     pub(super) board: &'a Board,
     pub(super) now: i64,
+    /// The records applied are a topic's recent history read again at the start
+    /// ([`Changes::catching_up`]).
+    pub(super) catching_up: bool,
 }
 
 impl Changes<'_> {
+    /// Whether the records applied next are history read again (a topic's look-back at the
+    /// start): their crossings move the alert state and send no notice, counted in
+    /// `alerts_caught_up`; the alerts still firing after it reach Alertmanager by its re-send,
+    /// the same alerts it already holds (the webhook, which keeps no memory, hears none).
+    pub fn catching_up(&mut self, yes: bool) {
+        self.catching_up = yes;
+    }
+
     /// Records read from the source (log lines, events, records on stdin or a topic).
     pub fn read(&mut self, n: u64) {
         self.inner.status.records += n;
@@ -98,6 +109,7 @@ impl Changes<'_> {
                     history: History::default(),
                     folds: VecDeque::new(),
                     firing,
+                    fired_at: Vec::new(),
                     order,
                     row: None,
                     version: 0,
@@ -174,7 +186,9 @@ impl Changes<'_> {
         s.read_at = now;
         s.agent = r.agent.clone().or(s.agent.take());
         s.model = r.model.clone().or(s.model.take());
-        let (mut crossed, mut cleared) = (Vec::new(), Vec::new());
+        // (rule, when its alert began) crossed into and back out of.
+        let mut crossed: Vec<(usize, i64)> = Vec::new();
+        let mut cleared: Vec<(usize, i64)> = Vec::new();
         let mut points = 0;
         if r.is_error {
             s.error = Some(Arc::clone(&r.text));
@@ -185,7 +199,20 @@ impl Changes<'_> {
             if let Some(seq) = r.seq {
                 points = s.history.add(r.latest.figures(seq));
             }
-            (crossed, cleared) = s.firing.step_both(&board.config.rules, &r.latest);
+            let (c, ended) = s.firing.step_both(&board.config.rules, &r.latest);
+            // An alert ends with the start it had (the crossing's stamp, when the board saw
+            // it); a new one starts at this record.
+            cleared = ended
+                .into_iter()
+                .map(|i| {
+                    let began = s.fired_at.iter().find(|(j, _)| usize::from(*j) == i);
+                    (i, began.map_or(at, |(_, t)| *t))
+                })
+                .collect();
+            s.fired_at
+                .retain(|(i, _)| !cleared.iter().any(|(j, _)| *j == usize::from(*i)));
+            s.fired_at.extend(c.iter().map(|i| (*i as u8, at)));
+            crossed = c.into_iter().map(|i| (i, at)).collect();
         }
         self.inner.points = (self.inner.points as isize + points) as usize;
         self.active(&r.id, at);
@@ -196,19 +223,21 @@ impl Changes<'_> {
         // restart, a log caught up) moves the figures and the alert state, and pages no one:
         // the crossing it holds is history, not news.
         let old = now - at > self.board.config.idle.as_millis() as i64;
-        if old {
+        if old || self.catching_up {
             let n = crossed.len() as u64;
-            self.board
-                .counters
-                .alerts_old
-                .fetch_add(n, Ordering::Relaxed);
+            let counter = if old {
+                &self.board.counters.alerts_old
+            } else {
+                &self.board.counters.alerts_caught_up
+            };
+            counter.fetch_add(n, Ordering::Relaxed);
         } else {
             // The crossing back ends the alert: the receiver hears it resolved.
-            let notices = crossed.into_iter().map(|i| (AlertStatus::Firing, i));
-            for (status, i) in
-                notices.chain(cleared.into_iter().map(|i| (AlertStatus::Resolved, i)))
+            let notices = crossed.into_iter().map(|c| (AlertStatus::Firing, c));
+            for (status, (i, since)) in
+                notices.chain(cleared.into_iter().map(|c| (AlertStatus::Resolved, c)))
             {
-                self.notice(status, i, &r);
+                self.notice(status, i, &r, since);
             }
         }
         self.touch(&r.id);
@@ -221,9 +250,9 @@ impl Changes<'_> {
     }
 
     /// Rule `i`'s alert for `r`'s session fired or ended: said in the log (a firing at `warn`,
-    /// its end at `info`), counted (a firing), and queued for the webhook, never waiting: a
-    /// full queue drops the notice and counts it.
-    fn notice(&mut self, status: AlertStatus, i: usize, r: &PressureRecord) {
+    /// its end at `info`), counted (a firing), and handed to each receiver's outbox, never
+    /// waiting. `since` is when the alert began.
+    fn notice(&mut self, status: AlertStatus, i: usize, r: &PressureRecord, since: i64) {
         let rule = &self.board.config.rules[i];
         let value = rule.value(&r.latest).unwrap_or(f64::NAN);
         let (id, seq) = (&r.id, r.seq);
@@ -238,9 +267,10 @@ impl Changes<'_> {
                     "session {id} is back past {rule}: its alert is resolved");
             }
         }
-        let Some(hook) = &self.board.webhook else {
+        let receivers = &self.board.receivers;
+        if receivers.is_empty() {
             return;
-        };
+        }
         let alert = Alert {
             status,
             rule: rule.text.clone(),
@@ -252,12 +282,11 @@ impl Changes<'_> {
             seq: r.seq,
             record: Arc::clone(&r.text),
             at: self.now,
+            since,
+            merged: 0,
         };
-        if hook.try_send(alert).is_err() {
-            self.board
-                .counters
-                .alerts_dropped
-                .fetch_add(1, Ordering::Relaxed);
+        for outbox in receivers {
+            outbox.push(alert.clone());
         }
     }
 

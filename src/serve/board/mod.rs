@@ -28,7 +28,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::value::RawValue;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
+
+use super::outbox::Outbox;
 
 use alerts::{Firing, Rule};
 pub use changes::Changes;
@@ -123,7 +125,7 @@ impl Default for Config {
 }
 
 /// What an alert notice says of its alert.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AlertStatus {
     /// A session crossed into the rule.
@@ -148,6 +150,17 @@ pub struct Alert {
     pub record: Arc<RawValue>,
     /// When the board saw it, milliseconds since 1970.
     pub at: i64,
+    /// When the alert began: the stamp of the record that crossed into the rule (ms since
+    /// 1970; the record's own time, never ahead of the clock).
+    pub since: i64,
+    /// Earlier notices of this session folded into this one, unsent, past the receiver's bound
+    /// (`outbox`); absent when none.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub merged: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A session as the board keeps it.
@@ -168,6 +181,8 @@ struct Session {
     history: History,
     folds: VecDeque<Arc<RawValue>>,
     firing: Firing,
+    /// When each firing rule crossed (rule, stamp in ms): an alert's start, for re-sends.
+    fired_at: Vec<(u8, i64)>,
     /// Where it stands in [`Inner::by_activity`].
     order: (i64, u64),
     /// The row encoded as of a version.
@@ -280,8 +295,9 @@ pub struct Counters {
     pub evicted: AtomicU64,
     /// Alerts fired, per rule.
     pub alerts: Vec<AtomicU64>,
-    /// Alerts the webhook queue had no room for.
-    pub alerts_dropped: AtomicU64,
+    /// Crossings read while catching up with a topic's recent history: the alert state
+    /// follows them, no notice is sent (Alertmanager gets the firing ones re-sent).
+    pub alerts_caught_up: AtomicU64,
     /// Crossings in records older than `idle`: the alert state follows them, nobody is paged.
     pub alerts_old: AtomicU64,
 }
@@ -301,7 +317,8 @@ pub struct Board {
     head: watch::Sender<u64>,
     run: String,
     config: Config,
-    webhook: Option<mpsc::Sender<Alert>>,
+    /// Where alert notices go (`--alert-webhook`, `--alertmanager`).
+    receivers: Vec<Arc<Outbox>>,
     pub counters: Counters,
 }
 
@@ -388,13 +405,13 @@ struct DeltaOut<'a> {
 }
 
 impl Board {
-    /// A board for a source described as `source`; `webhook` takes the alerts (bounded: an
-    /// alert it has no room for is counted and dropped, never waited for).
+    /// A board for a source described as `source`; each of `receivers` takes every alert
+    /// notice, never waited for (an [`Outbox`] is bounded and merges past its bound).
     pub fn new(
         config: Config,
         source: &str,
         module: Option<String>,
-        webhook: Option<mpsc::Sender<Alert>>,
+        receivers: Vec<Arc<Outbox>>,
     ) -> Arc<Board> {
         let status = Status {
             source: source.to_owned(),
@@ -434,7 +451,7 @@ impl Board {
             head: watch::Sender::new(0),
             run: base36(nanos ^ u128::from(std::process::id())),
             config,
-            webhook,
+            receivers,
             counters,
         })
     }
@@ -457,6 +474,7 @@ impl Board {
                 inner: &mut inner,
                 board: self,
                 now: now_ms(),
+                catching_up: false,
             };
             let r = f(&mut changes);
             if inner.status != before {
@@ -519,6 +537,40 @@ impl Board {
             bands,
             firing,
         }
+    }
+
+    /// Every alert firing now, as a firing notice each (what `--alertmanager` sends again):
+    /// its start the crossing's stamp, else the session's last activity.
+    pub fn firing_alerts(&self) -> Vec<Alert> {
+        let inner = self.lock();
+        let now = now_ms();
+        let mut out = Vec::new();
+        for s in inner.sessions.values() {
+            let Some(record) = &s.record else { continue };
+            for i in s.firing.iter() {
+                let rule = &self.config.rules[i];
+                let since = s
+                    .fired_at
+                    .iter()
+                    .find(|(r, _)| usize::from(*r) == i)
+                    .map_or(s.active, |(_, t)| *t);
+                out.push(Alert {
+                    status: AlertStatus::Firing,
+                    rule: rule.text.clone(),
+                    session: Arc::clone(&s.id),
+                    agent: s.agent.clone(),
+                    model: s.model.clone(),
+                    value: rule.value(&s.latest).unwrap_or(f64::NAN),
+                    threshold: rule.threshold,
+                    seq: s.seq,
+                    record: Arc::clone(record),
+                    at: now,
+                    since,
+                    merged: 0,
+                });
+            }
+        }
+        out
     }
 
     /// The SSE id of version `v` in this run.

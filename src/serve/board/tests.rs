@@ -12,7 +12,14 @@ fn rec(session: &str, seq: u64, until: u64) -> Vec<u8> {
 }
 
 fn board(config: Config) -> Arc<Board> {
-    Board::new(config, "test", None, None)
+    Board::new(config, "test", None, Vec::new())
+}
+
+/// A board with `rules` whose notices wait in the one-lane outbox returned.
+fn alerting(config: Config) -> (Arc<Board>, Arc<Outbox>) {
+    let outbox = Outbox::new("test", 1);
+    let b = Board::new(config, "test", None, vec![Arc::clone(&outbox)]);
+    (b, outbox)
 }
 
 /// Parses, then applies, as the sources do.
@@ -181,34 +188,34 @@ fn idle_sessions_leave_the_live_board_and_keep_their_history() {
 }
 
 /// Alerts fire once per crossing, name the rule in the row while firing, and reach the
-/// webhook's queue without ever waiting for it (a full queue is counted).
+/// receivers' outboxes in order; a resolution carries when its alert began.
 #[test]
-fn alerts_fire_once_per_crossing_and_never_wait_for_the_webhook() {
-    let (tx, mut rx) = mpsc::channel(2);
-    let b = Board::new(
-        Config {
-            rules: vec![Rule::parse("until<20000").unwrap()],
-            ..Config::default()
-        },
-        "test",
-        None,
-        Some(tx),
-    );
+fn alerts_fire_once_per_crossing_and_resolve_with_their_start() {
+    let (b, outbox) = alerting(Config {
+        rules: vec![Rule::parse("until<20000").unwrap()],
+        ..Config::default()
+    });
+    let mut waiting = std::collections::VecDeque::new();
+    let mut rx = || -> Result<Alert, ()> {
+        waiting.extend(outbox.take(0));
+        waiting.pop_front().ok_or(())
+    };
     b.batch(|c| {
         for (seq, until) in [(1, 50_000), (2, 19_000), (3, 19_500), (4, 15_000)] {
             apply(c, &rec("a", seq, until)).unwrap();
         }
     });
-    let alert = rx.try_recv().unwrap();
+    let alert = rx().unwrap();
     assert_eq!(
         (alert.rule.as_str(), &*alert.session, alert.seq),
         ("until<20000", "a", Some(2))
     );
-    assert!(rx.try_recv().is_err(), "once for the crossing");
+    assert!(rx().is_err(), "once for the crossing");
     assert_eq!(b.held().firing, [1]);
     let row: Value = serde_json::from_str(b.session("a", None).unwrap().row.get()).unwrap();
     assert_eq!(row["alerts"], serde_json::json!(["until<20000"]));
-    // Clear it (a compaction), cross again, three sessions at once: the queue of 2 is full.
+    let began = alert.since;
+    // Clear it (a compaction), cross again, three sessions at once.
     b.batch(|c| {
         apply(c, &rec("a", 5, 120_000)).unwrap();
         apply(c, &rec("a", 6, 10_000)).unwrap();
@@ -217,14 +224,58 @@ fn alerts_fire_once_per_crossing_and_never_wait_for_the_webhook() {
     });
     assert_eq!(b.counters.alerts[0].load(Ordering::Relaxed), 4);
     // The crossing back resolved a's alert: that notice and a's next crossing fill the queue.
-    let resolved = rx.try_recv().unwrap();
+    let resolved = rx().unwrap();
     assert_eq!(
         (resolved.status, &*resolved.session, resolved.seq),
         (AlertStatus::Resolved, "a", Some(5))
     );
-    let again = rx.try_recv().unwrap();
+    assert_eq!(resolved.since, began, "it ends the alert that began then");
+    let again = rx().unwrap();
     assert_eq!((again.status, again.seq), (AlertStatus::Firing, Some(6)));
-    assert_eq!(b.counters.alerts_dropped.load(Ordering::Relaxed), 2);
+    let others: Vec<_> = std::iter::from_fn(|| rx().ok()).collect();
+    assert_eq!(
+        others.iter().map(|a| &*a.session).collect::<Vec<_>>(),
+        ["b", "c"]
+    );
+    // What Alertmanager is sent again: the three firing now.
+    let mut firing: Vec<_> = b
+        .firing_alerts()
+        .into_iter()
+        .map(|a| (a.session.to_string(), a.seq, a.status))
+        .collect();
+    firing.sort();
+    assert_eq!(
+        firing,
+        [
+            ("a".to_owned(), Some(6), AlertStatus::Firing),
+            ("b".to_owned(), Some(1), AlertStatus::Firing),
+            ("c".to_owned(), Some(1), AlertStatus::Firing)
+        ]
+    );
+}
+
+/// A topic's recent history read again at the start (catching up) rebuilds the alert state
+/// and sends no notice; what comes after it alerts as ever.
+#[test]
+fn catching_up_rebuilds_the_alert_state_and_pages_no_one() {
+    let (b, outbox) = alerting(Config {
+        rules: vec![Rule::parse("until<20000").unwrap()],
+        ..Config::default()
+    });
+    b.batch(|c| {
+        c.catching_up(true);
+        apply(c, &rec("a", 1, 50_000)).unwrap();
+        apply(c, &rec("a", 2, 10_000)).unwrap();
+        apply(c, &rec("b", 1, 10_000)).unwrap();
+        c.catching_up(false);
+        apply(c, &rec("b", 2, 9_000)).unwrap();
+        apply(c, &rec("c", 1, 9_000)).unwrap();
+    });
+    assert_eq!(b.counters.alerts_caught_up.load(Ordering::Relaxed), 2);
+    assert_eq!(b.held().firing, [3]);
+    let sent: Vec<_> = outbox.take(0).into_iter().map(|a| a.session).collect();
+    assert_eq!(sent, [Arc::from("c")], "b still firing is the same alert");
+    assert_eq!(b.firing_alerts().len(), 3, "all three are sent again");
 }
 
 /// A session evicted while an alert fires and then back is not alerted again for the same
@@ -239,7 +290,7 @@ fn a_session_back_after_eviction_is_not_alerted_twice_for_one_crossing() {
         },
         "test",
         None,
-        None,
+        Vec::new(),
     );
     let alerts = || b.counters.alerts[0].load(Ordering::Relaxed);
     b.batch(|c| apply(c, &rec("a", 1, 10_000)).unwrap());
@@ -298,17 +349,16 @@ fn a_reset_sends_every_page_the_whole_board() {
 /// state has cleared, alerts as ever.
 #[test]
 fn an_old_record_updates_the_board_but_never_alerts() {
-    let (tx, mut rx) = mpsc::channel(8);
-    let b = Board::new(
-        Config {
-            rules: vec![Rule::parse("until<20000").unwrap()],
-            idle: Duration::from_secs(600),
-            ..Config::default()
-        },
-        "test",
-        None,
-        Some(tx),
-    );
+    let (b, outbox) = alerting(Config {
+        rules: vec![Rule::parse("until<20000").unwrap()],
+        idle: Duration::from_secs(600),
+        ..Config::default()
+    });
+    let mut waiting = std::collections::VecDeque::new();
+    let mut rx = || -> Result<Alert, ()> {
+        waiting.extend(outbox.take(0));
+        waiting.pop_front().ok_or(())
+    };
     let stamped = |seq: u64, until: u64, stamp: &str| {
         let text = String::from_utf8(rec("a", seq, until)).unwrap();
         text.replacen("\"seq\"", &format!("\"timestamp\":\"{stamp}\",\"seq\""), 1)
@@ -318,7 +368,7 @@ fn an_old_record_updates_the_board_but_never_alerts() {
         apply(c, &stamped(1, 50_000, "2026-09-01T10:00:00Z")).unwrap();
         apply(c, &stamped(2, 10_000, "2026-09-01T10:05:00Z")).unwrap();
     });
-    assert!(rx.try_recv().is_err(), "an old crossing pages no one");
+    assert!(rx().is_err(), "an old crossing pages no one");
     assert_eq!(b.counters.alerts_old.load(Ordering::Relaxed), 1);
     assert_eq!(b.held().firing, [1], "the alert state follows it");
     let row: Value = serde_json::from_str(b.session("a", None).unwrap().row.get()).unwrap();
@@ -327,16 +377,16 @@ fn an_old_record_updates_the_board_but_never_alerts() {
     b.batch(|c| {
         apply(c, &rec("a", 3, 9_000)).unwrap();
     });
-    assert!(rx.try_recv().is_err(), "the same crossing, still firing");
+    assert!(rx().is_err(), "the same crossing, still firing");
     b.batch(|c| {
         apply(c, &rec("a", 4, 120_000)).unwrap();
         apply(c, &rec("a", 5, 8_000)).unwrap();
     });
-    let resolved = rx.try_recv().unwrap();
+    let resolved = rx().unwrap();
     assert_eq!(
         (resolved.status, resolved.seq),
         (AlertStatus::Resolved, Some(4))
     );
-    let fired = rx.try_recv().unwrap();
+    let fired = rx().unwrap();
     assert_eq!((fired.status, fired.seq), (AlertStatus::Firing, Some(5)));
 }

@@ -293,8 +293,8 @@ fn alerts_fire_once_per_crossing_through_the_webhook_and_the_metrics() {
     let posts = |o| {
         sample(
             &m,
-            "agent_fold_serve_webhook_posts_total",
-            &[("outcome", o)],
+            "agent_fold_serve_alert_notices_total",
+            &[("receiver", "webhook"), ("outcome", o)],
         )
     };
     assert_eq!(
@@ -302,7 +302,11 @@ fn alerts_fire_once_per_crossing_through_the_webhook_and_the_metrics() {
         (want_until + want_occ + resolved) as f64
     );
     assert!(
-        posts("retried") >= 1.0,
+        sample(
+            &m,
+            "agent_fold_serve_alert_retries_total",
+            &[("receiver", "webhook")]
+        ) >= 1.0,
         "the first POST was refused and tried again"
     );
     // Now: a at 9,000 and c at 19,000 are under 20,000.

@@ -6,6 +6,7 @@
 //! webhook, OTLP events in, and a Fluvio topic (a real local cluster when there is one; else
 //! that part prints skipped).
 
+mod alerting;
 mod board;
 mod fluvio;
 use crate::harness;
@@ -475,6 +476,23 @@ fn flags_are_checked_before_the_server_starts() {
             2,
             "--alert",
         ),
+        (
+            &[
+                "--alert",
+                "until<5",
+                "--alertmanager",
+                "https://am:9093",
+                "-",
+            ],
+            2,
+            "https is not supported",
+        ),
+        (&["--alertmanager", "http://am:9093", "-"], 2, "--alert"),
+        (&["--resend", "30", "-"], 2, "--alertmanager"),
+        (&["--look-back", "500", "-"], 1, "go with --topic"),
+        (&["--since", "2h", "-"], 1, "go with --topic"),
+        (&["--topic", "t", "--look-back", "lots"], 2, "or all"),
+        (&["--topic", "t", "--since", "2 weeks"], 2, "90s, 30m"),
         (
             &["--token-file", "/nonexistent", "-"],
             1,

@@ -1,0 +1,270 @@
+//! Alerts in production (docs/serve.md, "Alerts"): a fleet's burst delivers every crossing, a
+//! crossing then a compaction fires then resolves on the webhook and on Alertmanager's v2 API
+//! (held to its schema), and the receivers' outcomes are in `/metrics`.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::write;
+use crate::harness::{Server, sample};
+use agent_fold_testkit::alerts::{Crossings, Rule};
+use agent_fold_testkit::webhook::Receiver;
+
+fn rec(session: &str, seq: u64, until: u64) -> String {
+    json!({"type": "context/pressure", "session": session, "seq": seq,
+           "pressureTokens": 167_000 - until.min(167_000), "capacity": 200000,
+           "compactAtTokens": 167000, "untilCompactTokens": until,
+           "agent": "claude-code", "model": "claude-opus-4-6", "stateVersion": 5})
+    .to_string()
+        + "\n"
+}
+
+/// Waits until `f` holds, or fails saying what was seen.
+fn wait_for(what: &str, secs: u64, f: impl Fn() -> bool, seen: impl Fn() -> String) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !f() {
+        assert!(Instant::now() < deadline, "{what}: {}", seen());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A restart's catch-up as the issue measured it: 10,000 sessions' records written at once.
+/// Every crossing and every crossing back reaches the webhook — none dropped, none merged —
+/// in order per session.
+#[test]
+fn a_fleet_s_burst_delivers_every_crossing() {
+    let hook = Receiver::start(false).unwrap();
+    let url = format!("http://127.0.0.1:{}/hook", hook.port);
+    let mut s = Server::start_with(
+        &["--alert", "until<20000", "--alert-webhook", &url, "-"],
+        &[],
+        Stdio::piped(),
+    );
+    let mut want = Crossings::new(vec![Rule::parse("until<20000").unwrap()]);
+    // A fixed walk per session about the threshold (an LCG: the same burst every run).
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut text = String::new();
+    let mut records = 0;
+    for i in 0..10_000 {
+        let id = format!("s{i}");
+        for seq in 0..(6 + i % 2) {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let until = (x >> 33) % 200_000;
+            text += &rec(&id, seq, until);
+            want.observe(&id, Some(until), None, None, None);
+            records += 1;
+        }
+    }
+    let (fired, resolved) = (
+        want.total("until<20000"),
+        want.total_resolved("until<20000"),
+    );
+    assert!(
+        records == 65_000 && fired > 5_000 && resolved > 1_000,
+        "a burst that crosses: {records} records, {fired} crossings, {resolved} back"
+    );
+    write(&mut s, &text);
+    wait_for(
+        "every notice delivered",
+        120,
+        || hook.bodies().len() as u64 >= fired + resolved,
+        || format!("{} of {}", hook.bodies().len(), fired + resolved),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(hook.alerts(), want.counts(), "every crossing, once");
+    assert_eq!(hook.notices("resolved"), want.resolutions());
+    // Per session, in order: seqs only grow.
+    let mut last: std::collections::HashMap<String, u64> = Default::default();
+    for n in hook.bodies() {
+        let (id, seq) = (n["session"].as_str().unwrap(), n["seq"].as_u64().unwrap());
+        if let Some(before) = last.insert(id.to_owned(), seq) {
+            assert!(seq > before, "{id}: {seq} after {before}");
+        }
+        assert!(n.get("merged").is_none(), "nothing merged: {n}");
+    }
+    let m = s.metrics();
+    let notices = |o| {
+        sample(
+            &m,
+            "agent_fold_serve_alert_notices_total",
+            &[("receiver", "webhook"), ("outcome", o)],
+        )
+    };
+    assert_eq!(notices("delivered"), (fired + resolved) as f64);
+    assert_eq!((notices("merged"), notices("dropped")), (0.0, 0.0));
+}
+
+/// A crossing then a compaction: a firing then a resolved notice on the webhook, and on
+/// Alertmanager's endpoint the same alert (same labels) firing with an end ahead, then with its
+/// end at the crossing back; every body is a valid v2 `postableAlerts`.
+#[test]
+fn a_crossing_then_a_compaction_fires_then_resolves_on_both_receivers() {
+    let hook = Receiver::start(false).unwrap();
+    let am = Receiver::alertmanager().unwrap();
+    let mut s = Server::start_with(
+        &[
+            "--alert",
+            "until<20000",
+            "--alert-webhook",
+            &format!("http://127.0.0.1:{}/hook", hook.port),
+            "--alertmanager",
+            &format!("http://127.0.0.1:{}/", am.port),
+            "--external-url",
+            "http://board.example:8080/",
+            "-",
+        ],
+        &[],
+        Stdio::piped(),
+    );
+    write(&mut s, &(rec("a/b", 1, 50_000) + &rec("a/b", 2, 12_000)));
+    wait_for(
+        "the firing on both",
+        30,
+        || !hook.bodies().is_empty() && !am.bodies().is_empty(),
+        || format!("{:?} {:?}", hook.bodies(), am.refused()),
+    );
+    write(&mut s, &rec("a/b", 3, 130_000));
+    wait_for(
+        "the resolution on both",
+        30,
+        || hook.bodies().len() >= 2 && am.bodies().len() >= 2,
+        || format!("{:?} {:?} {:?}", hook.bodies(), am.bodies(), am.refused()),
+    );
+    assert_eq!(am.refused(), Vec::<String>::new(), "every body is v2");
+    let h = hook.bodies();
+    assert_eq!(
+        h.iter()
+            .map(|n| (n["status"].as_str().unwrap(), n["seq"].as_u64().unwrap()))
+            .collect::<Vec<_>>(),
+        [("firing", 2), ("resolved", 3)]
+    );
+    assert_eq!(
+        h[0]["since"], h[1]["since"],
+        "the resolution ends that alert"
+    );
+    let a = am.bodies();
+    let (firing, resolved) = (&a[0], &a[1]);
+    assert_eq!(firing["labels"], resolved["labels"], "one alert");
+    assert_eq!(
+        firing["labels"],
+        json!({"alertname": "ContextCompactionNear", "rule": "until<20000", "session": "a/b",
+               "agent": "claude-code", "model": "claude-opus-4-6"})
+    );
+    assert_eq!(
+        firing["generatorURL"],
+        "http://board.example:8080/#session=a%2Fb"
+    );
+    assert!(
+        firing["annotations"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("12000 tokens before the next automatic compaction")
+    );
+    let t = |v: &Value| agent_fold_core::time::parse(v.as_str().unwrap()).unwrap() / 1_000_000;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    assert!(
+        t(&firing["endsAt"]) > now + 60_000,
+        "a firing alert ends ahead, re-sent before"
+    );
+    assert!(t(&resolved["endsAt"]) <= now, "a resolved one has ended");
+    assert_eq!(firing["startsAt"], resolved["startsAt"]);
+    let m = s.metrics();
+    assert_eq!(
+        sample(
+            &m,
+            "agent_fold_serve_alert_notices_total",
+            &[("receiver", "alertmanager"), ("outcome", "delivered")]
+        ),
+        2.0
+    );
+}
+
+/// The schema check itself refuses what Alertmanager refuses, so the test above can fail.
+#[test]
+fn the_v2_check_refuses_what_alertmanager_refuses() {
+    use agent_fold_testkit::webhook::check_v2_alerts as check;
+    let good = json!([{"labels": {"alertname": "X"}, "startsAt": "2026-12-05T00:00:00Z",
+                       "endsAt": "2026-12-05T01:04:00.5+01:00", "generatorURL": "http://h/#s"}]);
+    assert_eq!(check("/api/v2/alerts", &good), Ok(()));
+    for (path, bad) in [
+        ("/api/v1/alerts", good.clone()),
+        ("/api/v2/alerts", json!({"labels": {"a": "b"}})),
+        ("/api/v2/alerts", json!([{"labels": {}}])),
+        ("/api/v2/alerts", json!([{"labels": {"bad-name": "x"}}])),
+        ("/api/v2/alerts", json!([{"labels": {"a": 1}}])),
+        (
+            "/api/v2/alerts",
+            json!([{"labels": {"a": "b"}, "status": "firing"}]),
+        ),
+        (
+            "/api/v2/alerts",
+            json!([{"labels": {"a": "b"}, "startsAt": "2026-12-05 00:00:00"}]),
+        ),
+        (
+            "/api/v2/alerts",
+            json!([{"labels": {"a": "b"}, "startsAt": "2026-12-05T01:00:00Z",
+                    "endsAt": "2026-12-05T00:00:00Z"}]),
+        ),
+    ] {
+        assert!(check(path, &bad).is_err(), "{path} {bad}");
+    }
+}
+
+/// A firing alert is sent again while it fires — the same alert (labels, start), its end moved
+/// ahead — and not after its resolution.
+#[test]
+fn alertmanager_hears_a_firing_alert_again_until_it_resolves() {
+    let am = Receiver::alertmanager().unwrap();
+    let mut s = Server::start_with(
+        &[
+            "--alert",
+            "until<20000",
+            "--alertmanager",
+            &format!("http://127.0.0.1:{}", am.port),
+            "--resend",
+            "0.3",
+            "-",
+        ],
+        &[],
+        Stdio::piped(),
+    );
+    write(&mut s, &(rec("x", 1, 40_000) + &rec("x", 2, 5_000)));
+    wait_for(
+        "three sends",
+        30,
+        || am.bodies().len() >= 3,
+        || format!("{:?}", am.bodies()),
+    );
+    let sent = am.bodies();
+    assert!(
+        sent.iter()
+            .all(|a| a["labels"] == sent[0]["labels"] && a["startsAt"] == sent[0]["startsAt"])
+    );
+    let ends: Vec<&str> = sent.iter().map(|a| a["endsAt"].as_str().unwrap()).collect();
+    assert!(ends.windows(2).all(|w| w[0] <= w[1]), "{ends:?}");
+    write(&mut s, &rec("x", 3, 150_000));
+    wait_for(
+        "the resolution",
+        30,
+        || {
+            am.bodies().iter().any(|a| {
+                a["annotations"]["summary"]
+                    .as_str()
+                    .unwrap()
+                    .contains("back past")
+            })
+        },
+        || format!("{:?}", am.bodies()),
+    );
+    let n = am.bodies().len();
+    std::thread::sleep(Duration::from_millis(1_000));
+    assert_eq!(am.bodies().len(), n, "nothing sent again once resolved");
+    assert_eq!(am.refused(), Vec::<String>::new());
+}
