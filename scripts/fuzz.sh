@@ -21,7 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-TARGETS=(fold_bytes fold_invariants surface_ranges checkpoint_restore hostile wire)
+TARGETS=(fold_bytes fold_invariants surface_ranges checkpoint_restore hostile wire adapters)
 SANITIZER=${FUZZ_SANITIZER:-address}
 TARGET_DIR=${FUZZ_TARGET_DIR:-fuzz/target}
 say() { echo "fuzz.sh: $*" >&2; }

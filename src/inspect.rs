@@ -128,22 +128,30 @@ fn session_field(input: Input) -> &'static str {
         Input::ClaudeStream => "session_id",
         Input::Codex => "session_meta payload.id",
         Input::Otel => "session",
+        Input::GeminiCli => "sessionId",
+        Input::OpenCode => "info.id / sessionID",
         Input::AgentFold => "session_id",
     }
 }
 
 /// The agent's version a line names: Claude Code's `version`, a stream's `claude_code_version`,
-/// a Codex `session_meta`'s `payload.cli_version`.
+/// a Codex `session_meta`'s `payload.cli_version`, an OpenCode export's `info.version`.
 fn version_of(v: &Value) -> Option<&str> {
     v.get("version")
         .or_else(|| v.get("claude_code_version"))
         .or_else(|| v.pointer("/payload/cli_version"))
+        .or_else(|| v.pointer("/info/version"))
         .and_then(Value::as_str)
 }
 
 /// The census of one log.
 pub fn census(file: &Path, text: &[u8], input: Option<Input>) -> Result<Census> {
-    let lines: Vec<(usize, &[u8])> = numbered(text).collect();
+    // A document (Gemini CLI's saved chat, `opencode export`) is one record, its kinds its
+    // messages'.
+    let lines: Vec<(usize, &[u8])> = match crate::jsonl::document(text) {
+        Some(_) => vec![(1, text.trim_ascii())],
+        None => numbered(text).collect(),
+    };
     let input = match input.or_else(|| {
         lines
             .iter()
@@ -191,12 +199,15 @@ pub fn census(file: &Path, text: &[u8], input: Option<Input>) -> Result<Census> 
         let parts = agent_fold_core::line_records(line);
         let mut any = false;
         for part in &parts {
-            let Some(LineKind { kind, treatment }) = input.census(part) else {
+            let found = input.census_all(part);
+            if found.is_empty() {
                 continue;
-            };
+            }
             any = true;
-            let e = kinds.entry((kind, treatment)).or_insert((0, *n));
-            e.0 += 1;
+            for LineKind { kind, treatment } in found {
+                let e = kinds.entry((kind, treatment)).or_insert((0, *n));
+                e.0 += 1;
+            }
             let Ok(v) = serde_json::from_slice::<Value>(part) else {
                 continue;
             };
@@ -327,6 +338,7 @@ fn read_frame(
             }
             let from = match source {
                 "inferred" => "Claude's window for the model the session names (1,000,000 for a [1m] name, a model whose own window it is, or once a reading is above 200,000)".to_owned(),
+                "model table" => "the agent's own window for the model the log names (its table: Gemini CLI's tokenLimit, Claude's)".to_owned(),
                 s => format!("the log's {s}"),
             };
             // Said again unchanged (Codex names its window at every turn): listed once.
@@ -345,7 +357,10 @@ fn read_frame(
                 c.thresholds.push(Sourced {
                     tokens: t,
                     line: n,
-                    from: format!("the agent's configuration ({source})"),
+                    from: match source {
+                        "model table" => "the agent's default for the model: half its window (Gemini CLI's compression threshold)".to_owned(),
+                        s => format!("the agent's configuration ({s})"),
+                    },
                 });
             }
             if let (Some(r), Some(w)) = (f.compact_reserve(), *window)

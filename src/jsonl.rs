@@ -18,6 +18,34 @@ pub fn line_record(line: &[u8]) -> Rec {
     }
 }
 
+/// A file that is one JSON object written over several lines (Gemini CLI's saved chat,
+/// `opencode export`): the whole of it as one record; `None` for anything else (JSONL, whose
+/// first line is an object of its own, or what is not one JSON object).
+pub fn document(text: &[u8]) -> Option<Rec> {
+    let trimmed = text.trim_ascii();
+    let first = trimmed.split(|b| *b == b'\n').next().unwrap_or_default();
+    if !trimmed.starts_with(b"{")
+        || first.len() == trimmed.len()
+        || serde_json::from_slice::<serde::de::IgnoredAny>(first).is_ok()
+        || serde_json::from_slice::<serde::de::IgnoredAny>(trimmed).is_err()
+    {
+        return None;
+    }
+    Some(Rec {
+        key: None,
+        value: trimmed.to_vec(),
+    })
+}
+
+/// A log file's records: the one a document is ([`document`]), else a record a line
+/// ([`records`]).
+pub fn file_records(text: &[u8]) -> Vec<Rec> {
+    match document(text) {
+        Some(doc) => vec![doc],
+        None => records(text),
+    }
+}
+
 /// The lines of a JSONL text (a trailing `\r` kept off, empty lines skipped).
 pub fn lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
     text.split(|b| *b == b'\n')

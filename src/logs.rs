@@ -68,8 +68,10 @@ pub const TREE_FILES: usize = 100_000;
 /// How deep below a directory of logs files are looked for.
 pub const TREE_DEPTH: usize = 8;
 
-/// Every `*.jsonl` below `root` (symbolic links not followed, [`TREE_DEPTH`] levels at most,
-/// [`TREE_FILES`] files at most: past it the rest are left out, with a warning), sorted.
+/// Every log below `root` — `*.jsonl`, and `*.json` (Gemini CLI's chats, OpenCode's storage;
+/// a JSON file that is no agent's log is left alone when read) — symbolic links not followed,
+/// [`TREE_DEPTH`] levels at most, [`TREE_FILES`] files at most (past it the rest are left out,
+/// with a warning), sorted.
 pub fn tree_files(root: &Path) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     let mut dirs = vec![(root.to_owned(), 0)];
@@ -83,7 +85,11 @@ pub fn tree_files(root: &Path) -> Result<Vec<PathBuf>> {
             let path = e.path();
             if kind.is_dir() && depth < TREE_DEPTH {
                 dirs.push((path, depth + 1));
-            } else if kind.is_file() && path.extension().is_some_and(|x| x == "jsonl") {
+            } else if kind.is_file()
+                && path
+                    .extension()
+                    .is_some_and(|x| x == "jsonl" || x == "json")
+            {
                 if files.len() == TREE_FILES {
                     tracing::warn!(
                         "{} holds more than {TREE_FILES} logs: the rest are not followed",
@@ -202,8 +208,8 @@ pub fn readable(path: &Path) -> Result<bool> {
     )
 }
 
-/// Reads a log path as records, one a line (a FIFO to its end); a directory as [`log_files`]
-/// merged.
+/// Reads a log path as records, one a line (a FIFO to its end) or one a document
+/// ([`jsonl::document`]); a directory as [`log_files`] merged.
 pub fn read_records(path: &Path) -> Result<Vec<Rec>> {
     readable(path)?;
     read_files(path)
@@ -214,7 +220,7 @@ fn read_files(path: &Path) -> Result<Vec<Rec>> {
     let mut files = Vec::new();
     for f in log_files(path)? {
         let text = std::fs::read(&f).with_context(|| format!("reading {}", f.display()))?;
-        files.push(jsonl::records(&text));
+        files.push(jsonl::file_records(&text));
     }
     Ok(merge(files))
 }

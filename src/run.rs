@@ -32,8 +32,8 @@ pub struct Args {
     /// Records replayed through look_back before the input
     #[arg(long, value_name = "FILE")]
     pub lookback: Option<PathBuf>,
-    /// The log is an agent's own (claude-code, claude-stream, codex; agent-fold: frames already;
-    /// auto to detect it): its lines are adapted to frames here, --batch lines to an invocation,
+    /// The log is an agent's own (claude-code, claude-stream, codex, otel, gemini-cli, opencode;
+    /// agent-fold: frames already; auto to detect it): its lines are adapted to frames here, --batch lines to an invocation,
     /// before the module sees them (the same output as the module's own -e input=FORMAT). A
     /// claude-code DIR is a session directory: the transcript beside it and its
     /// subagents/*.jsonl, merged by time
@@ -52,8 +52,9 @@ pub struct Args {
     /// Write the state at the end as a checkpoint (implies --native)
     #[arg(long, value_name = "FILE", conflicts_with = "wasm")]
     pub checkpoint_out: Option<PathBuf>,
-    /// The log: a JSONL file, a Claude Code session directory, a FIFO, or - for stdin (the
-    /// last two read as a stream)
+    /// The log: a JSONL file, a JSON document (a Gemini CLI saved chat, an `opencode export`:
+    /// one record), a Claude Code session directory, a FIFO, or - for stdin (the last two read as
+    /// a stream, a record a line: pipe a document through `jq -c .`)
     #[arg(value_name = "INPUT")]
     pub input: Option<PathBuf>,
 }

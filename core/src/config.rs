@@ -16,15 +16,23 @@ pub enum Input {
     /// OpenTelemetry log events of Claude Code, Codex or Gemini CLI, one record each, as
     /// `agent-fold collect` writes them (`docs/adapters.md`).
     Otel,
+    /// Gemini CLI chats (`~/.gemini/tmp/<project>/chats/`): the saved-chat JSON document, one
+    /// record each time it is written, or the JSONL recording, one record a line.
+    GeminiCli,
+    /// OpenCode sessions: the `opencode export` document, or the message and part files of its
+    /// storage, one record each.
+    OpenCode,
 }
 
 impl Input {
-    pub const NAMES: [&'static str; 5] = [
+    pub const NAMES: [&'static str; 7] = [
         "agent-fold",
         "claude-code",
         "claude-stream",
         "codex",
         "otel",
+        "gemini-cli",
+        "opencode",
     ];
 
     pub fn parse(name: &str) -> Option<Input> {
@@ -34,6 +42,8 @@ impl Input {
             "claude-stream" => Input::ClaudeStream,
             "codex" => Input::Codex,
             "otel" => Input::Otel,
+            "gemini-cli" => Input::GeminiCli,
+            "opencode" => Input::OpenCode,
             _ => return None,
         })
     }
@@ -45,6 +55,8 @@ impl Input {
             Input::ClaudeStream => "claude-stream",
             Input::Codex => "codex",
             Input::Otel => "otel",
+            Input::GeminiCli => "gemini-cli",
+            Input::OpenCode => "opencode",
         }
     }
 }
@@ -150,7 +162,8 @@ pub fn restore_prior(input: Input) -> u64 {
     match input {
         Input::ClaudeCode | Input::ClaudeStream => 4_500,
         Input::Codex => 1_700,
-        Input::AgentFold | Input::Otel => 0,
+        // No compaction in a shared Gemini CLI or OpenCode log to fit one on: none.
+        Input::AgentFold | Input::Otel | Input::GeminiCli | Input::OpenCode => 0,
     }
 }
 
@@ -275,9 +288,9 @@ pub const PARAMS: [Param; 11] = [
     },
     Param {
         name: "input",
-        values: "agent-fold, claude-code, claude-stream, codex or otel",
+        values: "agent-fold, claude-code, claude-stream, codex, otel, gemini-cli or opencode",
         default: "agent-fold",
-        doc: "The records' format: agent-fold frames, or an agent's own log (Claude Code transcripts, claude -p stream-json, Codex rollouts, the OpenTelemetry log events agent-fold collect writes) adapted to frames first, per session, each line applied once (§1).",
+        doc: "The records' format: agent-fold frames, or an agent's own log (Claude Code transcripts, claude -p stream-json, Codex rollouts, the OpenTelemetry log events agent-fold collect writes, Gemini CLI chats, OpenCode sessions) adapted to frames first, per session, each line (each message of a document written again) applied once (§1).",
     },
     Param {
         name: "projection",
@@ -295,7 +308,7 @@ pub const PARAMS: [Param; 11] = [
         name: "compact_restore",
         values: "an integer >= 0",
         default: "",
-        doc: "Pressure view, rebased: what the agent puts back at a compaction that its log does not show, beyond what its compaction's restore_tokens prices, until the session learns its own (§3.4). Unset: 4500 for claude-code and claude-stream, 1700 for codex, 0 for agent-fold, fitted on the shared real logs and scored on logs they were not fitted on (docs/accuracy.md); for otel each session's agent's (the same, else 0).",
+        doc: "Pressure view, rebased: what the agent puts back at a compaction that its log does not show, beyond what its compaction's restore_tokens prices, until the session learns its own (§3.4). Unset: 4500 for claude-code and claude-stream, 1700 for codex, 0 for agent-fold, gemini-cli and opencode, fitted on the shared real logs and scored on logs they were not fitted on (docs/accuracy.md); for otel each session's agent's (the same, else 0).",
     },
 ];
 

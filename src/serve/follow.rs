@@ -9,6 +9,11 @@
 //! before the read position changed, or comes back after vanishing no longer continues what was
 //! read: the poll says so (`reset`) and reads every file again from its start.
 //!
+//! A `*.json` file is a document written whole each time (Gemini CLI's saved chat, OpenCode's
+//! storage files, `opencode export`): when its size, time or inode changed it is read again
+//! whole, as one record — never a reset: its adapter applies each of its messages once. One
+//! still being written (not yet one JSON object) is read at the next poll.
+//!
 //! Only regular files are followed (a FIFO's bytes cannot be read again, a device never ends);
 //! a file whose size, modification time and inode are those of the last poll is not opened at
 //! all; one poll reads at most [`READ_BYTES`] of a file, and a line longer than [`LINE_BYTES`]
@@ -175,6 +180,9 @@ impl Tail {
             // Idle: nothing was written since the last read.
             return Ok(TailStep::Lines(Vec::new(), Vec::new(), false));
         }
+        if is_document(path) {
+            return self.read_document(path, &meta, seen);
+        }
         self.opens += 1;
         let mut file = match open(path) {
             Ok(f) => f,
@@ -225,6 +233,53 @@ impl Tail {
                 Err(why) => skipped.push(why),
             });
         Ok(TailStep::Lines(lines, skipped, more))
+    }
+}
+
+/// Whether a file is followed as a document rewritten whole (`*.json`).
+fn is_document(path: &Path) -> bool {
+    path.extension().is_some_and(|x| x == "json")
+}
+
+impl Tail {
+    /// A document changed: the whole of it as one record (at most [`LINE_BYTES`]; a larger one
+    /// is skipped and said), once it is one JSON object.
+    fn read_document(
+        &mut self,
+        path: &Path,
+        meta: &std::fs::Metadata,
+        seen: Option<(u64, Option<SystemTime>)>,
+    ) -> std::io::Result<TailStep> {
+        self.opens += 1;
+        self.gone = false;
+        self.id = logs::file_id(meta);
+        self.pos = meta.len();
+        if meta.len() > LINE_BYTES as u64 {
+            self.seen = seen;
+            let why = format!(
+                "{} holds {} bytes, over the {LINE_BYTES} one record may: skipped",
+                path.display(),
+                meta.len()
+            );
+            return Ok(TailStep::Lines(Vec::new(), vec![why], false));
+        }
+        let mut text = Vec::new();
+        match open(path) {
+            Ok(f) => f.take(LINE_BYTES as u64 + 1).read_to_end(&mut text)?,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(TailStep::Missing),
+            Err(e) => return Err(e),
+        };
+        let record = jsonl::document(&text).or_else(|| {
+            let line = text.trim_ascii();
+            agent_fold_core::is_object(line).then(|| jsonl::line_record(line))
+        });
+        // Not yet one JSON object: being written; looked at again at the next poll.
+        self.seen = record.is_some().then_some(seen).flatten();
+        Ok(TailStep::Lines(
+            record.into_iter().collect(),
+            Vec::new(),
+            false,
+        ))
     }
 }
 
@@ -358,7 +413,7 @@ impl Follow {
                     tail.quiet = if lines.is_empty() { tail.quiet + 1 } else { 0 };
                     skipped.extend(skips);
                     more |= again;
-                    if let Some(lines) = tail.told(lines) {
+                    if let Some(lines) = tail.told(lines, is_document(path)) {
                         let format = tail.format.expect("told");
                         match read.iter_mut().find(|(f, _)| *f == format) {
                             Some((_, files)) => files.push(lines),
@@ -389,10 +444,14 @@ impl Follow {
 impl Tail {
     /// A directory's file: its new lines once its format is told (keyed by the session its
     /// lines name), else `None` while they wait; after [`logs::DETECT_LINES`] lines that do not
-    /// tell, the file is read as agent-fold frames.
-    fn told(&mut self, lines: Vec<Rec>) -> Option<Vec<Rec>> {
+    /// tell, the file is read as agent-fold frames — a document that does not tell is none.
+    fn told(&mut self, lines: Vec<Rec>, document: bool) -> Option<Vec<Rec>> {
         if self.format.is_none() {
             self.format = lines.iter().find_map(|r| Input::detect(&r.value));
+            if document && self.format.is_none() {
+                // A JSON file that is no agent's log (a settings file, an index): left alone.
+                return None;
+            }
             self.held.extend(lines);
             if self.format.is_none() && self.held.len() < logs::DETECT_LINES {
                 return None;

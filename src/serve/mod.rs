@@ -57,8 +57,9 @@ pub struct Args {
     /// With --topic: pass over records stamped longer ago than this (90s, 30m, 2h, 1d)
     #[arg(long, value_name = "DURATION", value_parser = flags::duration)]
     pub since: Option<Duration>,
-    /// The followed log's format: claude-code, claude-stream, codex, agent-fold, or auto to
-    /// tell it from its first lines (the default); the module adapts it (its input param)
+    /// The followed log's format: claude-code, claude-stream, codex, gemini-cli, opencode,
+    /// agent-fold, or auto to tell it from its first lines (the default); the module adapts it
+    /// (its input param)
     #[arg(long = "input", value_name = "FORMAT", value_parser = flags::format)]
     pub format: Option<Format>,
     #[command(flatten)]
@@ -121,9 +122,10 @@ pub struct Args {
     /// when --otlp listens beyond loopback)
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
-    /// The agent log to follow: a JSONL file, a Claude Code session directory, or a directory of
-    /// logs (~/.claude/projects, ~/.codex/sessions), or - for pressure records on stdin (e.g.
-    /// piped from `fluvio consume agent-events-pressure`)
+    /// The agent log to follow: a JSONL file, a JSON document rewritten whole (a Gemini CLI
+    /// chat), a Claude Code session directory, or a directory of logs (~/.claude/projects,
+    /// ~/.codex/sessions, ~/.gemini/tmp, OpenCode's storage), or - for pressure records on stdin
+    /// (e.g. piped from `fluvio consume agent-events-pressure`)
     #[arg(value_name = "SOURCE", required_unless_present_any = ["topic", "otlp"])]
     pub log: Option<PathBuf>,
 }

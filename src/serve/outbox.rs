@@ -223,27 +223,14 @@ impl Outbox {
 
 #[cfg(test)]
 mod tests {
-    use super::super::board::AlertStatus;
     use super::*;
 
     fn notice(session: &str, seq: u64, record_bytes: usize) -> Alert {
-        let record = format!("{{\"pad\":\"{}\"}}", "x".repeat(record_bytes));
-        Alert {
-            status: AlertStatus::Firing,
-            rule: "until<20000".into(),
-            session: session.into(),
-            agent: None,
-            model: None,
-            value: 1.0,
-            threshold: 20_000.0,
-            seq: Some(seq),
-            record: serde_json::value::RawValue::from_string(record)
-                .unwrap()
-                .into(),
-            at: 0,
-            since: 0,
-            merged: 0,
-        }
+        Alert::firing(
+            session,
+            seq,
+            format!("{{\"pad\":\"{}\"}}", "x".repeat(record_bytes)),
+        )
     }
 
     fn drain(o: &Outbox) -> Vec<Alert> {

@@ -123,22 +123,7 @@ mod tests {
     use super::*;
 
     fn notice(session: &str, seq: u64) -> Alert {
-        Alert {
-            status: super::super::board::AlertStatus::Firing,
-            rule: "until<20000".into(),
-            session: session.into(),
-            agent: None,
-            model: None,
-            value: 1.0,
-            threshold: 20_000.0,
-            seq: Some(seq),
-            record: serde_json::value::RawValue::from_string("{}".into())
-                .unwrap()
-                .into(),
-            at: 0,
-            since: 0,
-            merged: 0,
-        }
+        Alert::firing(session, seq, "{}".into())
     }
 
     /// Notices that wait go in one POST, as an array in the order they came; one alone goes as

@@ -974,7 +974,7 @@ fn accuracy_of_the_excerpts() {
 }
 
 /// Every shared real log with a reading to score, in the order docs/accuracy.md tables them.
-const REAL_LOGS: [(&str, Input); 18] = [
+const REAL_LOGS: [(&str, Input); 21] = [
     (
         "claude-code/ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl",
         Input::ClaudeCode,
@@ -1040,6 +1040,18 @@ const REAL_LOGS: [(&str, Input); 18] = [
     (
         "codex/rollout-019f36b8-7808-7b53-b256-85144c802798.jsonl",
         Input::Codex,
+    ),
+    (
+        "gemini-cli/session-4eb0784d-cdb9-4f59-89a6-fc90a7fabc67.json",
+        Input::GeminiCli,
+    ),
+    (
+        "gemini-cli/session-f7633853-6663-4dbb-bbf4-6159afa29df8.json",
+        Input::GeminiCli,
+    ),
+    (
+        "opencode/ses_017eabd4affe5dT53SiL5dEtX6/export.json",
+        Input::OpenCode,
     ),
 ];
 

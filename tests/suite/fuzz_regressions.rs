@@ -10,8 +10,8 @@
 use std::path::{Path, PathBuf};
 
 use agent_fold_testkit::checks::{
-    check_checkpoint_restore, check_fold_bytes, check_fold_invariants, check_hostile,
-    check_surface_ranges, check_wire,
+    check_adapters, check_checkpoint_restore, check_fold_bytes, check_fold_invariants,
+    check_hostile, check_surface_ranges, check_wire,
 };
 use agent_fold_testkit::seeded_bytes;
 
@@ -173,4 +173,14 @@ fn fold_invariants_kept_subagent_inside_a_fold() {
         0xb7, 0x13, 0x13, 0x13, 0x13, 0xb7, 0x13, 0xb7, 0xb7, 0x13, 0xb7, 0xb7,
     ];
     check_fold_invariants(&data);
+}
+
+#[test]
+fn adapters_seeds() {
+    replay_seeds("adapters", check_adapters);
+}
+
+#[test]
+fn adapters_random() {
+    replay_random(check_adapters, 2000);
 }

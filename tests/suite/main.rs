@@ -12,6 +12,7 @@ mod adapt;
 mod browser;
 mod checkpoint;
 mod collect;
+mod documents;
 mod frames_properties;
 mod frames_snapshots;
 mod fuzz_regressions;

@@ -52,9 +52,51 @@ impl Input {
             Input::ClaudeStream => claude_stream(&line),
             Input::Codex => codex(&line),
             Input::Otel => otel(&line),
+            Input::GeminiCli => gemini_cli(&line),
+            Input::OpenCode => opencode(&line),
             Input::AgentFold => return None,
         };
         Some(LineKind { kind, treatment })
+    }
+
+    /// What a record holds, kind by kind: one line's kind, or for a document (Gemini CLI's
+    /// saved chat, `opencode export`) each of its messages' (and parts') kinds. Empty when it
+    /// is not a JSON object.
+    pub fn census_all(self, record: &[u8]) -> Vec<LineKind> {
+        let Some(line) = Line::read(record) else {
+            return Vec::new();
+        };
+        let Some(messages) = line
+            .get("messages")
+            .filter(|_| matches!(self, Input::GeminiCli | Input::OpenCode))
+        else {
+            return self.census(record).into_iter().collect();
+        };
+        let mut out = Vec::new();
+        for m in crate::json::elements(messages) {
+            let Some(ml) = Line::read(m.as_bytes()) else {
+                continue;
+            };
+            let (kind, treatment) = match self {
+                Input::GeminiCli => gemini_cli(&ml),
+                _ => {
+                    let info = ml.object("info").and_then(|i| Line::read(i.as_bytes()));
+                    let parts = ml.get("parts").map(crate::json::elements);
+                    for p in parts.into_iter().flatten() {
+                        if let Some(pl) = Line::read(p.as_bytes()) {
+                            let (kind, treatment) = opencode_part(&pl);
+                            out.push(LineKind { kind, treatment });
+                        }
+                    }
+                    match info {
+                        Some(i) => opencode(&i),
+                        None => ("message".to_owned(), Treatment::Unknown),
+                    }
+                }
+            };
+            out.push(LineKind { kind, treatment });
+        }
+        out
     }
 }
 
@@ -66,6 +108,8 @@ pub(crate) fn passed_unknown(input: Input, line: &Line) -> bool {
         Input::ClaudeStream => claude_stream(line).1,
         Input::Codex => codex(line).1,
         Input::Otel => otel(line).1,
+        Input::GeminiCli => gemini_cli(line).1,
+        Input::OpenCode => opencode(line).1,
         Input::AgentFold => return false,
     };
     treatment == Treatment::Unknown
@@ -324,6 +368,65 @@ fn codex(line: &Line) -> (String, Treatment) {
     let name = joined(&kind, sub);
     let t = looked_up(&name, &READ, &PASSED);
     (name, t)
+}
+
+/// Gemini CLI: a saved chat or a recording's header, and each message by its `type`: a user's
+/// message and the model's answer are read; `info` and `error` notices are shown to the user only.
+fn gemini_cli(line: &Line) -> (String, Treatment) {
+    if line.get("messages").is_some() {
+        return ("chat".to_owned(), Treatment::Read);
+    }
+    if super::gemini_cli::is_chat(line) {
+        return ("header".to_owned(), Treatment::Read);
+    }
+    let kind = line.str("type").unwrap_or(Cow::Borrowed("untyped"));
+    let kind = format!("message/{kind}");
+    let treatment = looked_up(
+        &kind,
+        &["message/user", "message/gemini"],
+        &["message/info", "message/error"],
+    );
+    (kind, treatment)
+}
+
+/// OpenCode: an export, a message's info by its `role`, a part by its `type` ([`opencode_part`]).
+fn opencode(line: &Line) -> (String, Treatment) {
+    if line.get("messages").is_some() {
+        return ("export".to_owned(), Treatment::Read);
+    }
+    if line.get("messageID").is_some() {
+        return opencode_part(line);
+    }
+    let kind = format!(
+        "message/{}",
+        line.str("role").unwrap_or(Cow::Borrowed("untyped"))
+    );
+    let treatment = looked_up(&kind, &["message/user", "message/assistant"], &[]);
+    (kind, treatment)
+}
+
+/// OpenCode's parts: text, files, tools and reasoning reach the model; the steps' bookkeeping
+/// (their tokens repeat the message's), patches, snapshots, the agent and retry notes do not.
+fn opencode_part(line: &Line) -> (String, Treatment) {
+    let kind = format!(
+        "part/{}",
+        line.str("type").unwrap_or(Cow::Borrowed("untyped"))
+    );
+    let treatment = looked_up(
+        &kind,
+        &["part/text", "part/file", "part/tool", "part/reasoning"],
+        &[
+            "part/step-start",
+            "part/step-finish",
+            "part/patch",
+            "part/snapshot",
+            "part/agent",
+            "part/retry",
+            "part/compaction",
+            "part/subtask",
+        ],
+    );
+    (kind, treatment)
 }
 
 fn otel(line: &Line) -> (String, Treatment) {

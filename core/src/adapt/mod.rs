@@ -12,7 +12,10 @@ mod claude;
 mod claude_code;
 mod claude_stream;
 mod codex;
+mod document;
+mod gemini_cli;
 mod line;
+mod opencode;
 mod otel;
 pub(crate) mod state;
 
@@ -38,6 +41,13 @@ impl Input {
         }
         if l.get("payload").is_some() && l.get("timestamp").is_some() {
             return Some(Input::Codex);
+        }
+        // Before Claude Code's: a Gemini CLI chat names its `sessionId` too.
+        if gemini_cli::is_chat(&l) {
+            return Some(Input::GeminiCli);
+        }
+        if opencode::is_opencode(&l) {
+            return Some(Input::OpenCode);
         }
         if l.get("sessionId").is_some()
             || matches!(kind, "file-history-snapshot" | "progress" | "summary")
@@ -72,6 +82,8 @@ impl Input {
             Input::ClaudeStream => line.str("session_id").map(Cow::into_owned),
             Input::Codex => codex::session_of(line),
             Input::Otel => line.str("session").map(Cow::into_owned),
+            Input::GeminiCli => gemini_cli::session_of(line),
+            Input::OpenCode => opencode::session_of(line),
             Input::AgentFold => None,
         }
     }
@@ -241,6 +253,8 @@ impl Lines {
                 Input::ClaudeStream => claude_stream::adapt(&mut cx, line),
                 Input::Codex => codex::adapt(&mut cx, line),
                 Input::Otel => otel::adapt(&mut cx, line),
+                Input::GeminiCli => gemini_cli::adapt(&mut cx, line),
+                Input::OpenCode => opencode::adapt(&mut cx, line),
                 Input::AgentFold => {}
             }
         }

@@ -39,8 +39,8 @@
 use std::borrow::Cow;
 
 use super::build::{Adapting, FrameBuf, Id, fingerprint};
-use super::claude;
 use super::line::{Line, at, opens_object, str_at};
+use super::{claude, gemini_cli};
 use crate::config::agent_restore_prior;
 use crate::frame::MAX_SAFE;
 use crate::frame::kind::{
@@ -264,10 +264,10 @@ fn gemini(cx: &mut Adapting, ev: &Event) {
             match str_at(a, "role").as_deref() {
                 None | Some("main") => {
                     let said = Said::naming(a);
-                    let window = said.model.as_deref().map(gemini_window);
+                    let window = said.model.as_deref().map(gemini_cli::window);
                     let said = Said {
                         window,
-                        threshold: window.map(|w| w / 2),
+                        threshold: window.map(gemini_cli::compress_at),
                         ..said
                     };
                     announce(cx, ev, said);
@@ -291,20 +291,6 @@ fn gemini(cx: &mut Adapting, ev: &Event) {
             }
         }
         _ => announced_pass(cx, ev, Said::default()),
-    }
-}
-
-/// Gemini CLI's window by model (`tokenLimit`, google-gemini/gemini-cli@5411f113
-/// `packages/core/src/core/tokenLimits.ts`): 256,000 for the Gemma 4 models, else
-/// `DEFAULT_TOKEN_LIMIT`, 1,048,576. It compresses its history at half of it by default
-/// (`DEFAULT_COMPRESSION_TOKEN_THRESHOLD` = 0.5 of `tokenLimit(model)`,
-/// `packages/core/src/context/chatCompressionService.ts`; a setting or an experiment can move
-/// it, and the telemetry does not say so).
-fn gemini_window(model: &str) -> u64 {
-    if model.starts_with("gemma-4") {
-        256_000
-    } else {
-        1_048_576
     }
 }
 

@@ -44,6 +44,9 @@ pub(crate) struct AdaptState {
     /// path, the file's estimated tokens)`, the most recent last, at most [`RESTORE_FILES`]:
     /// what its rule re-reads at a compaction (contract §3.4).
     pub files: Vec<(u64, u64)>,
+    /// Gemini CLI, OpenCode: the messages applied, `(how many, fingerprint of the last one's
+    /// id)`: a document written again applies only the messages after it (contract §1).
+    pub applied: Option<(u64, u64)>,
 }
 
 /// How many of the files the agent last touched Claude Code re-reads after a compaction.
@@ -257,6 +260,9 @@ impl Checkpointed for Track {
             let pairs: Vec<String> = s.files.iter().map(|(p, t)| format!("[{p},{t}]")).collect();
             w.raw("files", &format!("[{}]", pairs.join(",")));
         }
+        if let Some((n, p)) = s.applied {
+            w.raw("applied", &format!("[{n},{p}]"));
+        }
         if let Some(o) = self.last_offset {
             w.raw("lastOffset", &o.to_string());
         }
@@ -306,6 +312,7 @@ impl Checkpointed for Track {
                 }
                 b.state.files = files;
             }
+            "applied" => b.state.applied = m.read()?,
             "lastOffset" => b.last_offset = m.read()?,
             _ => return Ok(false),
         }

@@ -163,6 +163,28 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+#[cfg(test)]
+impl Alert {
+    /// A firing notice of `until<20000` for `session` at `seq`, carrying `record`: the
+    /// receivers' tests.
+    pub(crate) fn firing(session: &str, seq: u64, record: String) -> Alert {
+        Alert {
+            status: AlertStatus::Firing,
+            rule: "until<20000".into(),
+            session: session.into(),
+            agent: None,
+            model: None,
+            value: 1.0,
+            threshold: 20_000.0,
+            seq: Some(seq),
+            record: RawValue::from_string(record).expect("a JSON record").into(),
+            at: 0,
+            since: 0,
+            merged: 0,
+        }
+    }
+}
+
 /// A session as the board keeps it.
 #[derive(Debug)]
 struct Session {

@@ -152,7 +152,7 @@ pub fn check_hostile_log(log: &HostileLog) {
 /// One invocation of an adapting instance: every record out is new, from a record of the page,
 /// in order, keyed; an adapted frame is a JSON object; a line that is not one comes out as it
 /// came (or not at all, under `malformed=drop`).
-fn check_adapted(config: &Config, page: &[RecordIn], out: &[Emit]) {
+pub(super) fn check_adapted(config: &Config, page: &[RecordIn], out: &[Emit]) {
     let mut last = 0;
     for e in out {
         let Emit::New { at, value, .. } = e else {

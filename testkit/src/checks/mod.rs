@@ -5,6 +5,7 @@
 //! seed corpus and every minimised crash through them, so `cargo test` checks the same
 //! properties the fuzzers do.
 
+mod adapters;
 mod checkpoint;
 mod fold_bytes;
 mod fold_invariants;
@@ -19,6 +20,7 @@ use std::ops::Range;
 
 use agent_fold_core::{Config, Emit, Processor, RecordIn};
 
+pub use adapters::{adapters_config, check_adapters};
 pub use checkpoint::check_checkpoint_restore;
 pub use fold_bytes::{check_fold_bytes, fold_bytes_config, fold_bytes_invocations};
 pub use fold_invariants::check_fold_invariants;
