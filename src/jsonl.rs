@@ -106,6 +106,21 @@ impl Splitter {
         }
     }
 
+    /// A splitter that starts inside an over-long line: its bytes up to its newline are dropped
+    /// (a reader resuming where it stopped while skipping one, [`Splitter::held`] `None`).
+    pub fn dropping(max: usize) -> Splitter {
+        Splitter {
+            dropping: true,
+            ..Splitter::new(max)
+        }
+    }
+
+    /// The bytes held of a line still being written (a reader that resumes later starts again
+    /// this far back); `None` while an over-long one is being dropped.
+    pub fn held(&self) -> Option<usize> {
+        (!self.dropping).then_some(self.pending.len())
+    }
+
     /// Takes the next bytes and hands `each` what they complete.
     pub fn push(&mut self, mut new: &[u8], mut each: impl FnMut(Piece<'_>)) {
         if self.dropping {
@@ -208,5 +223,26 @@ mod tests {
         }
         // A last line over the limit without its newline: nothing more said.
         assert_eq!(split(4, &[b"ok\nabcdefgh"]), ["ok", "<open>"]);
+    }
+
+    /// What a reader resuming later needs: the bytes of a line still being written, and
+    /// whether an over-long one is being dropped; a splitter made dropping drops to the newline.
+    #[test]
+    fn held_bytes_and_dropping_carry_a_reader_across_calls() {
+        let mut s = Splitter::new(8);
+        let mut got = Vec::new();
+        s.push(b"{\"a\":1}\n{\"b", |p| got.push(format!("{p:?}")));
+        assert_eq!(s.held(), Some(3), "{{\"b");
+        s.push(b"xxxxxxxxxxxx", |p| got.push(format!("{p:?}")));
+        assert_eq!(s.held(), None, "over the limit: dropping");
+        let mut resumed = Splitter::dropping(8);
+        let mut lines = Vec::new();
+        resumed.push(b"yyy\n{}\n", |p| {
+            if let Piece::Line(l) = p {
+                lines.push(l.to_vec());
+            }
+        });
+        assert_eq!(lines, [b"{}".to_vec()], "the long line's rest is dropped");
+        assert_eq!(resumed.held(), Some(0));
     }
 }

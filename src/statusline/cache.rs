@@ -44,6 +44,9 @@ pub(super) struct Cached {
     pub identity: Identity,
     /// Bytes of the transcript read (whole lines).
     pub offset: u64,
+    /// The call stopped inside a line over the limit: its rest up to its newline is skipped.
+    #[serde(default)]
+    pub skipping: bool,
     /// Lines read: the next line's offset in the module's numbering.
     pub lines: i64,
     /// The module's checkpoint after them.
@@ -58,6 +61,7 @@ impl Cached {
             version: VERSION,
             identity,
             offset: 0,
+            skipping: false,
             lines: 0,
             checkpoint: String::new(),
             latest: None,

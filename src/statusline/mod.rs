@@ -12,7 +12,7 @@
 mod cache;
 mod line;
 
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use agent_fold_core::{Emit, Processor};
@@ -22,14 +22,16 @@ use serde_json::Value;
 pub use line::{Fields, Template};
 
 use crate::flags::BATCH;
-use crate::jsonl::line_record;
+use crate::jsonl::{Piece, Splitter, line_record};
 use crate::record::Rec;
 
 /// The most stdin is read: Claude Code's payload is a few kilobytes.
 const MAX_STDIN: u64 = 1 << 20;
-/// A transcript line longer than this is cut off where it is read (a pasted image, a huge tool
-/// output): memory stays bounded, the rest of the line is skipped.
+/// A transcript line longer than this (a pasted image, a huge tool output) is skipped: memory
+/// stays bounded.
 const MAX_LINE: usize = 64 << 20;
+/// Bytes read at a time.
+const CHUNK: usize = 1 << 20;
 
 /// `agent-fold statusline`.
 #[derive(Debug, Clone, clap::Args)]
@@ -125,53 +127,40 @@ pub fn latest(p: &Payload, user: &[(String, String)], cache_dir: &Path) -> Resul
         Some(c) if processor.restore(&c.checkpoint).is_ok() => c,
         _ => cache::Cached::fresh(identity),
     };
-    let mut reader = BufReader::new(file);
+    let mut reader = file;
     reader.seek(SeekFrom::Start(state.offset))?;
+    // Whole lines only: one still being written is read whole next time; one over the limit
+    // is skipped, up to its newline, across calls if need be.
+    let mut lines = match state.skipping {
+        true => Splitter::dropping(MAX_LINE),
+        false => Splitter::new(MAX_LINE),
+    };
     let mut batch: Vec<Rec> = Vec::with_capacity(BATCH);
-    let mut buf = Vec::new();
+    let mut chunk = vec![0; CHUNK];
+    let mut read = 0u64;
     loop {
-        buf.clear();
-        let n = (&mut reader)
-            .take(MAX_LINE as u64 + 1)
-            .read_until(b'\n', &mut buf)?;
-        if n == 0 || buf.last() != Some(&b'\n') {
-            // The end, or a line still being written: it is read whole next time.
-            if n > MAX_LINE {
-                skip_line(&mut reader, &mut state.offset, n)?;
-                continue;
+        let n = match reader.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.into()),
+        };
+        read += n as u64;
+        lines.push(&chunk[..n], |piece| {
+            if let Piece::Line(l) = piece {
+                batch.push(line_record(l));
             }
-            break;
-        }
-        state.offset += n as u64;
-        let text = buf.strip_suffix(b"\n").unwrap_or(&buf);
-        let text = text.strip_suffix(b"\r").unwrap_or(text);
-        if !text.is_empty() {
-            batch.push(line_record(text));
-        }
-        if batch.len() == BATCH {
+        });
+        if batch.len() >= BATCH {
             feed(&mut processor, &mut batch, &mut state, p)?;
         }
     }
+    state.offset += read - lines.held().unwrap_or(0) as u64;
+    state.skipping = lines.held().is_none();
     feed(&mut processor, &mut batch, &mut state, p)?;
     state.checkpoint = processor.checkpoint();
     cache::store(cache_dir, &state);
     Ok(state.latest)
-}
-
-/// Skips the rest of an over-long line (its first `read` bytes are read already).
-fn skip_line(reader: &mut impl BufRead, offset: &mut u64, read: usize) -> Result<()> {
-    let mut sink = Vec::new();
-    let mut skipped = read as u64;
-    loop {
-        sink.clear();
-        let n = reader.take(MAX_LINE as u64).read_until(b'\n', &mut sink)?;
-        skipped += n as u64;
-        if n == 0 || sink.last() == Some(&b'\n') {
-            break;
-        }
-    }
-    *offset += skipped;
-    Ok(())
 }
 
 /// One invocation of the module over the lines read; the session's latest record is kept.
