@@ -118,3 +118,74 @@ fn an_unreachable_cluster_is_reported_and_a_cluster_that_comes_is_used() {
     });
     assert_eq!(state["status"]["state"], "live");
 }
+
+/// A pressure record with `untilCompactTokens`, unstamped (so never older than `--idle`).
+fn until(session: &str, seq: u64, until: u64) -> String {
+    serde_json::json!({"type": "context/pressure", "session": session, "seq": seq,
+           "pressureTokens": 167_000 - until, "capacity": 200000, "compactAtTokens": 167000,
+           "untilCompactTokens": until, "stateVersion": 5})
+    .to_string()
+        + "\n"
+}
+
+/// A board restarted on a topic reads each partition from its end less `--look-back`: what lies
+/// before is not read, what it re-reads rebuilds the alert state and pages no one; a crossing
+/// after it pages as ever.
+#[test]
+fn a_restart_reads_a_bounded_look_back_and_pages_no_one_for_it() {
+    let _turn = turn();
+    if !cluster() {
+        return;
+    }
+    let topic = Topic::new("lookback");
+    let early: String = (1..=30).map(|n| until("early", n, 90_000)).collect();
+    topic.produce(&(early + &until("x", 1, 50_000) + &until("x", 2, 10_000)));
+    let hook = agent_fold_testkit::webhook::Receiver::start(false).unwrap();
+    let url = format!("http://127.0.0.1:{}/hook", hook.port);
+    let s = Server::start(&[
+        "--topic",
+        &topic.0,
+        "--look-back",
+        "2",
+        "--alert",
+        "until<20000",
+        "--alert-webhook",
+        &url,
+    ]);
+    let state = s.wait_state("x caught up", |st| {
+        seq_of(st, "x") == Some(2)
+            && !st["status"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("catching")
+    });
+    assert!(
+        seq_of(&state, "early").is_none(),
+        "before the look-back: not read"
+    );
+    assert_eq!(state["status"]["records"], 2);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(
+        hook.bodies().is_empty(),
+        "history pages no one: {:?}",
+        hook.bodies()
+    );
+    let m = s.metrics();
+    assert_eq!(
+        crate::harness::sample(&m, "agent_fold_serve_alerts_caught_up_total", &[]),
+        1.0
+    );
+    topic.produce(&(until("y", 1, 60_000) + &until("y", 2, 5_000)));
+    s.wait_state("y", |st| seq_of(st, "y") == Some(2));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while hook.bodies().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "y's crossing paged");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let sessions: Vec<String> = hook
+        .bodies()
+        .iter()
+        .map(|b| b["session"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(sessions, ["y"]);
+}
