@@ -12,7 +12,8 @@
 //! A `*.json` file is a document written whole each time (Gemini CLI's saved chat, OpenCode's
 //! storage files, `opencode export`): when its size, time or inode changed it is read again
 //! whole, as one record — never a reset: its adapter applies each of its messages once. One
-//! still being written (not yet one JSON object) is read at the next poll.
+//! that is not one JSON object (still being written, or broken) is said and read again when it
+//! changes.
 //!
 //! Only regular files are followed (a FIFO's bytes cannot be read again, a device never ends);
 //! a file whose size, modification time and inode are those of the last poll is not opened at
@@ -273,11 +274,19 @@ impl Tail {
             let line = text.trim_ascii();
             agent_fold_core::is_object(line).then(|| jsonl::line_record(line))
         });
-        // Not yet one JSON object: being written; looked at again at the next poll.
-        self.seen = record.is_some().then_some(seen).flatten();
+        // Not one JSON object (being written, or broken): said, and read again only once it
+        // changes, so a broken file costs one read per change.
+        self.seen = seen;
+        let skipped = match record {
+            Some(_) => Vec::new(),
+            None => vec![format!(
+                "{} is not one JSON object (yet): read again when it changes",
+                path.display()
+            )],
+        };
         Ok(TailStep::Lines(
             record.into_iter().collect(),
-            Vec::new(),
+            skipped,
             false,
         ))
     }
@@ -602,6 +611,44 @@ mod tests {
         let got: Vec<String> = (0..32).flat_map(|_| values(&f.poll())).collect();
         assert_eq!(got, [frame(7, 2).trim_end()]);
         assert_eq!(f.opens(), opened + 1, "only the file written to");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A document is read whole each time it changes, never as a reset; one that is not one
+    /// JSON object is said once per change and not read again until it changes.
+    #[test]
+    fn a_document_is_read_whole_per_change_and_a_broken_one_once() {
+        let dir = scratch("doc");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("session-x.json");
+        std::fs::write(&path, "{\n  \"sessionId\": \"x\",\n  \"messages\": []\n}\n").unwrap();
+        let mut f = Follow::new(&path);
+        let p = f.poll();
+        assert_eq!(p.lines.len(), 1, "the whole document, one record");
+        assert!(p.lines[0].value.starts_with(b"{") && p.reset.is_none());
+        assert!(f.poll().lines.is_empty(), "unchanged: nothing");
+        std::fs::write(
+            &path,
+            "{\"sessionId\": \"x\", \"messages\": [{\"id\": \"a\"}]}",
+        )
+        .unwrap();
+        let p = f.poll();
+        assert_eq!(
+            (p.lines.len(), p.reset.is_none()),
+            (1, true),
+            "rewritten: read again, no reset"
+        );
+        std::fs::write(&path, "{\"sessionId\": \"x\", \"mess").unwrap();
+        let p = f.poll();
+        assert!(p.lines.is_empty());
+        assert!(
+            p.skipped[0].contains("not one JSON object"),
+            "{:?}",
+            p.skipped
+        );
+        let opens = f.opens();
+        assert!(f.poll().skipped.is_empty(), "said once");
+        assert_eq!(f.opens(), opens, "and not read again until it changes");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
