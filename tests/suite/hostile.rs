@@ -505,3 +505,73 @@ fn hostile_logs_run_alike_in_the_engine_and_natively() {
         everywhere(&params, &records);
     }
 }
+
+/// Gemini CLI chats and OpenCode sessions of any shape — numbers past any integer, lone
+/// surrogates in ids, deep nesting in content, messages that are not objects, fields of the
+/// wrong type, a document of 5,000 messages written twice — run alike natively and in the
+/// engine, never trap, and give only JSON objects; the readings they give are the documents'
+/// own positive ones.
+#[test]
+fn d11_documents_of_any_shape_run_alike_and_never_trap() {
+    let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+    let g = |id: &str, tokens: &str| {
+        format!(
+            r#"{{"id":"{id}","timestamp":"2026-01-15T20:51:52.837Z","type":"gemini","content":{deep},"model":"gemini-2.5-pro","tokens":{tokens}}}"#
+        )
+    };
+    let chat = |messages: &[String]| {
+        format!(
+            r#"{{"sessionId":"g","projectHash":"h","startTime":"t","messages":[{}]}}"#,
+            messages.join(",")
+        )
+    };
+    let many: Vec<String> = (0..5_000)
+        .map(|i| {
+            g(
+                &format!("m{i}"),
+                &format!(r#"{{"input":{},"cached":0}}"#, 1_000 + i),
+            )
+        })
+        .collect();
+    let gemini = [
+        chat(&[
+            g("a", r#"{"input":1e400,"cached":-3}"#),
+            g(r"\ud800", r#"{"input":"12"}"#),
+        ]),
+        chat(&[
+            "7".to_owned(),
+            "null".to_owned(),
+            g("b", r#"{"input":5000,"cached":99999}"#),
+        ]),
+        r#"{"sessionId":"g","projectHash":"h","messages":"not a list"}"#.to_owned(),
+        chat(&[g("c", "[1,2]"), g("d", r#"{"input":18446744073709551616}"#)]),
+        chat(&many),
+        chat(&many),
+    ];
+    let opencode = [
+        r#"{"info":{"id":"ses_x"},"messages":[{"info":7,"parts":"x"},{"info":{"id":"m","role":"assistant","tokens":{"input":1e400,"cache":{"read":-1}}},"parts":[{"type":"tool","state":null},{"type":"text","text":{"deep":[[[[1]]]]}}]}]}"#.to_owned(),
+        r#"{"info":{"id":"ses_x"},"messages":[{"info":{"id":"m2","role":"assistant","summary":true,"tokens":{"input":300,"cache":{"read":0,"write":0}}},"parts":[]}]}"#.to_owned(),
+        r#"{"id":"m3","sessionID":"ses_y","role":"assistant","tokens":{"input":400,"cache":{"read":100,"write":"2"}}}"#.to_owned(),
+        r#"{"id":"p","messageID":"m3","sessionID":"ses_y","type":"tool","tool":7,"state":{"input":[],"output":{"x":1}}}"#.to_owned(),
+    ];
+    for (input, docs) in [("gemini-cli", &gemini[..]), ("opencode", &opencode[..])] {
+        let records: Vec<Rec> = docs
+            .iter()
+            .map(|d| jsonl::line_record(d.as_bytes()))
+            .collect();
+        for emit in ["frames", "pressure"] {
+            let out = everywhere(&[("input", input), ("emit", emit)], &records);
+            assert!(!out.is_empty(), "{input} {emit}");
+            for r in &out {
+                // Deeper than serde_json reads: checked by the module's own reader.
+                assert!(agent_fold_core::is_object(&r.value), "{input} {emit}");
+                if emit == "pressure" {
+                    let v = json(r);
+                    if let Some(p) = v["pressureTokens"].as_u64() {
+                        assert!(p >= 1, "{input}: a reading is positive: {v}");
+                    }
+                }
+            }
+        }
+    }
+}
