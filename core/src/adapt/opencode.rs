@@ -24,6 +24,7 @@
 use super::build::{Adapting, Id, fingerprint};
 use super::document::{self, Said, Usage};
 use super::line::{Line, at, str_at, uint_at};
+use super::state::ROLES;
 use crate::frame::kind::{
     ASSISTANT_MESSAGE, COMPACT_END, COMPACT_START, TOOL_CALL, TOOL_RESULT, USER_MESSAGE,
 };
@@ -77,7 +78,11 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
     if line.get("role").is_some() {
         // A message's info alone (storage): its reading once it has one, once.
         let id = line.str("id").unwrap_or_default();
-        if document::is_last_applied(cx.st, &id) || tokens_of(line.object("tokens")).is_none() {
+        remember_role(cx, &id, line.str("role").as_deref() == Some("assistant"));
+        let user = line.str("role").as_deref() == Some("user");
+        if document::is_last_applied(cx.st, &id)
+            || (!user && tokens_of(line.object("tokens")).is_none())
+        {
             return cx.pass_through(line, None, Id::Numbered, stamp, None);
         }
         message(cx, line, &[]);
@@ -128,8 +133,21 @@ fn stamp_of(info: &Line) -> Option<String> {
     Some(format!("\"{}\"", stamp.replacen("000000Z", "Z", 1)))
 }
 
+/// Remembers who wrote message `id` (its parts, read on their own, follow it).
+fn remember_role(cx: &mut Adapting, id: &str, assistant: bool) {
+    let print = fingerprint(id);
+    cx.st.roles.retain(|(p, _)| *p != print);
+    cx.st.roles.push((print, assistant));
+    if cx.st.roles.len() > ROLES {
+        cx.st.roles.remove(0);
+    }
+}
+
 /// One message: its info and its parts, in order.
 fn message(cx: &mut Adapting, info: &Line, parts: &[&str]) {
+    if let (Some(id), Some(role)) = (info.str("id"), info.str("role")) {
+        remember_role(cx, &id, role == "assistant");
+    }
     let stamp = stamp_of(info);
     let stamp = stamp.as_deref();
     let model = info
@@ -235,7 +253,18 @@ fn part(cx: &mut Adapting, p: Part, stamp: Option<&str>) {
             cx.emit(f);
         }
         Some("text" | "file") => {
-            let mut f = cx.frame(USER_MESSAGE, Id::Numbered, stamp, None);
+            // A part read on its own is the assistant's when its message was (storage).
+            let by_assistant = matches!(p, Part::Line(_))
+                && p.get("messageID")
+                    .and_then(json::string)
+                    .map(|id| fingerprint(&id))
+                    .is_some_and(|print| cx.st.roles.contains(&(print, true)));
+            let kind = if by_assistant {
+                ASSISTANT_MESSAGE
+            } else {
+                USER_MESSAGE
+            };
+            let mut f = cx.frame(kind, Id::Numbered, stamp, None);
             f.raw(
                 "message",
                 p.get("text").or_else(|| p.get("url")).unwrap_or("null"),
@@ -403,7 +432,14 @@ mod tests {
             json!({"input": 500, "output": 3, "reasoning": 0, "cache": {"read": 100, "write": 0}});
         let part = json!({"id": "p1", "messageID": "m1", "sessionID": "ses_9", "type": "tool",
                           "tool": "bash", "callID": "c", "state": {"input": {"cmd": "ls"}, "output": "a b"}});
-        let out = adapt_values(Input::OpenCode, &[running, part, done.clone(), done]);
+        let text = json!({"id": "p2", "messageID": "m1", "sessionID": "ses_9", "type": "text",
+                          "text": "all done"});
+        let out = adapt_values(Input::OpenCode, &[running, part, done.clone(), done, text]);
+        let said = out.iter().find(|f| f["message"] == "all done").unwrap();
+        assert_eq!(
+            said["type"], "assistant/message",
+            "the assistant's text, by its message"
+        );
         let usages: Vec<&Value> = out.iter().filter_map(|f| f.get("usage")).collect();
         assert_eq!(usages.len(), 1);
         assert_eq!(usages[0]["input_tokens"], 500);

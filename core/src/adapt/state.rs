@@ -47,7 +47,13 @@ pub(crate) struct AdaptState {
     /// Gemini CLI, OpenCode: the messages applied, `(how many, fingerprint of the last one's
     /// id)`: a document written again applies only the messages after it (contract §1).
     pub applied: Option<(u64, u64)>,
+    /// OpenCode storage: the latest messages' roles, `(fingerprint of the id, assistant)`, at
+    /// most [`ROLES`]: a part file names its message, not who wrote it.
+    pub roles: Vec<(u64, bool)>,
 }
+
+/// Message roles an OpenCode session remembers for its parts.
+pub(crate) const ROLES: usize = 16;
 
 /// How many of the files the agent last touched Claude Code re-reads after a compaction.
 pub(crate) const RESTORE_FILES: usize = 5;
@@ -263,6 +269,14 @@ impl Checkpointed for Track {
         if let Some((n, p)) = s.applied {
             w.raw("applied", &format!("[{n},{p}]"));
         }
+        if !s.roles.is_empty() {
+            let pairs: Vec<String> = s
+                .roles
+                .iter()
+                .map(|(p, a)| format!("[{p},{}]", u64::from(*a)))
+                .collect();
+            w.raw("roles", &format!("[{}]", pairs.join(",")));
+        }
         if let Some(o) = self.last_offset {
             w.raw("lastOffset", &o.to_string());
         }
@@ -313,6 +327,16 @@ impl Checkpointed for Track {
                 b.state.files = files;
             }
             "applied" => b.state.applied = m.read()?,
+            "roles" => {
+                // `[id fingerprint, 1 for the assistant's]`.
+                let roles: Vec<(u64, u64)> = m.read()?;
+                if roles.len() > ROLES {
+                    return Err(serde::de::Error::custom(format!(
+                        "adapter session: `roles` holds at most {ROLES} messages"
+                    )));
+                }
+                b.state.roles = roles.into_iter().map(|(p, a)| (p, a == 1)).collect();
+            }
             "lastOffset" => b.last_offset = m.read()?,
             _ => return Ok(false),
         }
