@@ -277,12 +277,16 @@ impl Tail {
         // Not one JSON object (being written, or broken): said, and read again only once it
         // changes, so a broken file costs one read per change.
         self.seen = seen;
+        // JSON of another shape (Gemini CLI's `logs.json` is an array) is no agent's log: left
+        // alone, unsaid.
+        let other_json = record.is_none()
+            && serde_json::from_slice::<serde::de::IgnoredAny>(text.trim_ascii()).is_ok();
         let skipped = match record {
-            Some(_) => Vec::new(),
-            None => vec![format!(
+            None if !other_json => vec![format!(
                 "{} is not one JSON object (yet): read again when it changes",
                 path.display()
             )],
+            _ => Vec::new(),
         };
         Ok(TailStep::Lines(
             record.into_iter().collect(),
@@ -649,6 +653,12 @@ mod tests {
         let opens = f.opens();
         assert!(f.poll().skipped.is_empty(), "said once");
         assert_eq!(f.opens(), opens, "and not read again until it changes");
+        std::fs::write(&path, "[{\"sessionId\": \"x\"}]").unwrap();
+        let p = f.poll();
+        assert!(
+            p.lines.is_empty() && p.skipped.is_empty(),
+            "JSON of another shape: left alone"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -332,4 +332,5 @@ fn serve_follows_the_agents_own_directories() {
         2,
         "no session from the files that are no agent's log"
     );
+    assert_eq!(state["status"]["skipped"], 0, "and nothing said of them");
 }
