@@ -83,22 +83,18 @@ pub struct LookBack {
     pub since: Option<Duration>,
 }
 
-impl LookBack {
-    /// The offset partition `p` starts at, given its first kept offset and its end.
-    pub fn start(&self, (first, end): (i64, i64)) -> i64 {
-        match self.records {
-            Some(n) => (end - i64::from(n)).max(first),
-            None => first,
-        }
-    }
-}
+/// How long a topic's stream must be quiet, after the start, for the board to have caught up
+/// with what the topic held.
+const CAUGHT_UP_QUIET: Duration = Duration::from_millis(500);
 
-/// Where a topic's reading stands: the next offset per partition, and the end each partition
-/// had when the board started (records below it are history read again: catching up).
+/// Where a topic's reading stands: the next offset per partition, and whether the history the
+/// topic held at the start has been read.
 #[derive(Debug, Default)]
 struct Reading {
     next: BTreeMap<u32, i64>,
-    ends: BTreeMap<u32, i64>,
+    /// When the board first connected (ms since 1970): a record the cluster stamped before it
+    /// was written before the board started.
+    started_ms: Option<i64>,
     caught_up: bool,
     started: Option<std::time::Instant>,
     /// Records read while catching up.
@@ -106,22 +102,10 @@ struct Reading {
 }
 
 impl Reading {
-    /// Whether the record at `offset` of partition `p` is history read again.
-    fn is_history(&self, p: u32, offset: i64) -> bool {
-        !self.caught_up && self.ends.get(&p).is_some_and(|end| offset < *end)
-    }
-
-    /// True the first time every partition has reached the end it had at the start.
-    fn reached_ends(&mut self) -> bool {
-        if self.caught_up {
-            return false;
-        }
-        let done = self
-            .ends
-            .iter()
-            .all(|(p, end)| self.next.get(p).is_some_and(|n| n >= end));
-        self.caught_up = done;
-        done
+    /// Whether a record the cluster stamped `stamp` (ms; negative: none) is history: written
+    /// before the board started, and read before it caught up.
+    fn is_history(&self, stamp: i64) -> bool {
+        !self.caught_up && (stamp < 0 || self.started_ms.is_none_or(|s| stamp < s))
     }
 }
 
@@ -475,23 +459,20 @@ async fn consume_once(
         bail!("the cluster has no topic {topic}");
     };
     let partitions = layout.partitions;
+    reading.started_ms.get_or_insert_with(super::board::now_ms);
+    let started = *reading.started.get_or_insert_with(std::time::Instant::now);
     let mut streams = Vec::new();
     for p in 0..partitions {
-        let start = match reading.next.get(&p) {
-            Some(n) => *n,
-            None => {
-                let span = crate::topics::partition_span(&fluvio, topic, p).await?;
-                if reading.started.is_none() {
-                    reading.ends.insert(p, span.1);
-                }
-                look_back.start(span)
-            }
+        // The partition's own end, as its leader knows it (the cluster's metadata lags).
+        let start = match (reading.next.get(&p), look_back.records) {
+            (Some(n), _) => Offset::absolute(*n)?,
+            (None, Some(n)) => Offset::from_end(n),
+            (None, None) => Offset::beginning(),
         };
-        reading.next.insert(p, start);
         let config = ConsumerConfigExt::builder()
             .topic(topic)
             .partition(p)
-            .offset_start(Offset::absolute(start)?)
+            .offset_start(start)
             // Our own retry, so that a lost cluster shows on the page.
             .retry_mode(RetryMode::Disabled)
             .build()?;
@@ -501,7 +482,6 @@ async fn consume_once(
             .with_context(|| format!("consuming {topic} partition {p}"))?;
         streams.push(Box::pin(stream));
     }
-    let started = *reading.started.get_or_insert_with(std::time::Instant::now);
     *wait = Duration::from_millis(250);
     let live = format!("consuming {partitions} partition(s)");
     board.batch(|b| {
@@ -512,24 +492,32 @@ async fn consume_once(
         };
         b.status(SourceState::Live, message)
     });
-    let caught = |reading: &mut Reading, board: &Board| {
-        if reading.reached_ends() {
-            let secs = started.elapsed().as_secs_f64();
-            tracing::info!(
-                records = reading.history,
-                secs,
-                "caught up with {topic}: {} records of history in {secs:.1} s",
-                reading.history
-            );
-            board.batch(|b| b.status(SourceState::Live, live.clone()));
-        }
-    };
-    caught(reading, board);
     let cutoff = look_back
         .since
         .map(|d| super::board::now_ms() - d.as_millis() as i64);
     let mut records = futures_util::stream::select_all(streams).ready_chunks(512);
-    while let Some(chunk) = records.next().await {
+    loop {
+        let chunk = if reading.caught_up {
+            records.next().await
+        } else {
+            match tokio::time::timeout(CAUGHT_UP_QUIET, records.next()).await {
+                Ok(chunk) => chunk,
+                Err(_) => {
+                    // Quiet: what the topic held at the start is read.
+                    reading.caught_up = true;
+                    let secs = started.elapsed().as_secs_f64();
+                    tracing::info!(
+                        records = reading.history,
+                        secs,
+                        "caught up with {topic}: {} records of history in {secs:.1} s",
+                        reading.history
+                    );
+                    board.batch(|b| b.status(SourceState::Live, live.clone()));
+                    continue;
+                }
+            }
+        };
+        let Some(chunk) = chunk else { break };
         let mut failed = None;
         let (mut history, mut news) = (Vec::new(), Vec::with_capacity(chunk.len()));
         for r in chunk {
@@ -544,7 +532,7 @@ async fn consume_once(
                         history.push(None);
                         continue;
                     }
-                    if reading.is_history(rec.partition(), rec.offset()) {
+                    if reading.is_history(rec.timestamp()) {
                         reading.history += 1;
                         history.push(Some(parsed));
                     } else {
@@ -562,7 +550,6 @@ async fn consume_once(
             b.catching_up(false);
             take(b, news);
         });
-        caught(reading, board);
         match failed {
             Some(ErrorCode::TopicDeleted) => {
                 reading.next.clear();
@@ -580,31 +567,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_look_back_starts_before_the_end_never_before_the_first_kept() {
-        let n = |records| LookBack {
-            records,
-            since: None,
+    fn history_is_what_the_cluster_stamped_before_the_start_until_caught_up() {
+        let mut r = Reading {
+            started_ms: Some(1_000),
+            ..Reading::default()
         };
-        assert_eq!(n(Some(100)).start((0, 1_000)), 900);
-        assert_eq!(n(Some(100)).start((950, 1_000)), 950);
-        assert_eq!(n(Some(100)).start((0, 10)), 0);
-        assert_eq!(n(None).start((40, 1_000)), 40);
-    }
-
-    #[test]
-    fn history_is_what_lay_below_each_end_at_the_start_and_ends_once() {
-        let mut r = Reading::default();
-        r.ends.insert(0, 10);
-        r.ends.insert(1, 0);
-        r.next.insert(0, 5);
-        r.next.insert(1, 0);
-        assert!(r.is_history(0, 9));
-        assert!(!r.is_history(0, 10));
-        assert!(!r.is_history(1, 0), "an empty partition has no history");
-        assert!(!r.reached_ends());
-        r.next.insert(0, 10);
-        assert!(r.reached_ends());
-        assert!(!r.reached_ends(), "said once");
-        assert!(!r.is_history(0, 3), "after it, all is news");
+        assert!(r.is_history(999));
+        assert!(!r.is_history(1_000), "written since the start: news");
+        assert!(r.is_history(-1), "unstamped, before catching up: history");
+        r.caught_up = true;
+        assert!(
+            !r.is_history(5) && !r.is_history(-1),
+            "after it, all is news"
+        );
     }
 }

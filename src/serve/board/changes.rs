@@ -15,8 +15,8 @@ pub struct Changes<'a> {
 }
 
 impl Changes<'_> {
-    /// Whether the records applied next are history read again (a topic's look-back at the
-    /// start): their crossings move the alert state and send no notice, counted in
+    /// Whether the records applied next are history read again (a topic's records produced
+    /// before the board started): their crossings move the alert state and send no notice, counted in
     /// `alerts_caught_up`; the alerts still firing after it reach Alertmanager by its re-send,
     /// the same alerts it already holds (the webhook, which keeps no memory, hears none).
     pub fn catching_up(&mut self, yes: bool) {
