@@ -10,6 +10,11 @@ use fluvio::metadata::topic::{TopicResolution, TopicSpec};
 use fluvio::{Fluvio, FluvioAdmin, FluvioClusterConfig};
 use fluvio_sc_schema::ApiError;
 
+/// Bytes one fetch may bring: large, so that few responses have a boundary to lose records at
+/// (this Fluvio loses records at ~1 MB response boundaries: readers check offsets are
+/// contiguous).
+pub const MAX_BYTES: i32 = 32 << 20;
+
 /// A request that takes longer than this is a failed cluster.
 const TIMEOUT: Duration = Duration::from_secs(30);
 

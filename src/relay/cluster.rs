@@ -23,11 +23,9 @@ use futures_util::{FutureExt, StreamExt};
 
 use super::pump::{AtOffset, Connect, Partition, Position, Sink};
 use crate::record::Rec;
-use crate::topics::timed;
 pub use crate::topics::{Layout, already_exists, connect, ensure_topic, layout};
+use crate::topics::{MAX_BYTES, timed};
 
-/// Bytes one fetch may bring: large, so that few responses have a boundary to lose records at.
-const MAX_BYTES: i32 = 32 << 20;
 /// Bytes of the one-record fetch a commit makes, at first.
 const COMMIT_BYTES: i32 = 1 << 20;
 /// The `.wasm` of the SmartModule registered as `name`, so the relay runs the very bytes the

@@ -83,6 +83,10 @@ pub struct LookBack {
     pub since: Option<Duration>,
 }
 
+/// Bytes one fetch of `--topic` may bring: a gap at a response's boundary is read again
+/// ([`crate::topics::MAX_BYTES`]), so this bounds memory more than it saves requests.
+const FETCH_BYTES: i32 = 4 << 20;
+
 /// How long a topic's stream must be quiet, after the start, for the board to have caught up
 /// with what the topic held.
 const CAUGHT_UP_QUIET: Duration = Duration::from_millis(500);
@@ -431,7 +435,9 @@ async fn consume(topic: String, look_back: LookBack, board: Arc<Board>) {
     let mut wait = Duration::from_millis(250);
     loop {
         let why = match consume_once(&topic, look_back, &board, &mut reading, &mut wait).await {
-            Ok(()) => "the stream from the cluster ended".to_owned(),
+            // A gap: read again at once from the first record missing.
+            Ok(Again::Now) => continue,
+            Ok(Again::Ended) => "the stream from the cluster ended".to_owned(),
             Err(e) => format!("{e:#}"),
         };
         board.batch(|b| {
@@ -445,13 +451,21 @@ async fn consume(topic: String, look_back: LookBack, board: Arc<Board>) {
     }
 }
 
+/// Why a topic's stream stopped without an error.
+enum Again {
+    /// A gap in a partition's offsets: read again from the first record missing.
+    Now,
+    /// The cluster ended it.
+    Ended,
+}
+
 async fn consume_once(
     topic: &str,
     look_back: LookBack,
     board: &Board,
     reading: &mut Reading,
     wait: &mut Duration,
-) -> Result<()> {
+) -> Result<Again> {
     let fluvio = crate::topics::connect().await?;
     let Some(layout) = crate::topics::find(&fluvio, topic).await? else {
         // A topic made again under this name starts at offset 0: read it from its start.
@@ -473,6 +487,7 @@ async fn consume_once(
             .topic(topic)
             .partition(p)
             .offset_start(start)
+            .max_bytes(FETCH_BYTES)
             // Our own retry, so that a lost cluster shows on the page.
             .retry_mode(RetryMode::Disabled)
             .build()?;
@@ -519,11 +534,23 @@ async fn consume_once(
         };
         let Some(chunk) = chunk else { break };
         let mut failed = None;
+        let mut gap = None;
         let (mut history, mut news) = (Vec::new(), Vec::with_capacity(chunk.len()));
         for r in chunk {
             match r {
                 Ok(rec) => {
-                    reading.next.insert(rec.partition(), rec.offset() + 1);
+                    // This Fluvio can skip records at a response's boundary: a partition's
+                    // offsets must follow on, else it is read again from the first one missing.
+                    let (p, at) = (rec.partition(), rec.offset());
+                    match reading.next.get(&p) {
+                        Some(want) if at > *want => {
+                            gap = Some((p, *want, at));
+                            break;
+                        }
+                        Some(want) if at < *want => continue,
+                        _ => {}
+                    }
+                    reading.next.insert(p, at + 1);
                     let parsed = PressureRecord::parse(rec.get_value().as_ref());
                     // Older than --since by its own stamp: passed over, read all the same.
                     if let (Some(cut), Ok(p)) = (cutoff, &parsed)
@@ -550,6 +577,15 @@ async fn consume_once(
             b.catching_up(false);
             take(b, news);
         });
+        if let Some((p, want, got)) = gap {
+            tracing::debug!(
+                partition = p,
+                want,
+                got,
+                "a gap in the records: read again from it"
+            );
+            return Ok(Again::Now);
+        }
         match failed {
             Some(ErrorCode::TopicDeleted) => {
                 reading.next.clear();
@@ -559,7 +595,7 @@ async fn consume_once(
             None => {}
         }
     }
-    Ok(())
+    Ok(Again::Ended)
 }
 
 #[cfg(test)]
