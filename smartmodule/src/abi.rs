@@ -57,6 +57,8 @@ use crate::probe as entered;
 /// An export the engine calls with `(ptr, len, version)`: `call` around the module's `$f`.
 macro_rules! export {
     ($name:ident, $f:path) => {
+        // Reached by its symbol from the engine, not by a path: `pub` is what exports it.
+        #[allow(unreachable_pub)]
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name(ptr: *mut u8, len: usize, version: i16) -> i32 {
             // SAFETY: the engine's call, as `call` needs it.
