@@ -8,7 +8,8 @@
 # Needs a `fluvio` on PATH whose current profile reaches a cluster; else it prints
 # `skipped: <reason>` and exits 0. Data: examples/agent-session.jsonl, a generated corpus
 # (`agent-fold corpus --records 50000`), and the real logs in ../shared/data/real, read in place
-# and produced raw (keyed by the session each line names) to topics consumed with -e input=….
+# and produced raw (keyed by the session each line names) to topics consumed with -e input=…; a
+# Gemini CLI chat or an OpenCode export as one record, produced twice (written again).
 # Creates topics $E2E_PREFIX-* (default af-e2e; deleted first and at the end unless
 # E2E_KEEP=1) and SmartModule $E2E_SMARTMODULE-<hash of the .wasm> (default agent-fold-e2e). Checks in
 # scripts/e2e_check.py. Environment: E2E_RECORDS (50000), E2E_SEED (random), E2E_PROFILE
@@ -89,8 +90,9 @@ produce() {
   local n=0
   for part in $(check key "$fmt" "$work/$topic.jsonl" "$work/$topic.parts"); do
     case $part in
-      *-keyed) fluvio produce "$topic" --key-separator $'\x1f' --linger 500ms -f "$part" ;;
-      *) fluvio produce "$topic" --linger 500ms -f "$part" ;;
+      # A request large enough for a whole document (a Gemini CLI chat runs to megabytes).
+      *-keyed) fluvio produce "$topic" --key-separator $'\x1f' --linger 500ms --max-request-size 33554432 -f "$part" ;;
+      *) fluvio produce "$topic" --linger 500ms --max-request-size 33554432 -f "$part" ;;
     esac
     n=$((n + 1))
   done
@@ -167,7 +169,14 @@ if [[ -d $real ]]; then
   produce "$prefix-codex" codex "$real"/codex/*.jsonl
   fluvio topic create "$prefix-claude-stream" >/dev/null
   produce "$prefix-claude-stream" claude-stream "$real"/claude-stream-json/task_tool_output.jsonl
-  for f in claude-code codex claude-stream; do
+  # Documents an agent writes again as a session grows: each a record, produced twice.
+  check minified "$work/gemini-docs.jsonl" "$real"/gemini-cli/session-*.json
+  fluvio topic create "$prefix-gemini-cli" >/dev/null
+  produce "$prefix-gemini-cli" gemini-cli "$work/gemini-docs.jsonl"
+  check minified "$work/opencode-docs.jsonl" "$real"/opencode/*/export.json
+  fluvio topic create "$prefix-opencode" >/dev/null
+  produce "$prefix-opencode" opencode "$work/opencode-docs.jsonl"
+  for f in claude-code codex claude-stream gemini-cli opencode; do
     frames "$prefix-$f" "$f"
     relay_check "$prefix-$f" "$f"
   done

@@ -38,9 +38,24 @@ def names(fmt, v):
     elif fmt == "codex":
         p = v.get("payload")
         s = p.get("id") if v.get("type") == "session_meta" and isinstance(p, dict) else None
+    elif fmt == "gemini-cli":
+        s = v.get("sessionId")
+    elif fmt == "opencode":
+        info = v.get("info")
+        s = info.get("id") if "messages" in v and isinstance(info, dict) else v.get("sessionID")
     else:
         sys.exit(f"unknown format {fmt}")
     return s if isinstance(s, str) else None
+
+
+def minified(out, paths):
+    """Each JSON document (a Gemini CLI chat, an `opencode export`) as one line, written twice
+    (as the agent writes a session again as it grows): one record each."""
+    with open(out, "w", encoding="utf-8") as f:
+        for p in paths:
+            with open(p, encoding="utf-8") as d:
+                line = json.dumps(json.load(d), separators=(",", ":"), ensure_ascii=False)
+            f.write(line + "\n" + line + "\n")
 
 
 def utf8(path):
@@ -208,4 +223,7 @@ def layout(name, events_json, sibling_json):
 
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
+    if cmd == "minified":
+        minified(args[0], args[1:])
+        sys.exit(0)
     {"utf8": utf8, "key": key, "frames": frames, "pressure": pressure, "layout": layout}[cmd](*args)
