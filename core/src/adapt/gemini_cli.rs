@@ -111,22 +111,28 @@ fn announce(cx: &mut Adapting, stamp: Option<&str>, model: Option<&str>) {
     document::announce(cx, stamp, said, "model table");
 }
 
-/// The last message written again (an update): its reading when it brings one the first write
-/// did not (the tokens written once the answer is counted), else it passes through.
-fn late_reading(cx: &mut Adapting, m: &Line) {
-    let stamp = m.get("timestamp");
-    let tokens = m.object("tokens");
+/// A message's `tokens` as a reading: `input` is the prompt, `cached` the part of it read from
+/// the cache (none: a prompt of 0).
+fn usage_of(tokens: Option<&str>) -> Usage {
     let input = uint_at(tokens, "input").unwrap_or(0);
-    if m.str("type").as_deref() != Some("gemini") || input == 0 || cx.st.total == Some(input) {
-        return cx.pass_through(m, Some("update"), Id::Numbered, stamp, None);
-    }
     let cached = uint_at(tokens, "cached").unwrap_or(0).min(input);
-    let usage = Usage {
+    Usage {
         input: input - cached,
         cache_read: cached,
         cache_write: 0,
         output: uint_at(tokens, "output"),
-    };
+    }
+}
+
+/// The last message written again (an update): its reading when it brings one the first write
+/// did not (the tokens written once the answer is counted), else it passes through.
+fn late_reading(cx: &mut Adapting, m: &Line) {
+    let stamp = m.get("timestamp");
+    let usage = usage_of(m.object("tokens"));
+    let input = usage.prompt();
+    if m.str("type").as_deref() != Some("gemini") || input == 0 || cx.st.total == Some(input) {
+        return cx.pass_through(m, Some("update"), Id::Numbered, stamp, None);
+    }
     cx.st.total = Some(input);
     let mut f = cx.frame(ASSISTANT_MESSAGE, Id::Numbered, stamp, None);
     f.json("usage", &usage.json());
@@ -155,14 +161,8 @@ fn message(cx: &mut Adapting, m: &Line) {
 fn answer(cx: &mut Adapting, m: &Line, stamp: Option<&str>) {
     announce(cx, stamp, m.str("model").as_deref());
     let tokens = m.object("tokens");
-    let input = uint_at(tokens, "input").unwrap_or(0);
-    let cached = uint_at(tokens, "cached").unwrap_or(0).min(input);
-    let usage = Usage {
-        input: input - cached,
-        cache_read: cached,
-        cache_write: 0,
-        output: uint_at(tokens, "output"),
-    };
+    let usage = usage_of(tokens);
+    let input = usage.prompt();
     if input > 0
         && let Some(before) = document::fell(cx.st, input)
     {
