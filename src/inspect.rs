@@ -61,6 +61,9 @@ pub struct Compaction {
     /// What the agent's rule puts back that the log does not show, as the adapter priced it.
     pub restore_tokens: Option<u64>,
     pub restore_shown: bool,
+    /// Whether something the log does not price may come back beyond those files (the session
+    /// showed a to-do or task list, a plan or a skill): the prior stands for it.
+    pub restore_beyond: bool,
 }
 
 /// A figure the adapter announced, and where it came from.
@@ -389,6 +392,7 @@ fn read_frame(
                     .and_then(Value::as_u64),
                 restore_tokens: f.restore_tokens(),
                 restore_shown: f.restore_shown(),
+                restore_beyond: f.restore_beyond(),
             });
         }
         _ => {}
@@ -464,6 +468,9 @@ pub fn render(out: &mut String, c: &Census) {
             s.push_str(", the log shows what comes back");
         } else if let Some(r) = k.restore_tokens {
             let _ = write!(s, ", the agent's rule puts back ~{} unseen", t(r));
+            if !k.restore_beyond {
+                s.push_str(" and nothing beyond (no to-do or task list, plan or skill before it)");
+            }
         }
         let _ = writeln!(out, "{s}");
     }

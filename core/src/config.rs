@@ -154,13 +154,14 @@ pub enum CompactAt {
 /// learnt its own (contract §3.4): `agent-fold accuracy --cross-validate`'s fit over the shared
 /// real logs (`docs/accuracy.md`; scored there on logs it was not fitted on). For Claude Code
 /// it is what comes back beyond the files its rule re-reads, which the adapter prices on the
-/// compaction itself (`restore_tokens`): skills, plans, todos; Codex's summary is not in its
-/// rollout. With `input=otel` the agent varies by session: the adapter names its agent's prior
+/// compaction itself (`restore_tokens`): skills, plans, todos — at a compaction whose session
+/// showed any (else its `compact/start` says `restore_beyond: false` and none is added);
+/// Codex's summary is not in its rollout. With `input=otel` the agent varies by session: the adapter names its agent's prior
 /// on the session's first header ([`agent_restore_prior`], header field `compact_restore`), and
 /// this is the prior of a session whose header names none.
-pub fn restore_prior(input: Input) -> u64 {
+pub const fn restore_prior(input: Input) -> u64 {
     match input {
-        Input::ClaudeCode | Input::ClaudeStream => 4_500,
+        Input::ClaudeCode | Input::ClaudeStream => 8_300,
         Input::Codex => 1_700,
         // No compaction in a shared Gemini CLI or OpenCode log to fit one on: none.
         Input::AgentFold | Input::Otel | Input::GeminiCli | Input::OpenCode => 0,
@@ -308,7 +309,7 @@ pub const PARAMS: [Param; 11] = [
         name: "compact_restore",
         values: "an integer >= 0",
         default: "",
-        doc: "Pressure view, rebased: what the agent puts back at a compaction that its log does not show, beyond what its compaction's restore_tokens prices, until the session learns its own (§3.4). Unset: 4500 for claude-code and claude-stream, 1700 for codex, 0 for agent-fold, gemini-cli and opencode, fitted on the shared real logs and scored on logs they were not fitted on (docs/accuracy.md); for otel each session's agent's (the same, else 0).",
+        doc: "Pressure view, rebased: what the agent puts back at a compaction that its log does not show, beyond what its compaction's restore_tokens prices (none where it says restore_beyond: false), until the session learns its own (§3.4). Unset: 8300 for claude-code and claude-stream, 1700 for codex, 0 for agent-fold, gemini-cli and opencode, fitted on the shared real logs and scored on logs they were not fitted on (docs/accuracy.md); for otel each session's agent's (the same, else 0).",
     },
 ];
 
@@ -476,8 +477,8 @@ mod tests {
                 .unwrap()
                 .compact_restore
         };
-        assert_eq!(restore(&[("input", "claude-code")]), 4_500);
-        assert_eq!(restore(&[("input", "claude-stream")]), 4_500);
+        assert_eq!(restore(&[("input", "claude-code")]), 8_300);
+        assert_eq!(restore(&[("input", "claude-stream")]), 8_300);
         assert_eq!(restore(&[("input", "codex")]), 1_700);
         assert_eq!(restore(&[("compact_restore", "9"), ("input", "codex")]), 9);
         assert_eq!(restore(&[("input", "codex"), ("compact_restore", "0")]), 0);
@@ -489,7 +490,7 @@ mod tests {
         };
         assert!(!named(&[("input", "otel")]));
         assert!(named(&[("input", "otel"), ("compact_restore", "0")]));
-        assert_eq!(agent_restore_prior("claude-code"), Some(4_500));
+        assert_eq!(agent_restore_prior("claude-code"), Some(8_300));
         assert_eq!(agent_restore_prior("codex"), Some(1_700));
         assert_eq!(agent_restore_prior("gemini-cli"), None);
     }

@@ -127,6 +127,7 @@ enum Name {
     AnchorSeq,
     RestoreShown,
     RestoreTokens,
+    RestoreBeyond,
     Agent,
     Model,
 }
@@ -167,7 +168,11 @@ impl Name {
                 b"message_chars" => MessageChars,
                 b"restore_shown" => RestoreShown
             ],
-            14 => [b"context_window" => ContextWindow, b"restore_tokens" => RestoreTokens],
+            14 => [
+                b"context_window" => ContextWindow,
+                b"restore_tokens" => RestoreTokens,
+                b"restore_beyond" => RestoreBeyond
+            ],
             15 => [b"compact_reserve" => CompactReserve, b"compact_restore" => CompactRestore],
             19 => [b"auto_compact_tokens" => AutoCompactTokens],
             22 => [b"estimated_tokens_delta" => Delta],
@@ -204,6 +209,8 @@ pub struct Frame<'a> {
     anchor_seq: Option<u64>,
     restore_shown: bool,
     restore_tokens: Option<u64>,
+    /// `restore_beyond` is `false`: the prior adds nothing at this compaction.
+    nothing_beyond: bool,
     agent: Option<Cow<'a, str>>,
     model: Option<Cow<'a, str>>,
     delta_place: Place,
@@ -403,6 +410,7 @@ impl<'a> Frame<'a> {
             Name::AnchorSeq => self.anchor_seq = json::uint(raw),
             Name::RestoreShown => self.restore_shown = raw == "true",
             Name::RestoreTokens => self.restore_tokens = json::uint(raw),
+            Name::RestoreBeyond => self.nothing_beyond = raw == "false",
             Name::Agent => self.agent = short_name(m.string()),
             Name::Model => self.model = short_name(m.string()),
         }
@@ -526,6 +534,12 @@ impl<'a> Frame<'a> {
     /// does not show, priced by the adapter from what the log showed before (contract §3.4).
     pub fn restore_tokens(&self) -> Option<u64> {
         self.restore_tokens
+    }
+    /// On `compact/start`: unless `restore_beyond` is `false`, something the log does not
+    /// price may come back beyond `restore_tokens` (the prior stands for it); `false`: the log
+    /// showed nothing the agent puts back beyond it (contract §3.4).
+    pub fn restore_beyond(&self) -> bool {
+        !self.nothing_beyond
     }
     /// Where `estimated_tokens_delta`, `folded_from` and `folded_frames` stand.
     pub fn places(&self) -> [&Place; 3] {

@@ -24,8 +24,9 @@ fn agent(input: Input) -> Input {
     }
 }
 
-/// A log's residuals: at each compaction its log does not show what comes back, the first
-/// reading after it less `rebased` with nothing unseen and nothing learnt.
+/// A log's residuals: at each compaction its log does not show what comes back and whose
+/// session showed work that may come back beyond the rule's files (`restore_beyond`), the
+/// first reading after it less `rebased` with nothing unseen and nothing learnt.
 pub fn residuals(log: &Log, params: &[(String, String)]) -> Result<Vec<i64>> {
     let mut params = without_restore(params);
     params.push(("compact_restore".into(), "0".into()));
@@ -34,7 +35,7 @@ pub fn residuals(log: &Log, params: &[(String, String)]) -> Result<Vec<i64>> {
     let m = log.measure(&config)?;
     Ok(m.readings
         .iter()
-        .filter(|r| r.after_compaction && !r.restore_shown)
+        .filter(|r| r.after_compaction && !r.restore_shown && r.restore_beyond)
         .filter_map(|r| r.projected[0].map(|p| r.reading as i64 - p as i64))
         .collect())
 }
@@ -218,6 +219,8 @@ pub fn render(t: &Table) -> String {
             shown(r.post_tokens),
             if r.restore_shown {
                 " (the log shows what came back)"
+            } else if !r.restore_beyond {
+                " (nothing beyond the rule's files)"
             } else {
                 ""
             }

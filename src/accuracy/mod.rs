@@ -70,6 +70,9 @@ pub struct Reading {
     pub post_tokens: Option<u64>,
     /// After a compaction: its `compact/start` said the log writes what comes back.
     pub restore_shown: bool,
+    /// After a compaction: unless its `compact/start` said nothing comes back beyond what the
+    /// rule prices (`restore_beyond: false`), the prior stands for the rest.
+    pub restore_beyond: bool,
 }
 
 /// An automatic compaction, and the level the meter said it would come at.
@@ -176,9 +179,10 @@ pub fn measure(lines: &[Rec], frames: &[Rec], config: &Config) -> Result<Measure
         .collect::<Result<Vec<_>>>()?;
     let mut out = Measured::default();
     // Per session: the first reading and the messageTokens it was anchored to; what the last
-    // compaction's boundary said (postTokens, restore shown); a replacement seen since.
+    // compaction's boundary said (postTokens, restore shown, anything beyond the rule); a
+    // replacement seen since.
     let mut first: HashMap<String, (u64, u64)> = HashMap::new();
-    let mut boundary: HashMap<String, (Option<u64>, bool)> = HashMap::new();
+    let mut boundary: HashMap<String, (Option<u64>, bool, bool)> = HashMap::new();
     let mut compacted: HashMap<String, bool> = HashMap::new();
     for f in frames {
         let Some(v) = Frame::parse(&f.value) else {
@@ -198,7 +202,10 @@ pub fn measure(lines: &[Rec], frames: &[Rec], config: &Config) -> Result<Measure
                     shown: before(&by_method[0], &session, seq).and_then(|s| s.compact_at),
                 });
             }
-            boundary.insert(session.clone(), (post_tokens(&f.value), v.restore_shown()));
+            boundary.insert(
+                session.clone(),
+                (post_tokens(&f.value), v.restore_shown(), v.restore_beyond()),
+            );
         }
         if v.kind() == Some(kind::ASSISTANT_MESSAGE)
             && let Some(usage) = v.usage()
@@ -213,9 +220,12 @@ pub fn measure(lines: &[Rec], frames: &[Rec], config: &Config) -> Result<Measure
                 ..
             }) = shown(0)
             {
-                let (post, restore_shown) = match after_compaction {
-                    true => boundary.get(&session).copied().unwrap_or_default(),
-                    false => (None, false),
+                let (post, restore_shown, restore_beyond) = match after_compaction {
+                    true => boundary
+                        .get(&session)
+                        .copied()
+                        .unwrap_or((None, false, true)),
+                    false => (None, false, true),
                 };
                 let post_tokens =
                     post.zip(first.get(&session))
@@ -234,6 +244,7 @@ pub fn measure(lines: &[Rec], frames: &[Rec], config: &Config) -> Result<Measure
                     after_compaction,
                     post_tokens,
                     restore_shown,
+                    restore_beyond,
                 });
             }
             if !first.contains_key(&session)

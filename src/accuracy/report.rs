@@ -252,6 +252,8 @@ pub fn render(label: &str, input: Input, s: &AccuracySummary) -> String {
             }
             if r.restore_shown {
                 line.push_str(" (the log shows what came back)");
+            } else if !r.restore_beyond {
+                line.push_str(" (nothing beyond the rule's files)");
             }
             let _ = writeln!(o, "{line}; last reading {}", against(r.last, r.reading));
         }

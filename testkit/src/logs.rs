@@ -329,6 +329,10 @@ impl Drawn for GenSession {
                         // Or what the agent's rule puts back that the log does not show.
                         if from % 3 == 0 {
                             start["restore_tokens"] = (to.wrapping_mul(37) % 20_000).into();
+                            // And, at times, that nothing comes back beyond it.
+                            if to % 2 == 1 {
+                                start["restore_beyond"] = false.into();
+                            }
                         }
                         let bytes = start.to_string().into_bytes();
                         sent.push(bytes.clone());

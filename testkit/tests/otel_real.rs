@@ -220,8 +220,9 @@ struct Row {
     /// The transcript states the post-size (`postTokens`), which the stream then carries as
     /// it is; else the stream's is derived.
     post: bool,
-    /// What the transcript's adapter priced of the files Claude Code's rule re-reads.
-    restored: u64,
+    /// What the transcript's adapter priced of the files Claude Code's rule re-reads, and
+    /// whether its compaction said anything may come back beyond them (the prior).
+    restored: (u64, bool),
 }
 
 /// Between compactions: |error| of each path, in percent and in tokens.
@@ -242,14 +243,20 @@ fn derived_streams_through_the_module() {
             let text = std::fs::read_to_string(&path).unwrap();
             let events = derive(&text);
             // What the transcript's adapter prices of the files Claude Code's rule re-reads at
-            // each compaction (`restore_tokens`): telemetry carries no file sizes.
+            // each compaction (`restore_tokens`), and whether the prior stands beyond them
+            // (`restore_beyond`): telemetry carries no file sizes or tool results.
             let mut transcript = Adapter::new(input, 16);
-            let restored: Vec<u64> = transcript
+            let restored: Vec<(u64, bool)> = transcript
                 .adapt_all(text.lines().map(|l| (None, l.as_bytes())))
                 .iter()
                 .filter_map(|f| serde_json::from_slice::<Value>(f).ok())
                 .filter(|f| f["type"] == "compact/start")
-                .map(|f| f["restore_tokens"].as_u64().unwrap_or(0))
+                .map(|f| {
+                    (
+                        f["restore_tokens"].as_u64().unwrap_or(0),
+                        f["restore_beyond"] != false,
+                    )
+                })
                 .collect();
             let records = collector_records(&events);
             // What a receiver makes of the bodies is what the records say.
@@ -311,7 +318,7 @@ fn derived_streams_through_the_module() {
                         transcript: t.shown,
                         input,
                         post: stated(&compacted, before, o.line),
-                        restored: restored.get(n - 1).copied().unwrap_or(0),
+                        restored: restored.get(n - 1).copied().unwrap_or((0, true)),
                     });
                 } else if before > 0 {
                     let tokens = |s: Option<u64>, r: u64| s.map(|s| s.abs_diff(r) as f64);
@@ -394,7 +401,12 @@ fn derived_streams_through_the_module() {
             (Input::ClaudeCode, false) if r.n > 1 => assert!(err < 0.0, "{at}"),
             (Input::ClaudeCode, false) => {
                 assert!(err < 0.0, "{at}");
-                let with_prior = r.otel.unwrap() as f64 + 4_500.0 + r.restored as f64;
+                let (files, beyond) = r.restored;
+                let prior = match beyond {
+                    true => agent_fold_core::restore_prior(Input::ClaudeCode),
+                    false => 0,
+                };
+                let with_prior = r.otel.unwrap() as f64 + prior as f64 + files as f64;
                 let gap = (with_prior - r.transcript.unwrap() as f64) / r.reading as f64;
                 assert!(
                     gap.abs() <= 0.12,

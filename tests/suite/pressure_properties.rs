@@ -78,10 +78,12 @@ struct MSession {
     /// said of that.
     first: Option<(u64, u64)>,
     restore: Option<u64>,
-    kept: Option<(u64, u64, bool, u64)>,
+    kept: Option<(u64, u64, bool, u64, bool)>,
     shown_next: bool,
-    /// What the latest `compact/start` said the agent's rule puts back (`restore_tokens`).
+    /// What the latest `compact/start` said the agent's rule puts back (`restore_tokens`), and
+    /// whether it said nothing comes back beyond it (`restore_beyond: false`).
     expected_next: u64,
+    bare_next: bool,
     /// Contract §3.5: the last automatic compaction's level, the agent's own threshold, and
     /// how far below its window it compacts.
     auto_compact: Option<u64>,
@@ -136,12 +138,13 @@ impl MSession {
                     .system
                     .unwrap_or(0)
                     .saturating_add(self.tools.unwrap_or(0));
-                let (kept, node, shown, expected) = self.kept.unwrap();
+                let (kept, node, shown, expected, bare) = self.kept.unwrap();
                 let base = self.base(scale).max(envelope);
-                // What the agent's rule puts back, at the session's scale, and beyond it the
-                // prior, halfway to what was learnt.
+                // What the agent's rule puts back, at the session's scale, and beyond it (unless
+                // nothing comes back beyond it) the prior, halfway to what was learnt.
                 let restore = match (shown, self.restore) {
                     (true, _) => 0,
+                    (false, _) if bare => scale(expected as i128),
                     (false, Some(l)) => {
                         scale(expected as i128)
                             + (rules.restore_prior as u128 + l as u128).div_ceil(2) as i128
@@ -238,7 +241,7 @@ impl Model {
         let input = get("input").unwrap_or("agent-fold");
         let claude = matches!(input, "claude-code" | "claude-stream");
         let prior = match input {
-            "claude-code" | "claude-stream" => 4_500,
+            "claude-code" | "claude-stream" => 8_300,
             "codex" => 1_700,
             _ => 0,
         };
@@ -386,6 +389,7 @@ impl Model {
             }
             s.shown_next = obj.get("restore_shown") == Some(&Value::Bool(true));
             s.expected_next = int(obj.get("restore_tokens")).unwrap_or(0);
+            s.bare_next = obj.get("restore_beyond") == Some(&Value::Bool(false));
         }
         if let Some(p) = sample {
             // What the request carried: the surface less the nodes above `anchor_seq`, when it
@@ -403,12 +407,15 @@ impl Model {
                 let scale = |t: i128| agent_fold_testkit::reference::scale(t, ratio);
                 match (s.first, s.kept.take()) {
                     (None, _) => s.first = Some((p, carried)),
-                    (Some(_), Some((k, node, false, expected))) => {
+                    (Some(_), Some((k, node, false, expected, _))) => {
+                        // Beyond the figure's own terms: what joined before the request, or
+                        // the rule's files when more.
+                        let joined = scale(carried.saturating_sub(k) as i128);
                         let beyond = p as i128
                             - s.base(scale) as i128
                             - node as i128
                             - scale((k - node) as i128)
-                            - scale(expected as i128);
+                            - joined.max(scale(expected as i128));
                         s.restore = Some(beyond.max(0) as u64);
                     }
                     (Some(_), _) => {}
@@ -433,8 +440,13 @@ impl Model {
                     s.nodes.splice(i..j, [n]);
                     s.replaced = true;
                     if s.first.is_some() {
-                        s.kept =
-                            Some((s.total(), n.1.min(s.total()), s.shown_next, s.expected_next));
+                        s.kept = Some((
+                            s.total(),
+                            n.1.min(s.total()),
+                            s.shown_next,
+                            s.expected_next,
+                            s.bare_next,
+                        ));
                     }
                 }
                 Edit::Front(j) => {
@@ -622,9 +634,10 @@ fn message_tokens_are_the_surface_sum_and_projections_never_negative() {
             let kept_node = s["keptNode"].as_u64().unwrap_or(0);
             let rebase = (first, s["rebase"][2].as_u64());
             // Halfway from the prior (0 here) to what was learnt; nothing where the log shows it.
-            let restore = match s["keptShown"] == true {
-                true => 0,
-                false => {
+            let restore = match (s["keptShown"] == true, s["keptBare"] == true) {
+                (true, _) => 0,
+                (false, true) => scale(s["keptExpected"].as_u64().unwrap_or(0) as i128),
+                (false, false) => {
                     scale(s["keptExpected"].as_u64().unwrap_or(0) as i128)
                         + s["rebase"][1].as_u64().unwrap_or(0).div_ceil(2) as i128
                 }

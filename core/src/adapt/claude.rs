@@ -220,7 +220,7 @@ fn touched_file<'a>(result: &'a str) -> Option<Touched> {
         };
         (path, tokens, false)
     };
-    if path.contains("/.claude/plans/") {
+    if plan_file(&path) {
         return None;
     }
     Some(Touched {
@@ -233,16 +233,53 @@ fn touched_file<'a>(result: &'a str) -> Option<Touched> {
 /// A main `user` line's tool result (`toolUseResult` in a transcript, `tool_use_result` in a
 /// stream): the file it read, edited or wrote is the most recently touched.
 pub(crate) fn touched(cx: &mut Adapting, result: Option<&str>) {
-    if let Some(t) = result.filter(|r| r.starts_with('{')).and_then(touched_file) {
+    let Some(result) = result.filter(|r| r.starts_with('{')) else {
+        return;
+    };
+    if let Some(t) = touched_file(result) {
         cx.st
             .touched(fingerprint(&t.path), (!t.partial).then_some(t.tokens));
+    } else if !cx.st.restores_more && keeps_work(result) {
+        cx.st.restores_more = true;
     }
 }
 
+/// A plan file (`~/.claude/plans/…`, with either separator): plan mode's plan, which Claude
+/// Code puts back on its own at a compaction, not as one of the files its rule re-reads.
+fn plan_file(path: &str) -> bool {
+    path.contains("/.claude/plans/") || path.contains("\\.claude\\plans\\")
+}
+
+/// Whether a tool result shows work Claude Code carries across a compaction beyond the files
+/// it re-reads (contract §3.4): a to-do list (TodoWrite's non-empty `newTodos`), a task
+/// (TaskCreate's `task`; TaskOutput's `task` comes with `retrieval_status` and is a
+/// sub-agent's), a plan (ExitPlanMode's `plan`, a file written under `.claude/plans/`), an
+/// invoked skill (Skill's `commandName`).
+fn keeps_work(result: &str) -> bool {
+    let (mut task, mut retrieval) = (false, false);
+    for m in crate::json::members(result) {
+        match m.key {
+            "newTodos" if m.value.starts_with('[') && m.value != "[]" => return true,
+            "plan" | "commandName" if crate::json::is_string(m.value) => return true,
+            "filePath" if crate::json::string(m.value).is_some_and(|p| plan_file(&p)) => {
+                return true;
+            }
+            "task" => task = m.value.starts_with('{'),
+            "retrieval_status" => retrieval = true,
+            _ => {}
+        }
+    }
+    task && !retrieval
+}
+
 /// A compaction's `restore_tokens`: what the rule puts back of the files the agent last
-/// touched, for a log that does not show it (contract §3.4).
+/// touched, for a log that does not show it, and `restore_beyond: false` when the session
+/// showed no work the agent carries beyond them (contract §3.4).
 pub(crate) fn restore_tokens(cx: &Adapting, f: &mut FrameBuf) {
     f.uint("restore_tokens", restored_files(&cx.st.files));
+    if !cx.st.restores_more {
+        f.json("restore_beyond", "false");
+    }
 }
 
 /// Claude's context window by default.

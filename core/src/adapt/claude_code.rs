@@ -628,12 +628,60 @@ mod tests {
         let want = price(&small, 1) * 3 + price(&edited, 1);
         assert_eq!(start["restore_tokens"], want, "{start}");
         assert!(start.get("restore_shown").is_none());
+        // The plan file it wrote comes back beyond the five: the prior stands for it.
+        assert!(start.get("restore_beyond").is_none(), "{start}");
         // A log that shows what comes back prices none of it.
         let mut shown = lines.clone();
         shown.insert(1, json!({"type":"attachment","sessionId":"s","uuid":"at","attachment":{"type":"date_change","newDate":"d"}}));
         let out = adapt(&shown);
         let start = out.iter().find(|f| f["type"] == "compact/start").unwrap();
         assert!(start.get("restore_tokens").is_none() && start["restore_shown"] == true);
+    }
+
+    /// A compaction whose session showed no work Claude Code carries across it beyond the
+    /// files (no to-do or task list, plan or invoked skill) says so (`restore_beyond: false`);
+    /// any one of them, as its tool's result shows it, and it does not. A sub-agent's output
+    /// (TaskOutput's `task`) or an emptied to-do list is not such work.
+    #[test]
+    fn a_compaction_says_whether_anything_comes_back_beyond_the_files() {
+        let boundary = json!({"type":"system","subtype":"compact_boundary","sessionId":"s","uuid":"b","compactMetadata":{"trigger":"auto","preTokens":9}});
+        let beyond = |results: &[Value]| {
+            let mut lines = vec![
+                json!({"type":"user","sessionId":"s","uuid":"u0","message":{"role":"user","content":"go"}}),
+                tool_result("r", read_result("/p/a.rs", "fn a() {}", 1, 1)),
+            ];
+            lines.extend(
+                results
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| tool_result(&format!("t{i}"), r.clone())),
+            );
+            lines.push(boundary.clone());
+            let out = adapt(&lines);
+            let start = out.iter().find(|f| f["type"] == "compact/start").unwrap();
+            assert!(start["restore_tokens"].as_u64().unwrap() > 0, "{start}");
+            match start.get("restore_beyond") {
+                None => true,
+                Some(Value::Bool(false)) => false,
+                other => panic!("restore_beyond {other:?}"),
+            }
+        };
+        let not_work = [
+            json!({"retrieval_status":"success","task":{"task_id":"x","output":"done"}}),
+            json!({"oldTodos":[{"content":"a","status":"completed"}],"newTodos":[]}),
+            json!({"stdout":"ok","stderr":"","interrupted":false}),
+        ];
+        assert!(!beyond(&[]));
+        assert!(!beyond(&not_work));
+        for work in [
+            json!({"oldTodos":[],"newTodos":[{"content":"a","status":"pending","activeForm":"A"}]}),
+            json!({"task":{"id":"1","subject":"a task"}}),
+            json!({"plan":"1. do it","isAgent":false,"filePath":"/home/u/.claude/plans/p.md"}),
+            json!({"type":"create","filePath":"C:\\Users\\u\\.claude\\plans\\p.md","content":"plan"}),
+            json!({"success":true,"commandName":"review"}),
+        ] {
+            assert!(beyond(&[not_work[0].clone(), work.clone()]), "{work}");
+        }
     }
 
     /// Attachments reach the context or do not: a hook's success output only for the events

@@ -537,9 +537,16 @@ mod tests {
         assert_eq!(
             cp,
             format!(
-                r#"{{"stateVersion":5,"input":"claude-code","lines":2,"last":{{"session":"s"}},"sessions":[{{"session":"s","nextSeq":3,"sessionId":"s","mainMessage":"m1","subMessage":null,"surface":[1,2],"window":null,"total":null,"compactLimit":null,"recent":[[{u1},1],[{u2},2]],"keep":null,"request":[null,null,false],"compactReserve":null,"showsRestore":false,"modelPrint":null}}]}}"#
+                r#"{{"stateVersion":5,"input":"claude-code","lines":2,"last":{{"session":"s"}},"sessions":[{{"session":"s","nextSeq":3,"sessionId":"s","mainMessage":"m1","subMessage":null,"surface":[1,2],"window":null,"total":null,"compactLimit":null,"recent":[[{u1},1],[{u2},2]],"keep":null,"request":[null,null,false],"compactReserve":null,"showsRestore":false,"modelPrint":null,"restoresMore":false}}]}}"#
             )
         );
+        // A checkpoint from before `restoresMore` was kept: the prior stands at the session's
+        // next compaction, as it did then.
+        let older = cp.replace(r#","restoresMore":false"#, "");
+        assert_ne!(older, cp);
+        let mut d = Adapter::new(Input::ClaudeCode, 10);
+        d.restore(&older).unwrap();
+        assert!(d.checkpoint().contains(r#""restoresMore":true"#));
         let mut c = Adapter::new(Input::Codex, 10);
         assert!(matches!(c.restore(&cp), Err(CheckpointError::Input { .. })));
         // [a, b, a] under a cap of one: the first `a` is evicted before the second comes.

@@ -44,6 +44,10 @@ pub(crate) struct AdaptState {
     /// path, the file's estimated tokens)`, the most recent last, at most [`RESTORE_FILES`]:
     /// what its rule re-reads at a compaction (contract §3.4).
     pub files: Vec<(u64, u64)>,
+    /// Claude Code: the session showed work the agent carries across a compaction beyond the
+    /// files (a to-do or task list, a plan, an invoked skill): something the log does not price
+    /// may come back (contract §3.4).
+    pub restores_more: bool,
     /// Gemini CLI, OpenCode: the messages applied, `(how many, fingerprint of the last one's
     /// id)`: a document written again applies only the messages after it (contract §1).
     pub applied: Option<(u64, u64)>,
@@ -224,6 +228,8 @@ pub(crate) struct TrackFields {
     next_seq: Option<u64>,
     state: AdaptState,
     last_offset: Option<i64>,
+    /// Absent in a checkpoint from before it was kept: the prior stands, as it did then.
+    restores_more: Option<bool>,
 }
 
 impl Checkpointed for Track {
@@ -266,6 +272,7 @@ impl Checkpointed for Track {
             let pairs: Vec<String> = s.files.iter().map(|(p, t)| format!("[{p},{t}]")).collect();
             w.raw("files", &format!("[{}]", pairs.join(",")));
         }
+        w.bool("restoresMore", s.restores_more);
         if let Some((n, p)) = s.applied {
             w.raw("applied", &format!("[{n},{p}]"));
         }
@@ -326,6 +333,7 @@ impl Checkpointed for Track {
                 }
                 b.state.files = files;
             }
+            "restoresMore" => b.restores_more = Some(m.read()?),
             "applied" => b.state.applied = m.read()?,
             "roles" => {
                 // `[id fingerprint, 1 for the assistant's]`.
@@ -352,6 +360,7 @@ impl Checkpointed for Track {
         Ok(Track {
             state: AdaptState {
                 next_seq,
+                restores_more: b.restores_more.unwrap_or(true),
                 ..b.state
             },
             last_offset: b.last_offset,

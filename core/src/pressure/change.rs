@@ -25,6 +25,8 @@ pub(crate) struct Change {
     /// the agent's rule puts back unseen.
     pub(super) restore_shown: Option<bool>,
     pub(super) restore_tokens: Option<u64>,
+    /// On a `compact/start`: whether the prior may add what comes back beyond it.
+    pub(super) restore_beyond: Option<bool>,
     /// The agent's own threshold (`request/header`).
     pub(super) agent_compact: Option<u64>,
     /// The agent and model a `request/header` names.
@@ -164,6 +166,7 @@ impl Change {
             auto_compact: compact_start.then(|| v.auto_compaction()).flatten(),
             restore_shown: compact_start.then(|| v.restore_shown()),
             restore_tokens: compact_start.then(|| v.restore_tokens()).flatten(),
+            restore_beyond: compact_start.then(|| v.restore_beyond()),
             agent_compact: header.then(|| v.auto_compact_tokens()).flatten(),
             agent: header
                 .then(|| v.agent().map(std::sync::Arc::from))
@@ -197,6 +200,7 @@ impl Change {
             && self.auto_compact.is_none()
             && self.restore_shown.is_none()
             && self.restore_tokens.is_none()
+            && self.restore_beyond.is_none()
             && self.agent_compact.is_none()
             && self.agent.is_none()
             && self.model.is_none()

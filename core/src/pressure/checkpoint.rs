@@ -1,12 +1,12 @@
 //! A pressure session's members in a checkpoint: version 5 writes them all (`rebaseFirst`,
-//! `keptNode`, `keptShown`, `shownNext`, `compactReserve`, `notInLog`, `restorePrior`, `agent`
-//! and `model` are members version 5 gained later: a checkpoint without them restores with the
-//! base at scale 1, the summary priced with what was kept, nothing shown, no reserve, every
-//! envelope part measured, the instance's prior, no names — readers that predate them ignore
-//! them); versions
-//! 4 to 1 restore what they carried (4: `rebased` starts as if no compaction had been seen, the base
-//! learnt from the next reading; 3: no calibration sums; 2: no anchor, so no projection until
-//! the next sample; 1: the breakdown only, envelope and surface).
+//! `keptNode`, `keptShown`, `shownNext`, `keptBare`, `bareNext`, `compactReserve`,
+//! `notInLog`, `restorePrior`, `agent` and `model` are members version 5 gained later: a
+//! checkpoint without them restores with the base at scale 1, the summary priced with what was
+//! kept, nothing shown, the prior at every compaction, no reserve, every envelope part
+//! measured, the instance's prior, no names — readers that predate them ignore them); versions
+//! 4 to 1 restore what they carried (4: `rebased` starts as if no compaction had been seen, the
+//! base learnt from the next reading; 3: no calibration sums; 2: no anchor, so no projection
+//! until the next sample; 1: the breakdown only, envelope and surface).
 
 use std::fmt;
 
@@ -43,6 +43,9 @@ pub(crate) struct Fields {
     /// `keptExpected`, `expectedNext`.
     kept_expected: u64,
     expected_next: Option<u64>,
+    /// `keptBare`, `bareNext` (written only when true).
+    kept_bare: bool,
+    bare_next: bool,
     /// `compactLevels`: `[auto, agent]`.
     levels: (Option<u64>, Option<u64>),
     /// `compactReserve`.
@@ -114,6 +117,12 @@ impl Session {
             w.uint("keptExpected", k.expected);
         }
         w.opt_uint("expectedNext", r.expected_next);
+        if r.kept.is_some_and(|k| k.bare) {
+            w.bool("keptBare", true);
+        }
+        if r.bare_next {
+            w.bool("bareNext", true);
+        }
         let l = &self.levels;
         w.raw("compactLevels", &field::nullable(&[l.auto, l.agent]));
         w.opt_uint("compactReserve", l.reserve);
@@ -157,6 +166,8 @@ impl Session {
             "shownNext" => b.shown_next = m.read()?,
             "keptExpected" => b.kept_expected = m.read()?,
             "expectedNext" => b.expected_next = m.read()?,
+            "keptBare" => b.kept_bare = m.read()?,
+            "bareNext" => b.bare_next = m.read()?,
             "compactLevels" => b.levels = m.read()?,
             "compactReserve" => b.reserve = m.read()?,
             "restorePrior" => b.prior = m.read()?,
@@ -246,9 +257,11 @@ impl Session {
                     node: b.kept_node.unwrap_or(0).min(total),
                     shown: b.kept_shown,
                     expected: b.kept_expected,
+                    bare: b.kept_bare,
                 }),
                 shown_next: b.shown_next,
                 expected_next: b.expected_next,
+                bare_next: b.bare_next,
                 prior: b.prior,
             };
             let named = |n: Option<String>| {

@@ -80,6 +80,9 @@ pub(crate) struct Rebase {
     /// What the latest `compact/start` said the agent's own rule puts back unseen
     /// (`restore_tokens`, at scale 1); `None`: it said nothing, the prior stands alone.
     pub expected_next: Option<u64>,
+    /// The latest `compact/start` said nothing comes back beyond `restore_tokens`
+    /// (`restore_beyond: false`): no prior at its compaction.
+    pub bare_next: bool,
     /// The prior the latest header to name one named (`compact_restore`: the session's agent's,
     /// with `input=otel`); `None`: the instance's.
     pub prior: Option<u64>,
@@ -96,6 +99,8 @@ pub(crate) struct Kept {
     pub shown: bool,
     /// What its `compact/start` said the agent's rule puts back unseen, at scale 1.
     pub expected: u64,
+    /// Its `compact/start` said nothing comes back beyond that: the prior adds nothing.
+    pub bare: bool,
 }
 
 /// Where the agent compacts on its own, as the session's log says (contract §3.5).
@@ -291,6 +296,7 @@ impl Session {
         if let Some(shown) = c.restore_shown {
             self.rebase.shown_next = shown;
             self.rebase.expected_next = c.restore_tokens;
+            self.rebase.bare_next = c.restore_beyond == Some(false);
         }
         if let Some(now) = c.sample {
             // The surface the sampled request carried: as it stands, less what joined after the
@@ -312,11 +318,15 @@ impl Session {
                         self.rebase.first = Some((now, carried));
                     }
                     (Some(_), Some(kept)) if !kept.shown => {
-                        // What came back beyond what the agent's rule explains.
+                        // What came back beyond what the log showed joining before the
+                        // request and what the agent's rule explains: the figure's own terms
+                        // (contract §3.4), so that a log that shows its initial context joining
+                        // again teaches nothing of it as unseen.
+                        let joined = scale(carried.saturating_sub(kept.total));
                         let beyond = now as i128
                             - self.base(scale) as i128
                             - kept_price(kept, scale)
-                            - scale(kept.expected);
+                            - joined.max(scale(kept.expected));
                         self.rebase.restore = Some(beyond.max(0) as u64);
                     }
                     (Some(_), _) => {}
@@ -349,6 +359,7 @@ impl Session {
                             node: node.tokens.min(self.surface.total()),
                             shown: self.rebase.shown_next,
                             expected: self.rebase.expected_next.unwrap_or(0),
+                            bare: self.rebase.bare_next,
                         });
                     }
                 }
@@ -413,8 +424,8 @@ impl Session {
     }
 
     /// What the agent puts back unseen at a compaction: nothing where the log writes it, else
-    /// what its own rule puts back (`restore_tokens`, at the session's scale) and, beyond it,
-    /// the prior, halfway to what the session's last compaction taught it (one compaction's
+    /// what its own rule puts back (`restore_tokens`, at the session's scale) and, beyond it
+    /// (unless its `compact/start` said nothing comes back beyond), the prior, halfway to what the session's last compaction taught it (one compaction's
     /// lesson moves the next figure by half at most: contract §3.4).
     fn unseen_restore(&self, kept: Kept, params: &Params, scale: impl Fn(u64) -> i128) -> i128 {
         let prior = match self.rebase.prior {
@@ -423,6 +434,7 @@ impl Session {
         };
         let beyond = match (kept.shown, self.rebase.restore) {
             (true, _) => return 0,
+            (false, _) if kept.bare => 0,
             (false, Some(learnt)) if params.learn_restore => {
                 ((prior as u128 + learnt as u128).div_ceil(2)) as u64
             }
@@ -662,6 +674,35 @@ mod tests {
         // The next compaction's rule prices nothing: the prior halfway to what was learnt.
         feed(&mut s, &[start(7, 0), summary(8, 30, 5, 6)]);
         assert_eq!(projected(&s, Projection::Rebased), Some(base + 30 + 1_300));
+    }
+
+    /// A `compact/start` that says nothing comes back beyond the rule's files
+    /// (`restore_beyond: false`) adds no prior; what the log shows joining before the next
+    /// reading is not learnt as what came back unseen (contract §3.4).
+    #[test]
+    fn a_bare_compaction_adds_no_prior_and_what_joined_is_not_learnt_as_unseen() {
+        let mut s = scaled_by_two();
+        let start = |seq: u64, beyond: &str| {
+            format!(r#"{{"type":"compact/start","seq":{seq},"restore_tokens":700{beyond}}}"#)
+        };
+        let rebased = |s: &Session| projected(s, Projection::Rebased);
+        feed(
+            &mut s,
+            &[start(4, r#","restore_beyond":false"#), summary(5, 50, 0, 3)],
+        );
+        let base = 6_000 - 2 * 1_000;
+        assert_eq!(rebased(&s), Some(base + 50 + 1_400));
+        // 1,500 estimated tokens join (3,000 at the session's scale): more than the rule's
+        // 1,400, they stand instead of it.
+        feed(&mut s, &[msg(6, "user/message", 1_500)]);
+        assert_eq!(rebased(&s), Some(base + 50 + 3_000));
+        // The reading counts 500 beyond the figure: that is learnt, not the 3,000 joined.
+        feed(&mut s, &[reading(7, 10, base + 50 + 3_000 + 500)]);
+        assert_eq!(s.rebase.restore, Some(500));
+        // The next compaction may bring more back: the rule's files and, beyond them, the prior
+        // halfway to what was learnt.
+        feed(&mut s, &[start(8, ""), summary(9, 30, 5, 7)]);
+        assert_eq!(rebased(&s), Some(base + 30 + 1_400 + 750));
     }
 
     #[test]

@@ -32,6 +32,8 @@ pub(super) struct CpSession {
     pub kept_node: u64,
     pub kept_shown: bool,
     pub kept_expected: u64,
+    /// `keptBare`: its `compact/start` said nothing comes back beyond the rule's files.
+    pub kept_bare: bool,
     pub auto_compact: Option<u64>,
     pub agent_compact: Option<u64>,
     pub reserve: Option<u64>,
@@ -90,6 +92,7 @@ pub(super) fn pressure_sessions(checkpoint: &str) -> HashMap<Vec<u8>, CpSession>
                 kept_node: obj["keptNode"].as_u64().unwrap_or(0),
                 kept_shown: obj["keptShown"] == true,
                 kept_expected: obj.get("keptExpected").and_then(Value::as_u64).unwrap_or(0),
+                kept_bare: obj.get("keptBare") == Some(&Value::Bool(true)),
                 auto_compact: obj["compactLevels"][0].as_u64(),
                 agent_compact: obj["compactLevels"][1].as_u64(),
                 reserve: obj["compactReserve"].as_u64(),
@@ -139,10 +142,12 @@ pub(super) fn check_figures(record: &Value, s: &CpSession, config: &Config) {
                 _ => config.compact_restore,
             } as u128;
             // What the agent's rule puts back (`restore_tokens`) at the session's scale, and
-            // beyond it the prior, halfway to what was learnt.
+            // beyond it (unless its `compact/start` said `restore_beyond: false`) the prior,
+            // halfway to what was learnt.
             let expected = scale(s.kept_expected);
             let restore = match (s.kept_shown, s.restore) {
                 (true, _) => 0,
+                (false, _) if s.kept_bare => expected,
                 (false, Some(l)) if config.learn_restore => {
                     expected + (prior + l as u128).div_ceil(2) as i128
                 }

@@ -3,6 +3,9 @@ use serde_json::{Value, json};
 use crate::adapt::{Input, adapt_values};
 use crate::{Emit, Processor, RecordIn};
 
+/// The prior a Claude Code session's header names (contract §3.4).
+const CLAUDE_PRIOR: u64 = crate::config::restore_prior(Input::ClaudeCode);
+
 /// One `otel/log` record of session `s`.
 fn rec(session: &str, agent: &str, event: &str, attributes: Value) -> Value {
     json!({"type":"otel/log","session":session,"agent":agent,"event":event,
@@ -96,7 +99,7 @@ fn claude_code_events_become_frames() {
         (&Value::Null, &Value::Null)
     );
     assert_eq!(open["agent"], "claude-code");
-    assert_eq!(open["compact_restore"], 4_500);
+    assert_eq!(open["compact_restore"], CLAUDE_PRIOR);
     // Version 2.1.45 reserves 33,000 (contract §3.5); no model is known yet.
     assert_eq!(open["compact_reserve"], 33_000);
     assert!(open.get("model").is_none() && open.get("context_window").is_none());
@@ -372,7 +375,7 @@ fn what_has_no_mapping_passes_through_cheaply() {
             "user/message"
         ]
     );
-    assert_eq!(first[0]["compact_restore"], 4_500);
+    assert_eq!(first[0]["compact_restore"], CLAUDE_PRIOR);
     assert_eq!(first[0]["system"], Value::Null);
     // The first Claude Code event names the reserve by the resource's version.
     assert_eq!(first[2]["compact_reserve"], 33_000);
@@ -491,7 +494,7 @@ fn after_a_compaction_the_figure_is_base_post_size_and_restore() {
     assert_eq!(last["messageTokens"], 12_000);
     assert_eq!(last["capacity"], 200_000);
     assert_eq!(last["compactAtTokens"], 160_000, "the level it fired at");
-    assert_eq!(shown(&otel, None).0, Some(39_900 + 4_500));
+    assert_eq!(shown(&otel, None).0, Some(39_900 + CLAUDE_PRIOR));
     let named = [
         ("input", "otel"),
         ("emit", "pressure"),
@@ -504,7 +507,7 @@ fn after_a_compaction_the_figure_is_base_post_size_and_restore() {
     let out = pressure(&otel, &lines);
     assert_eq!(
         out.last().unwrap()["projectedTokens"],
-        39_900 + 4_500,
+        39_900 + CLAUDE_PRIOR,
         "1,000 joined, under the prior"
     );
     // The next reading ends the re-basing: the figure is the reading and its response.
@@ -579,8 +582,11 @@ fn the_prior_a_header_named_is_checkpointed() {
             .unwrap();
     }
     let cp = p.checkpoint();
-    assert!(cp.contains(r#""restorePrior":4500"#), "{cp}");
-    let older = cp.replace(r#""restorePrior":4500,"#, "");
+    assert!(
+        cp.contains(&format!(r#""restorePrior":{CLAUDE_PRIOR}"#)),
+        "{cp}"
+    );
+    let older = cp.replace(&format!(r#""restorePrior":{CLAUDE_PRIOR},"#), "");
     assert_ne!(older, cp);
     let shown = |doc: &str| {
         let mut q = Processor::from_params(params).unwrap();
@@ -594,6 +600,6 @@ fn the_prior_a_header_named_is_checkpointed() {
         };
         serde_json::from_slice::<Value>(value).unwrap()["projectedTokens"].clone()
     };
-    assert_eq!(shown(&cp), 39_900 + 4_500);
+    assert_eq!(shown(&cp), 39_900 + CLAUDE_PRIOR);
     assert_eq!(shown(&older), 39_900, "the instance's prior for otel is 0");
 }
