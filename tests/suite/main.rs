@@ -13,6 +13,7 @@ mod browser;
 mod checkpoint;
 mod collect;
 mod documents;
+mod fold_example;
 mod frames_properties;
 mod frames_snapshots;
 mod fuzz_regressions;
