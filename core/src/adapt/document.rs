@@ -134,6 +134,27 @@ pub(crate) fn fell(st: &AdaptState, prompt: u64) -> Option<u64> {
         .filter(|before| (prompt as f64) < *before as f64 * FALLEN)
 }
 
+/// Test support: a document's first turn opens as every agent's does — a header, the prompt,
+/// the answer, a tool call and its result.
+#[cfg(test)]
+pub(crate) fn assert_first_turn(frames: &[serde_json::Value]) {
+    let kinds: Vec<&str> = frames
+        .iter()
+        .take(5)
+        .map(|f| f["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "request/header",
+            "user/message",
+            "assistant/message",
+            "tool/call",
+            "tool/result"
+        ]
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -133,6 +133,10 @@ fn late_reading(cx: &mut Adapting, m: &Line) {
     if m.str("type").as_deref() != Some("gemini") || input == 0 || cx.st.total == Some(input) {
         return cx.pass_through(m, Some("update"), Id::Numbered, stamp, None);
     }
+    // A reading that fell is a compression, whichever write of its message brings it.
+    if let Some(before) = document::fell(cx.st, input) {
+        compression(cx, stamp, before);
+    }
     cx.st.total = Some(input);
     let mut f = cx.frame(ASSISTANT_MESSAGE, Id::Numbered, stamp, None);
     f.json("usage", &usage.json());
@@ -289,17 +293,7 @@ mod tests {
             .find(|f| f["extras"]["tokens"]["total"] == 0)
             .unwrap();
         assert!(zero.get("usage").is_none());
-        let kinds: Vec<&str> = out.iter().map(|f| f["type"].as_str().unwrap()).collect();
-        assert_eq!(
-            &kinds[..5],
-            [
-                "request/header",
-                "user/message",
-                "assistant/message",
-                "tool/call",
-                "tool/result"
-            ]
-        );
+        crate::adapt::document::assert_first_turn(&out);
     }
 
     /// The JSONL recording: a header, messages a line each, one written again (an update).
@@ -351,5 +345,28 @@ mod tests {
         assert!(out[start + 1]["replaces"].is_object());
         assert_eq!(out[start + 2]["type"], "compact/end");
         assert_eq!(out[start + 3]["usage"]["input_tokens"], 180_000);
+    }
+
+    /// A recording writes an answer before its tokens and again with them: a reading that fell
+    /// is a compression there too.
+    #[test]
+    fn a_fallen_reading_a_late_write_brings_is_a_compression() {
+        let out = adapt_values(
+            Input::GeminiCli,
+            &[
+                json!({"sessionId": "g3", "projectHash": "h", "startTime": "t"}),
+                gemini("a", 600_000, 0, "gemini-2.5-pro"),
+                json!({"id": "b", "timestamp": "t", "type": "gemini", "content": "…", "model": "gemini-2.5-pro"}),
+                gemini("b", 180_000, 0, "gemini-2.5-pro"),
+            ],
+        );
+        assert_eq!(readings(&out), [600_000, 180_000]);
+        let start = out
+            .iter()
+            .position(|f| f["type"] == "compact/start")
+            .unwrap();
+        assert_eq!(out[start]["preTokens"], 600_000);
+        assert!(out[start + 1]["replaces"].is_object());
+        assert_eq!(out[start + 3]["extras"]["source_type"], "gemini/update");
     }
 }

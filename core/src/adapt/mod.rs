@@ -547,6 +547,19 @@ mod tests {
         let mut d = Adapter::new(Input::ClaudeCode, 10);
         d.restore(&older).unwrap();
         assert!(d.checkpoint().contains(r#""restoresMore":true"#));
+        // A bounded list of the state may not grow through a checkpoint: refused in words.
+        let files: Vec<String> = (0..6).map(|i| format!("[{i},1]")).collect();
+        let grown = cp.replace(
+            r#","restoresMore""#,
+            &format!(r#","files":[{}],"restoresMore""#, files.join(",")),
+        );
+        let err = Adapter::new(Input::ClaudeCode, 10)
+            .restore(&grown)
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("`files` holds at most 5 files"),
+            "{err}"
+        );
         let mut c = Adapter::new(Input::Codex, 10);
         assert!(matches!(c.restore(&cp), Err(CheckpointError::Input { .. })));
         // [a, b, a] under a cap of one: the first `a` is evicted before the second comes.

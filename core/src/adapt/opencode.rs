@@ -372,17 +372,7 @@ mod tests {
             "an unknown model's window"
         );
         assert_eq!(out[0]["timestamp"], "2026-08-09T19:52:15.437Z");
-        let kinds: Vec<&str> = out.iter().map(|f| f["type"].as_str().unwrap()).collect();
-        assert_eq!(
-            &kinds[..5],
-            [
-                "request/header",
-                "user/message",
-                "assistant/message",
-                "tool/call",
-                "tool/result"
-            ]
-        );
+        crate::adapt::document::assert_first_turn(&out);
         let aborted = out
             .iter()
             .find(|f| f["extras"]["error"].is_object())

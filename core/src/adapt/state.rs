@@ -299,15 +299,7 @@ impl Checkpointed for Track {
             "window" => b.state.window = m.read()?,
             "total" => b.state.total = m.read()?,
             "compactLimit" => b.state.compact_limit = m.read()?,
-            "recent" => {
-                let recent: Vec<(u64, u64)> = m.read()?;
-                if recent.len() > RECENT {
-                    return Err(serde::de::Error::custom(format!(
-                        "adapter session: `recent` holds at most {RECENT} nodes"
-                    )));
-                }
-                b.state.recent = recent;
-            }
+            "recent" => b.state.recent = m.read_bounded(RECENT, "nodes")?,
             "keep" => {
                 let keep: Option<(u64, u64)> = m.read()?;
                 b.state.keep = keep.map(|(before, head)| KeptSpan { before, head });
@@ -324,25 +316,12 @@ impl Checkpointed for Track {
             "compactReserve" => b.state.reserve = m.read()?,
             "showsRestore" => b.state.shows_restore = m.read()?,
             "modelPrint" => b.state.model = m.read()?,
-            "files" => {
-                let files: Vec<(u64, u64)> = m.read()?;
-                if files.len() > RESTORE_FILES {
-                    return Err(serde::de::Error::custom(format!(
-                        "adapter session: `files` holds at most {RESTORE_FILES} files"
-                    )));
-                }
-                b.state.files = files;
-            }
+            "files" => b.state.files = m.read_bounded(RESTORE_FILES, "files")?,
             "restoresMore" => b.restores_more = Some(m.read()?),
             "applied" => b.state.applied = m.read()?,
             "roles" => {
                 // `[id fingerprint, 1 for the assistant's]`.
-                let roles: Vec<(u64, u64)> = m.read()?;
-                if roles.len() > ROLES {
-                    return Err(serde::de::Error::custom(format!(
-                        "adapter session: `roles` holds at most {ROLES} messages"
-                    )));
-                }
+                let roles: Vec<(u64, u64)> = m.read_bounded(ROLES, "messages")?;
                 b.state.roles = roles.into_iter().map(|(p, a)| (p, a == 1)).collect();
             }
             "lastOffset" => b.last_offset = m.read()?,

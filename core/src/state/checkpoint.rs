@@ -98,6 +98,23 @@ impl<'de, A: MapAccess<'de>> Member<'_, A> {
     pub(crate) fn read<T: Deserialize<'de> + field::Shape>(self) -> Result<T, A::Error> {
         field::read(self.map, self.name)
     }
+
+    /// Its value as a list of at most `max` items (a bounded list of the state, which a
+    /// checkpoint may not grow): refused in words that name the member, the bound and `what`
+    /// the items are.
+    pub(crate) fn read_bounded<T>(self, max: usize, what: &str) -> Result<Vec<T>, A::Error>
+    where
+        Vec<T>: Deserialize<'de> + field::Shape,
+    {
+        let name = self.name;
+        let items: Vec<T> = self.read()?;
+        if items.len() > max {
+            return Err(serde::de::Error::custom(format!(
+                "`{name}` holds at most {max} {what}"
+            )));
+        }
+        Ok(items)
+    }
 }
 
 /// A session state as a checkpoint carries it.
