@@ -13,9 +13,11 @@ log=examples/agent-session.jsonl
 echo "demo: the folded frames of $log through the native library, while Fluvio's engine builds" >&2
 cargo run --locked -q -p agent-fold-core --example fold -- "$log" | tee target/demo-native.jsonl
 scripts/build-wasm.sh
-# The host tool alone, in the dev profile (the tests build the rest; `cargo install
-# --path .` makes the release build, for deployments).
-cargo build --locked --bin agent-fold
+# The host tool alone, in the dev profile (`cargo install --path .` makes the release build,
+# for deployments). Named beside the testkit so that its dependencies' features are the ones
+# the test build unifies (the testkit derives `arbitrary`, which Cranelift depends on): else
+# `scripts/test.sh` builds Fluvio's engine a second time.
+cargo build --locked -p agent-fold -p agent-fold-testkit --bin agent-fold
 target/debug/agent-fold run "$log" --pressure-out target/demo-pressure.jsonl "$@" \
   >target/demo-frames.jsonl
 if [ $# -eq 0 ]; then

@@ -155,6 +155,19 @@ pub(crate) fn assert_first_turn(frames: &[serde_json::Value]) {
     );
 }
 
+/// Test support: a compaction the adapter made of a document — its `compact/start` with the
+/// level before, the replacement right after it — found in `frames`; its index.
+#[cfg(test)]
+pub(crate) fn assert_compaction(frames: &[serde_json::Value], pre_tokens: u64) -> usize {
+    let start = frames
+        .iter()
+        .position(|f| f["type"] == "compact/start")
+        .expect("a compaction");
+    assert_eq!(frames[start]["preTokens"], pre_tokens);
+    assert!(frames[start + 1]["replaces"].is_object());
+    start
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -337,12 +337,7 @@ mod tests {
                 gemini("c", 180_000, 0, "gemini-2.5-pro"),
             ])],
         );
-        let start = out
-            .iter()
-            .position(|f| f["type"] == "compact/start")
-            .unwrap();
-        assert_eq!(out[start]["preTokens"], 610_000);
-        assert!(out[start + 1]["replaces"].is_object());
+        let start = crate::adapt::document::assert_compaction(&out, 610_000);
         assert_eq!(out[start + 2]["type"], "compact/end");
         assert_eq!(out[start + 3]["usage"]["input_tokens"], 180_000);
     }
@@ -361,12 +356,7 @@ mod tests {
             ],
         );
         assert_eq!(readings(&out), [600_000, 180_000]);
-        let start = out
-            .iter()
-            .position(|f| f["type"] == "compact/start")
-            .unwrap();
-        assert_eq!(out[start]["preTokens"], 600_000);
-        assert!(out[start + 1]["replaces"].is_object());
+        let start = crate::adapt::document::assert_compaction(&out, 600_000);
         assert_eq!(out[start + 3]["extras"]["source_type"], "gemini/update");
     }
 }

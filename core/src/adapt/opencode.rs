@@ -398,12 +398,7 @@ mod tests {
         after["info"]["modelID"] = json!("claude-sonnet-4-5");
         let out = adapt_values(Input::OpenCode, &[export(vec![first, summary, after])]);
         assert_eq!(out[0]["context_window"], 200_000);
-        let start = out
-            .iter()
-            .position(|f| f["type"] == "compact/start")
-            .unwrap();
-        assert_eq!(out[start]["preTokens"], 100_000);
-        assert!(out[start + 1]["replaces"].is_object());
+        let start = crate::adapt::document::assert_compaction(&out, 100_000);
         assert_eq!(out[start + 2]["type"], "compact/end");
         let readings: Vec<&Value> = out.iter().filter(|f| f.get("usage").is_some()).collect();
         assert_eq!(readings.len(), 2, "the summary's own tokens are no reading");
