@@ -10,6 +10,7 @@ use crate::frame::{Field, Frame, object_uints, prompt_sum, usage_tokens};
 use crate::json;
 
 /// What a frame asks of the projection, read and checked before anything changes.
+#[derive(Default, PartialEq)]
 pub(crate) struct Change {
     pub seq: u64,
     /// On a header: `Some(None)` when it names the part `null` (not in this log).
@@ -192,20 +193,14 @@ impl Change {
     /// Whether the change holds nothing but its seq: applied, it only moves the cursor, and
     /// what the session shows cannot change (a counter, a tool call).
     pub(crate) fn inert(&self) -> bool {
-        self.system.is_none()
-            && self.tools.is_none()
-            && self.capacity.is_none()
-            && self.sample.is_none()
-            && self.node.is_none()
-            && self.auto_compact.is_none()
-            && self.restore_shown.is_none()
-            && self.restore_tokens.is_none()
-            && self.restore_beyond.is_none()
-            && self.agent_compact.is_none()
-            && self.agent.is_none()
-            && self.model.is_none()
-            && self.reserve.is_none()
-            && self.restore_prior.is_none()
+        // Every field but the seq at its default (the anchor comes only with a sample): a field
+        // added later counts without being listed here.
+        *self
+            == Change {
+                seq: self.seq,
+                anchor_seq: self.anchor_seq,
+                ..Change::default()
+            }
     }
 }
 
