@@ -220,13 +220,10 @@ pub fn measure(lines: &[Rec], frames: &[Rec], config: &Config) -> Result<Measure
                 ..
             }) = shown(0)
             {
-                let (post, restore_shown, restore_beyond) = match after_compaction {
-                    true => boundary
-                        .get(&session)
-                        .copied()
-                        .unwrap_or((None, false, true)),
-                    false => (None, false, true),
-                };
+                let (post, restore_shown, restore_beyond) = after_compaction
+                    .then(|| boundary.get(&session).copied())
+                    .flatten()
+                    .unwrap_or((None, false, true));
                 let post_tokens =
                     post.zip(first.get(&session))
                         .zip(shown(1))

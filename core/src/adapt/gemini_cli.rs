@@ -22,7 +22,7 @@
 //! becomes a compaction re-based on that reading (its OTel `chat_compression` event is the
 //! exact path, `input=otel`).
 
-use super::build::{Adapting, Id, fingerprint};
+use super::build::{Adapting, FrameBuf, Id, fingerprint};
 use super::document::{self, Said, Usage};
 use super::line::{Line, at, str_at, uint_at};
 use crate::frame::kind::{
@@ -133,15 +133,22 @@ fn late_reading(cx: &mut Adapting, m: &Line) {
     if m.str("type").as_deref() != Some("gemini") || input == 0 || cx.st.total == Some(input) {
         return cx.pass_through(m, Some("update"), Id::Numbered, stamp, None);
     }
-    // A reading that fell is a compression, whichever write of its message brings it.
+    let mut f = reading(cx, stamp, usage);
+    f.extra_str("source_type", "gemini/update");
+    cx.emit(f);
+}
+
+/// The frame of an answer whose tokens count its prompt (`usage.prompt()` ≥ 1), whichever
+/// write of its message brings them: a reading that fell is a compression first.
+fn reading(cx: &mut Adapting, stamp: Option<&str>, usage: Usage) -> FrameBuf {
+    let input = usage.prompt();
     if let Some(before) = document::fell(cx.st, input) {
         compression(cx, stamp, before);
     }
     cx.st.total = Some(input);
     let mut f = cx.frame(ASSISTANT_MESSAGE, Id::Numbered, stamp, None);
     f.json("usage", &usage.json());
-    f.extra_str("source_type", "gemini/update");
-    cx.emit(f);
+    f
 }
 
 /// One message, in its place.
@@ -166,19 +173,16 @@ fn answer(cx: &mut Adapting, m: &Line, stamp: Option<&str>) {
     announce(cx, stamp, m.str("model").as_deref());
     let tokens = m.object("tokens");
     let usage = usage_of(tokens);
-    let input = usage.prompt();
-    if input > 0
-        && let Some(before) = document::fell(cx.st, input)
-    {
-        compression(cx, stamp, before);
-    }
-    let mut f = cx.frame(ASSISTANT_MESSAGE, Id::Numbered, stamp, None);
-    if input > 0 {
-        cx.st.total = Some(input);
-        f.json("usage", &usage.json());
-    } else if let Some(t) = tokens {
-        f.extra_raw("tokens", t);
-    }
+    let mut f = match usage.prompt() {
+        0 => {
+            let mut f = cx.frame(ASSISTANT_MESSAGE, Id::Numbered, stamp, None);
+            if let Some(t) = tokens {
+                f.extra_raw("tokens", t);
+            }
+            f
+        }
+        _ => reading(cx, stamp, usage),
+    };
     cx.st.request.response();
     f.raw("message", m.get("content").unwrap_or("null"));
     f.extra_str("source_type", "gemini");

@@ -425,8 +425,9 @@ impl Session {
 
     /// What the agent puts back unseen at a compaction: nothing where the log writes it, else
     /// what its own rule puts back (`restore_tokens`, at the session's scale) and, beyond it
-    /// (unless its `compact/start` said nothing comes back beyond), the prior, halfway to what the session's last compaction taught it (one compaction's
-    /// lesson moves the next figure by half at most: contract §3.4).
+    /// (unless its `compact/start` said nothing comes back beyond), the prior, halfway to what
+    /// the session's last compaction taught it (one compaction's lesson moves the next figure
+    /// by half at most: contract §3.4).
     fn unseen_restore(&self, kept: Kept, params: &Params, scale: impl Fn(u64) -> i128) -> i128 {
         let prior = match self.rebase.prior {
             Some(p) if !params.restore_named => p,
