@@ -82,29 +82,14 @@ fn every_attribute_value() {
 
 #[test]
 fn header_counts_and_deltas_at_every_varint_width() {
-    let taken = [
-        0i64,
-        1,
-        -1,
-        63,
-        -64,
-        64,
-        -65,
-        8191,
-        8192,
-        -8193,
-        1 << 20,
-        -(1 << 27),
-        i32::MAX as i64,
-        i32::MIN as i64,
-    ];
+    let taken = wire::varint_edges();
     let wide = [
         i32::MAX as i64 + 1,
         i32::MIN as i64 - 1,
         1 << 40,
         -(1 << 61),
     ];
-    for v in taken.into_iter().chain(wide) {
+    for v in taken.iter().copied().chain(wide) {
         for field in 0..3 {
             let mut r = record(b"1");
             let w = Wide::Big(v);

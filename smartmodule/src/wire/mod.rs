@@ -21,7 +21,7 @@ mod tests;
 mod write;
 
 use read::{Cursor, canonical, record};
-pub use write::{Output, record_len};
+pub use write::{Output, record_len, varint_edges};
 
 /// Why an input does not decode, and where.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

@@ -5,18 +5,7 @@ use super::*;
 
 #[test]
 fn varints_read_as_fluvio_writes_them() {
-    for v in [
-        0i64,
-        1,
-        -1,
-        63,
-        -64,
-        64,
-        8191,
-        -8193,
-        i32::MAX as i64,
-        i32::MIN as i64,
-    ] {
+    for v in varint_edges() {
         let mut out = Vec::new();
         put_varint(&mut out, v);
         assert_eq!(out.len(), varint_len(v), "{v}");
@@ -53,23 +42,7 @@ type Rec = (usize, Vec<u8>);
 
 #[test]
 fn the_canonical_reader_reads_as_the_general_one() {
-    let wide = [
-        0i64,
-        1,
-        -1,
-        63,
-        -64,
-        64,
-        -65,
-        8191,
-        -8192,
-        8192,
-        (1 << 20) - 1,
-        -(1 << 20),
-        1 << 20,
-        i32::MAX as i64,
-        i32::MIN as i64,
-    ];
+    let wide = varint_edges();
     let long = vec![b'x'; (1 << 20) + 1];
     let mut records = Vec::new();
     for &v in &wide {

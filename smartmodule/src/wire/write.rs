@@ -15,6 +15,20 @@ pub(super) fn varint_len(v: i64) -> usize {
     (64 + 6 - (zigzag(v) | 1).leading_zeros() as usize) / 7
 }
 
+/// The values a varint's width turns on (within ±2^31, where Fluvio's record fields live): 0,
+/// ±1, each side of every width's ends (one to five bytes), and `i32`'s own ends. What tests of
+/// the readers and the writer walk, here beside the width they test.
+pub fn varint_edges() -> Vec<i64> {
+    let widths = (1..=4).flat_map(|w| {
+        let end = 1i64 << (7 * w - 1);
+        [end - 1, end, -end, -end - 1]
+    });
+    [0, 1, -1, i64::from(i32::MAX), i64::from(i32::MIN)]
+        .into_iter()
+        .chain(widths)
+        .collect()
+}
+
 pub(super) fn put_varint(out: &mut Vec<u8>, v: i64) {
     debug_assert!((i32::MIN as i64..=i32::MAX as i64).contains(&v));
     let mut z = zigzag(v);
