@@ -178,6 +178,15 @@ fn write_without(out: &mut Vec<u8>, raw: &str, skip: &[&str]) {
     out.push(b'}');
 }
 
+/// The levels a `request/header` announces (contract §1): the window, the reserve below it,
+/// the automatic compaction's threshold.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Announced {
+    pub window: Option<u64>,
+    pub reserve: Option<u64>,
+    pub auto_compact: Option<u64>,
+}
+
 /// One line's adaptation: the session's state and where its frames go.
 pub(crate) struct Adapting<'s> {
     pub input: super::Input,
@@ -244,6 +253,23 @@ impl Adapting<'_> {
             f.extra_str("parent_tool_use_id", p);
         }
         f
+    }
+
+    /// A header's levels, each where given: said in `h` and kept as what the session has
+    /// announced, so that only a change is said again (contract §3.5).
+    pub(super) fn announce(&mut self, h: &mut FrameBuf, levels: Announced) {
+        if let Some(w) = levels.window {
+            self.st.window = Some(w);
+            h.uint("context_window", w);
+        }
+        if let Some(r) = levels.reserve {
+            self.st.reserve = Some(r);
+            h.uint("compact_reserve", r);
+        }
+        if let Some(t) = levels.auto_compact {
+            self.st.compact_limit = Some(t);
+            h.uint("auto_compact_tokens", t);
+        }
     }
 
     /// Writes a frame. A main frame with a `message` joins the surface.

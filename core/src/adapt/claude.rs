@@ -1,7 +1,7 @@
 //! What Claude Code transcripts and `claude -p` streams share: a message object
 //! (`{"role", "content", "id", "usage", "model", …}`) becomes one frame.
 
-use super::build::{Adapting, FrameBuf, Id, fingerprint};
+use super::build::{Adapting, Announced, FrameBuf, Id, fingerprint};
 use super::line::{at, opens_object, str_at, uint_at};
 use crate::estimate::estimate;
 use crate::frame::kind::{ASSISTANT_MESSAGE, REQUEST_HEADER, TOOL_RESULT, USER_MESSAGE};
@@ -359,27 +359,14 @@ pub(crate) fn announce(cx: &mut Adapting, msg: &str, version: Option<&str>, stam
         cx.st.model = print;
         h.string("model", m);
     }
-    window_and_reserve(cx, &mut h, window, reserve);
+    let levels = Announced {
+        window,
+        reserve,
+        ..Announced::default()
+    };
+    cx.announce(&mut h, levels);
     h.extra_str("source_type", "inferred");
     cx.emit(h);
-}
-
-/// A header's `context_window` and `compact_reserve`, each where given, kept as what the
-/// session has announced so that only a change is said again (contract §3.5).
-pub(crate) fn window_and_reserve(
-    cx: &mut Adapting,
-    h: &mut FrameBuf,
-    window: Option<u64>,
-    reserve: Option<u64>,
-) {
-    if let Some(w) = window {
-        cx.st.window = Some(w);
-        h.uint("context_window", w);
-    }
-    if let Some(r) = reserve {
-        cx.st.reserve = Some(r);
-        h.uint("compact_reserve", r);
-    }
 }
 
 /// Before a session's first frame: a `request/header` saying that the log carries neither the

@@ -27,7 +27,7 @@
 //! compaction's replacement), so that the pressure view anchors it to the surface its request
 //! carried (contract §3, sample).
 
-use super::build::{Adapting, Id, fingerprint};
+use super::build::{Adapting, Announced, FrameBuf, Id, fingerprint};
 use super::line::{Line, at, opens_object, str_at, uint_at};
 use super::state::AdaptState;
 use crate::frame::NAME_BYTES;
@@ -107,8 +107,9 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
         ("event_msg", Some("task_started")) => {
             match uint_at(payload, "model_context_window").filter(|w| *w >= 1) {
                 Some(w) => {
-                    cx.st.window = Some(w);
-                    header(cx, line, ("context_window", w), "event_msg/task_started");
+                    let mut f = window_header(cx, stamp, w, "event_msg/task_started");
+                    f.source(line, &[], &[]);
+                    cx.emit(f);
                 }
                 None => {
                     cx.pass_through(line, payload_type.as_deref(), Id::Numbered, stamp, None);
@@ -128,10 +129,11 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
                 return cx.pass_through(line, payload_type.as_deref(), Id::Numbered, stamp, None);
             }
             let mut f = cx.frame(REQUEST_HEADER, Id::Numbered, stamp, None);
-            if let Some(l) = limit {
-                cx.st.compact_limit = Some(l);
-                f.uint("auto_compact_tokens", l);
-            }
+            let levels = Announced {
+                auto_compact: limit,
+                ..Announced::default()
+            };
+            cx.announce(&mut f, levels);
             if let (Some(m), Some(_)) = (&model, print) {
                 cx.st.model = print;
                 f.string("model", m);
@@ -151,13 +153,16 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
     }
 }
 
-/// A `request/header` announcing one figure the line names, the line as its `source`.
-fn header(cx: &mut Adapting, line: &Line, (name, n): (&str, u64), source_type: &str) {
-    let mut f = cx.frame(REQUEST_HEADER, Id::Numbered, line.get("timestamp"), None);
-    f.uint(name, n);
-    f.extra_str("source_type", source_type);
-    f.source(line, &[], &[]);
-    cx.emit(f);
+/// A `request/header` announcing the window a line names.
+fn window_header(cx: &mut Adapting, stamp: Option<&str>, w: u64, source_type: &str) -> FrameBuf {
+    let mut h = cx.frame(REQUEST_HEADER, Id::Numbered, stamp, None);
+    let levels = Announced {
+        window: Some(w),
+        ..Announced::default()
+    };
+    cx.announce(&mut h, levels);
+    h.extra_str("source_type", source_type);
+    h
 }
 
 /// The automatic compaction threshold a rollout's configuration names
@@ -194,10 +199,11 @@ fn session_meta(cx: &mut Adapting, line: &Line, stamp: Option<&str>) {
     if let Some(s) = at(payload, "base_instructions") {
         f.raw("system", s);
     }
-    if let Some(limit) = compact_limit(payload) {
-        cx.st.compact_limit = Some(limit);
-        f.uint("auto_compact_tokens", limit);
-    }
+    let levels = Announced {
+        auto_compact: compact_limit(payload),
+        ..Announced::default()
+    };
+    cx.announce(&mut f, levels);
     // A rollout never carries the tool list: unknown, not 0 (contract §3).
     f.json("tools", "null");
     f.string("agent", CODEX);
@@ -217,10 +223,7 @@ fn token_count(cx: &mut Adapting, line: &Line, stamp: Option<&str>) {
     let window = uint_at(info, "model_context_window").filter(|w| *w >= 1);
 
     if let Some(w) = window.filter(|w| cx.st.window != Some(*w)) {
-        cx.st.window = Some(w);
-        let mut h = cx.frame(REQUEST_HEADER, Id::Numbered, stamp, None);
-        h.uint("context_window", w);
-        h.extra_str("source_type", "event_msg/token_count");
+        let h = window_header(cx, stamp, w, "event_msg/token_count");
         cx.emit(h);
     }
     let repeat = total.is_some() && total == cx.st.total;

@@ -4,7 +4,7 @@
 //! model, window and compaction point when they change (contract §3.1, §3.5); a reading's
 //! `usage` in the provider's names (contract §3.2).
 
-use super::build::{Adapting, Id, fingerprint};
+use super::build::{Adapting, Announced, Id, fingerprint};
 use super::state::AdaptState;
 use crate::frame::NAME_BYTES;
 use crate::frame::kind::REQUEST_HEADER;
@@ -76,14 +76,12 @@ pub(crate) fn announce(cx: &mut Adapting, stamp: Option<&str>, said: Said, sourc
         h.json("system", "null").json("tools", "null");
         h.string("agent", said.agent);
     }
-    if let Some(w) = window {
-        cx.st.window = Some(w);
-        h.uint("context_window", w);
-    }
-    if let Some(t) = threshold {
-        cx.st.compact_limit = Some(t);
-        h.uint("auto_compact_tokens", t);
-    }
+    let levels = Announced {
+        window,
+        auto_compact: threshold,
+        ..Announced::default()
+    };
+    cx.announce(&mut h, levels);
     if let Some((m, p)) = model {
         cx.st.model = Some(p);
         h.string("model", m);

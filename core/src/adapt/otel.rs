@@ -38,7 +38,7 @@
 
 use std::borrow::Cow;
 
-use super::build::{Adapting, FrameBuf, Id, fingerprint};
+use super::build::{Adapting, Announced, FrameBuf, Id, fingerprint};
 use super::line::{Line, at, opens_object, str_at};
 use super::{claude, gemini_cli};
 use crate::config::agent_restore_prior;
@@ -340,11 +340,12 @@ fn announce(cx: &mut Adapting, ev: &Event, said: Said) -> bool {
         // Telemetry never carries the system prompt or the tool list: unknown, not 0.
         h.json("system", "null").json("tools", "null");
     }
-    claude::window_and_reserve(cx, &mut h, window, reserve);
-    if let Some(t) = threshold {
-        cx.st.compact_limit = Some(t);
-        h.uint("auto_compact_tokens", t);
-    }
+    let levels = Announced {
+        window,
+        reserve,
+        auto_compact: threshold,
+    };
+    cx.announce(&mut h, levels);
     // The agent varies by session in one instance: its prior goes with the session.
     if let Some(prior) = opening
         .then(|| ev.agent.name().and_then(agent_restore_prior))
