@@ -286,17 +286,7 @@ mod tests {
     /// Empty records cost: a small body of many is refused before it is decoded.
     #[test]
     fn many_records_in_a_small_body_are_refused_before_decoding() {
-        let mut pb = Vec::new();
-        let mut scope = Vec::new();
-        for _ in 0..200_000 {
-            scope.extend_from_slice(&[0x12, 0x00]);
-        }
-        let mut rl = vec![0x12];
-        prost::encoding::encode_varint(scope.len() as u64, &mut rl);
-        rl.extend_from_slice(&scope);
-        pb.push(0x0a);
-        prost::encoding::encode_varint(rl.len() as u64, &mut pb);
-        pb.extend_from_slice(&rl);
+        let pb = agent_fold_testkit::protobuf::empty_records(200_000);
         let g = gzip(&pb);
         assert!(g.len() < 4 << 10, "{} bytes", g.len());
         let e = decode(Encoding::Protobuf, true, &g, LIMITS).unwrap_err();

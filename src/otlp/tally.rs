@@ -276,26 +276,7 @@ mod tests {
     #[test]
     fn nesting_past_the_decoders_depth_is_refused() {
         // AnyValue{array_value: ArrayValue{values: [AnyValue{…}]}}, 200 deep, in a record's body.
-        let mut v: Vec<u8> = Vec::new();
-        for _ in 0..200 {
-            let mut array = vec![0x0a];
-            prost::encoding::encode_varint(v.len() as u64, &mut array);
-            array.extend_from_slice(&v);
-            let mut any = vec![0x2a];
-            prost::encoding::encode_varint(array.len() as u64, &mut any);
-            any.extend_from_slice(&array);
-            v = any;
-        }
-        let mut record = vec![0x2a];
-        prost::encoding::encode_varint(v.len() as u64, &mut record);
-        record.extend_from_slice(&v);
-        let wrap = |field: u8, inner: &[u8]| {
-            let mut out = vec![(field << 3) | 2];
-            prost::encoding::encode_varint(inner.len() as u64, &mut out);
-            out.extend_from_slice(inner);
-            out
-        };
-        let body = wrap(1, &wrap(2, &wrap(2, &record)));
+        let body = agent_fold_testkit::protobuf::nested_body(200);
         assert_eq!(protobuf(&body, usize::MAX), Err(Over));
     }
 }

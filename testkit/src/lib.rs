@@ -14,6 +14,7 @@ pub mod checks;
 mod hostile;
 mod logs;
 pub mod otel;
+pub mod protobuf;
 pub mod reference;
 mod util;
 pub mod webhook;

@@ -686,18 +686,4 @@ pub(crate) fn sample(
         .unwrap_or_else(|| panic!("no sample {name} {labels:?}"))
 }
 
-/// An OTLP logs request of `n` empty log records in one scope, as protobuf: two bytes a record,
-/// the smallest body of the most records.
-pub(crate) fn empty_records(n: usize) -> Vec<u8> {
-    let mut scope = Vec::with_capacity(2 * n);
-    for _ in 0..n {
-        scope.extend_from_slice(&[0x12, 0x00]);
-    }
-    let mut rl = vec![0x12];
-    prost::encoding::encode_varint(scope.len() as u64, &mut rl);
-    rl.extend_from_slice(&scope);
-    let mut body = vec![0x0a];
-    prost::encoding::encode_varint(rl.len() as u64, &mut body);
-    body.extend_from_slice(&rl);
-    body
-}
+pub(crate) use agent_fold_testkit::protobuf::empty_records;
