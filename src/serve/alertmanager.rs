@@ -22,7 +22,7 @@ use axum::http::Uri;
 use serde::Serialize;
 
 use super::board::{Alert, AlertStatus, Board, now_ms};
-use super::outbox::{BATCH, Outbox};
+use super::outbox::{NOTICES_PER_POST, Outbox};
 use super::webhook;
 use agent_fold_core::time;
 
@@ -201,7 +201,7 @@ pub fn start(to: Target, board: Arc<Board>, outbox: Arc<Outbox>) {
                 _ = every.tick() => board.firing_alerts(),
             };
             let now = now_ms();
-            for chunk in batch.chunks(BATCH) {
+            for chunk in batch.chunks(NOTICES_PER_POST) {
                 let body: Vec<Postable> = chunk.iter().map(|a| postable(a, &to, now)).collect();
                 let body = serde_json::to_vec(&body).expect("alerts serialise");
                 let out = &outbox.outcomes;

@@ -30,7 +30,7 @@ pub const BYTES: usize = 32 << 20;
 /// What a notice costs besides its record's bytes.
 const OVERHEAD: usize = 256;
 /// Notices one request carries at most.
-pub const BATCH: usize = 256;
+pub const NOTICES_PER_POST: usize = 256;
 
 /// What became of the notices handed to one receiver.
 #[derive(Debug, Default)]
@@ -191,7 +191,7 @@ impl Outbox {
         self.lanes[lane].wake.notify_one();
     }
 
-    /// The next notices of `lane`, oldest first, at most [`BATCH`]; waits for one.
+    /// The next notices of `lane`, oldest first, at most [`NOTICES_PER_POST`]; waits for one.
     pub async fn next(&self, lane: usize) -> Vec<Alert> {
         loop {
             let batch = self.take(lane);
@@ -202,10 +202,11 @@ impl Outbox {
         }
     }
 
-    /// The notices of `lane` waiting now, oldest first, at most [`BATCH`]; none may wait.
+    /// The notices of `lane` waiting now, oldest first, at most [`NOTICES_PER_POST`]; none may
+    /// wait.
     pub fn take(&self, lane: usize) -> Vec<Alert> {
         let mut p = self.lock(lane);
-        let n = p.queue.len().min(BATCH);
+        let n = p.queue.len().min(NOTICES_PER_POST);
         let batch: Vec<Alert> = (0..n).map(|_| p.remove(0)).collect();
         if p.queue.len() < QUEUE / self.lanes.len() / 2 {
             p.overflowing = false;
@@ -241,16 +242,17 @@ mod tests {
         all
     }
 
-    /// Within the bound, every notice waits, in order, and comes out in batches of [`BATCH`].
+    /// Within the bound, every notice waits, in order, and comes out in batches of
+    /// [`NOTICES_PER_POST`].
     #[test]
     fn within_the_bound_nothing_is_merged_and_order_holds() {
         let o = Outbox::new("test", 1);
         for seq in 0..(QUEUE as u64) {
             o.push(notice(&format!("s{}", seq % 7), seq, 10));
         }
-        assert_eq!(o.take(0).len(), BATCH);
+        assert_eq!(o.take(0).len(), NOTICES_PER_POST);
         let rest = drain(&o);
-        assert_eq!(rest.len(), QUEUE - BATCH);
+        assert_eq!(rest.len(), QUEUE - NOTICES_PER_POST);
         assert!(rest.windows(2).all(|w| w[0].seq < w[1].seq));
         assert_eq!(o.outcomes.merged.load(Ordering::Relaxed), 0);
     }

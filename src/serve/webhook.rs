@@ -2,8 +2,8 @@
 //!
 //! What holds: the notices wait in an [`Outbox`] (bounded, merging past the bound, a session's
 //! notices in order); each of its [`LANES`] lanes is delivered one POST at a time, a POST
-//! carrying up to [`super::outbox::BATCH`] notices as a JSON array when more than one waits, else the
-//! one notice as an object. [`post`] bounds each attempt by [`TIMEOUT`], tries [`ATTEMPTS`]
+//! carrying up to [`super::outbox::NOTICES_PER_POST`] notices as a JSON array when more than
+//! one waits, else the one notice as an object. [`post`] bounds each attempt by [`TIMEOUT`], tries [`ATTEMPTS`]
 //! times with a doubling pause: a 2xx is delivered; a 429, a 5xx, a timeout or a connection
 //! failure is tried again; any other answer is final. `--alertmanager` posts with it too.
 
