@@ -426,24 +426,16 @@ pub fn render(out: &mut String, c: &Census) {
         t(c.not_objects as u64)
     );
     for s in &c.sessions {
-        let _ = writeln!(
-            out,
-            "  session {} (keyed by {}, named on {} {})",
-            s.id,
-            s.keyed_by,
-            t(s.lines as u64),
-            if s.lines == 1 { "line" } else { "lines" }
-        );
+        let (id, by, n) = (&s.id, &s.keyed_by, t(s.lines as u64));
+        let unit = if s.lines == 1 { "line" } else { "lines" };
+        let _ = writeln!(out, "  session {id} (keyed by {by}, named on {n} {unit})");
     }
     let _ = writeln!(out, "  kinds:");
     for k in &c.kinds {
+        let (how, kind, n, first) = (&k.treatment, &k.kind, t(k.lines as u64), k.first_line);
         let _ = writeln!(
             out,
-            "    {:<12} {:<44} {:>6}  first at line {}",
-            k.treatment,
-            k.kind,
-            t(k.lines as u64),
-            k.first_line
+            "    {how:<12} {kind:<44} {n:>6}  first at line {first}"
         );
     }
     let _ = writeln!(

@@ -19,9 +19,41 @@ use serde_json::{Value, json};
 
 use crate::common::real_data;
 use crate::harness::{
-    Response, TIMEOUT, agent_fold, assert_otlp_counted, binary, empty_records, post, proc_status,
-    sample, scratch, succeeded,
+    Response, Scratch, TIMEOUT, agent_fold, assert_otlp_counted, binary, empty_records, post,
+    proc_status, sample, scratch, succeeded,
 };
+
+/// A collector writing to `events.jsonl` in a scratch folder of its own, and where.
+struct Writing {
+    c: Collector,
+    out: PathBuf,
+    /// Its `--token-file`, when it was started with a token.
+    token: PathBuf,
+    /// Kept for as long as the output is read: dropped, the folder goes.
+    _dir: Scratch,
+}
+
+impl Writing {
+    /// In a scratch folder named `name`: with `token`, that token in a `--token-file` there;
+    /// then `args`.
+    fn start(name: &str, token: Option<&str>, args: &[&str]) -> Writing {
+        let dir = scratch(name);
+        let (out, token_file) = (dir.join("events.jsonl"), dir.join("token"));
+        let mut all = vec!["--out", out.to_str().unwrap()];
+        if let Some(t) = token {
+            std::fs::write(&token_file, format!("{t}\n")).unwrap();
+            all.extend(["--token-file", token_file.to_str().unwrap()]);
+        }
+        all.extend(args);
+        let c = Collector::start(&all);
+        Writing {
+            c,
+            out,
+            token: token_file,
+            _dir: dir,
+        }
+    }
+}
 
 /// A collector started as a user starts it; the port read from the line it prints.
 struct Collector {
@@ -69,13 +101,18 @@ impl Collector {
     }
 
     fn get(&self, path: &str) -> Response {
+        self.get_with(path, &[])
+    }
+
+    /// A GET of `path` with `headers` beside `Host`.
+    fn get_with(&self, path: &str, headers: &[(&str, &str)]) -> Response {
         let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
         s.set_read_timeout(Some(TIMEOUT)).unwrap();
-        write!(
-            s,
-            "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-        )
-        .unwrap();
+        let mut head = format!("GET {path} HTTP/1.1\r\nHost: x\r\n");
+        for (name, value) in headers {
+            head += &format!("{name}: {value}\r\n");
+        }
+        write!(s, "{head}Connection: close\r\n\r\n").unwrap();
         let mut text = Vec::new();
         std::io::Read::read_to_end(&mut s, &mut text).unwrap();
         let text = String::from_utf8_lossy(&text);
@@ -179,9 +216,7 @@ fn exporters_requests_become_the_records_input_otel_reads() {
     }
     logs.sort();
     assert!(logs.len() >= 9, "{logs:?}");
-    let dir = scratch("collect-out");
-    let out = dir.join("events.jsonl");
-    let c = Collector::start(&["--out", out.to_str().unwrap()]);
+    let Writing { c, out, _dir, .. } = Writing::start("collect-out", None, &[]);
     let (mut want, mut requests, mut sessions) = (Vec::new(), 0, Vec::new());
     for log in &logs {
         let (bodies, records) = export(log).unwrap();
@@ -268,20 +303,9 @@ impl<'a> Unmoved<'a> {
 
 #[test]
 fn hostile_requests_get_otlp_s_status_and_move_nothing() {
-    let dir = scratch("collect-hostile");
-    let out = dir.join("events.jsonl");
-    let token = dir.join("token");
-    std::fs::write(&token, "s3cret-token\n").unwrap();
-    let c = Collector::start(&[
-        "--out",
-        out.to_str().unwrap(),
-        "--token-file",
-        token.to_str().unwrap(),
-        "--max-body",
-        "65536",
-        "--max-inflated",
-        "262144",
-    ]);
+    let args = ["--max-body", "65536", "--max-inflated", "262144"];
+    let Writing { c, out, _dir, .. } =
+        Writing::start("collect-hostile", Some("s3cret-token"), &args);
     let ok_auth = ("Authorization", "Bearer s3cret-token");
     let json = ("Content-Type", "application/json");
     let pb = ("Content-Type", "application/x-protobuf");
@@ -406,9 +430,8 @@ fn hostile_requests_get_otlp_s_status_and_move_nothing() {
 /// event written once, and the receiver still answers.
 #[test]
 fn a_thousand_concurrent_exporters_are_each_answered_once() {
-    let dir = scratch("collect-thousand");
-    let out = dir.join("events.jsonl");
-    let c = Arc::new(Collector::start(&["--out", out.to_str().unwrap()]));
+    let Writing { c, out, _dir, .. } = Writing::start("collect-thousand", None, &[]);
+    let c = Arc::new(c);
     let body = |i: usize| {
         json!({"resourceLogs":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"codex_cli_rs"}}]},
             "scopeLogs":[{"logRecords":[{"timeUnixNano":"1764748800000000000",
@@ -492,16 +515,14 @@ fn a_listener_beyond_loopback_needs_a_token_and_a_bad_flag_is_refused_first() {
 /// the same records natively.
 #[test]
 fn the_records_reach_a_topic_keyed_by_session_and_the_relay_adapts_them() {
-    use crate::common::fluvio::{Topic, cluster, turn};
-    let _turn = turn();
-    if !cluster() {
+    use crate::common::fluvio::{Topic, live};
+    let Some((_turn, topic)) = live("collect") else {
         return;
-    }
+    };
     let Some((bodies, records)) = export("claude-code/847ff7d2-4a55-44d7-a3f5-a3afd89f1ee1.jsonl")
     else {
         return;
     };
-    let topic = Topic::new("collect");
     let c = Collector::start(&["--topic", &topic.0]);
     send_all(&c, &bodies);
     // Every record was acknowledged before its request was answered: all there now.
@@ -586,9 +607,7 @@ fn one_event(session: &str) -> Vec<u8> {
 /// body labelled gzip that is not gzip is a 400.
 #[test]
 fn a_small_body_of_many_records_costs_little() {
-    let dir = scratch("collect-many");
-    let out = dir.join("events.jsonl");
-    let c = Collector::start(&["--out", out.to_str().unwrap()]);
+    let Writing { c, out, _dir, .. } = Writing::start("collect-many", None, &[]);
     let pb = ("Content-Type", "application/x-protobuf");
     let gz = ("Content-Encoding", "gzip");
     let bomb = gzip(&empty_records(16_000_000));
@@ -632,9 +651,7 @@ fn a_small_body_of_many_records_costs_little() {
 /// cut with 408 once its body is overdue.
 #[test]
 fn slow_senders_lock_no_one_out() {
-    let dir = scratch("collect-slow");
-    let out = dir.join("events.jsonl");
-    let c = Collector::start(&["--out", out.to_str().unwrap()]);
+    let Writing { c, _dir, .. } = Writing::start("collect-slow", None, &[]);
     for dribblers in [8, 64] {
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let threads: Vec<_> = (0..dribblers)
@@ -702,16 +719,7 @@ fn slow_senders_lock_no_one_out() {
 /// was; `/healthz` tells where the events go only to a request that carries the token.
 #[test]
 fn the_token_file_is_read_again_on_sighup() {
-    let dir = scratch("collect-hup");
-    let out = dir.join("events.jsonl");
-    let token = dir.join("token");
-    std::fs::write(&token, "first-token\n").unwrap();
-    let c = Collector::start(&[
-        "--out",
-        out.to_str().unwrap(),
-        "--token-file",
-        token.to_str().unwrap(),
-    ]);
+    let Writing { c, token, _dir, .. } = Writing::start("collect-hup", Some("first-token"), &[]);
     let hup = || {
         let ok = Command::new("kill")
             .args(["-HUP", &c.child.id().to_string()])
@@ -745,15 +753,8 @@ fn the_token_file_is_read_again_on_sighup() {
     let open = String::from_utf8(c.get("/healthz").body).unwrap();
     assert!(!open.contains("events.jsonl"), "{open}");
     assert!(open.contains("live"), "{open}");
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", c.port)).unwrap();
-    s.set_read_timeout(Some(TIMEOUT)).unwrap();
-    write!(
-        s,
-        "GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer second-token\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut told = String::new();
-    std::io::Read::read_to_string(&mut s, &mut told).unwrap();
+    let auth = [("Authorization", "Bearer second-token")];
+    let told = String::from_utf8(c.get_with("/healthz", &auth).body).unwrap();
     assert!(told.contains("events.jsonl"), "{told}");
 }
 
@@ -761,9 +762,7 @@ fn the_token_file_is_read_again_on_sighup() {
 /// 200 is in the output whole.
 #[test]
 fn a_stop_during_uploads_answers_no_500_and_keeps_every_acknowledged_batch() {
-    let dir = scratch("collect-stop");
-    let out = dir.join("events.jsonl");
-    let c = Collector::start(&["--out", out.to_str().unwrap()]);
+    let Writing { c, out, _dir, .. } = Writing::start("collect-stop", None, &[]);
     let batch = |i: usize| {
         let records: Vec<Value> = (0..200)
             .map(|k| json!({"timeUnixNano":"1764748800000000000","body":{"stringValue":"claude_code.user_prompt"},

@@ -70,6 +70,13 @@ pub(crate) fn create_topic(name: &str) -> bool {
     })
 }
 
+/// The cluster for one test: its turn held and a topic of its own named for `name`; `None`,
+/// having printed why it is skipped, when there is no local cluster.
+pub(crate) fn live(name: &str) -> Option<(std::sync::MutexGuard<'static, ()>, Topic)> {
+    let turn = turn();
+    cluster().then(|| (turn, Topic::new(name)))
+}
+
 /// A topic made for one test, deleted when dropped.
 pub(crate) struct Topic(pub String);
 

@@ -21,6 +21,12 @@ fn rec(session: &str, seq: u64, until: u64) -> String {
         + "\n"
 }
 
+/// A board reading its standard input, alerting on `until<20000`, told by `args` where to.
+fn alerting(args: &[&str]) -> Server {
+    let all = [&["--alert", "until<20000"][..], args, &["-"]].concat();
+    Server::start_with(&all, &[], Stdio::piped())
+}
+
 /// Waits until `f` holds, or fails saying what was seen.
 fn wait_for(what: &str, secs: u64, f: impl Fn() -> bool, seen: impl Fn() -> String) {
     let deadline = Instant::now() + Duration::from_secs(secs);
@@ -37,11 +43,7 @@ fn wait_for(what: &str, secs: u64, f: impl Fn() -> bool, seen: impl Fn() -> Stri
 fn a_fleet_s_burst_delivers_every_crossing() {
     let hook = Receiver::start(false).unwrap();
     let url = format!("http://127.0.0.1:{}/hook", hook.port);
-    let mut s = Server::start_with(
-        &["--alert", "until<20000", "--alert-webhook", &url, "-"],
-        &[],
-        Stdio::piped(),
-    );
+    let mut s = alerting(&["--alert-webhook", &url]);
     let mut want = Crossings::new(vec![Rule::parse("until<20000").unwrap()]);
     // A fixed walk per session about the threshold (an LCG: the same burst every run).
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -105,20 +107,17 @@ fn a_fleet_s_burst_delivers_every_crossing() {
 fn a_crossing_then_a_compaction_fires_then_resolves_on_both_receivers() {
     let hook = Receiver::start(false).unwrap();
     let am = Receiver::alertmanager().unwrap();
-    let mut s = Server::start_with(
+    let (hook_url, am_url) = (
+        format!("http://127.0.0.1:{}/hook", hook.port),
+        format!("http://127.0.0.1:{}/", am.port),
+    );
+    let external = ["--external-url", "http://board.example:8080/"];
+    let mut s = alerting(
         &[
-            "--alert",
-            "until<20000",
-            "--alert-webhook",
-            &format!("http://127.0.0.1:{}/hook", hook.port),
-            "--alertmanager",
-            &format!("http://127.0.0.1:{}/", am.port),
-            "--external-url",
-            "http://board.example:8080/",
-            "-",
-        ],
-        &[],
-        Stdio::piped(),
+            &["--alert-webhook", &hook_url, "--alertmanager", &am_url],
+            &external[..],
+        ]
+        .concat(),
     );
     write(&mut s, &(rec("a/b", 1, 50_000) + &rec("a/b", 2, 12_000)));
     wait_for(
@@ -222,19 +221,8 @@ fn the_v2_check_refuses_what_alertmanager_refuses() {
 #[test]
 fn alertmanager_hears_a_firing_alert_again_until_it_resolves() {
     let am = Receiver::alertmanager().unwrap();
-    let mut s = Server::start_with(
-        &[
-            "--alert",
-            "until<20000",
-            "--alertmanager",
-            &format!("http://127.0.0.1:{}", am.port),
-            "--resend",
-            "0.3",
-            "-",
-        ],
-        &[],
-        Stdio::piped(),
-    );
+    let am_url = format!("http://127.0.0.1:{}", am.port);
+    let mut s = alerting(&["--alertmanager", &am_url, "--resend", "0.3"]);
     write(&mut s, &(rec("x", 1, 40_000) + &rec("x", 2, 5_000)));
     wait_for(
         "three sends",

@@ -7,7 +7,7 @@ use std::process::Stdio;
 
 use super::harness::{Server, scratch};
 use super::{p, seq_of};
-use crate::common::fluvio::{Topic, cluster, create_topic, fluvio, turn};
+use crate::common::fluvio::{Topic, cluster, create_topic, fluvio, live, turn};
 
 /// A Fluvio profile file whose cluster is at `endpoint`.
 fn profile(dir: &Path, endpoint: &str) -> String {
@@ -23,11 +23,9 @@ fn profile(dir: &Path, endpoint: &str) -> String {
 
 #[test]
 fn a_topic_is_consumed_and_a_lost_topic_is_reported_and_recovered() {
-    let _turn = turn();
-    if !cluster() {
+    let Some((_turn, topic)) = live("live") else {
         return;
-    }
-    let topic = Topic::new("live");
+    };
     topic.produce(&(p("a", 1, 0.1) + "not a record\n"));
     let s = Server::start(&["--topic", &topic.0]);
     let state = s.wait_state("a at seq 1", |st| seq_of(st, "a") == Some(1));
@@ -133,11 +131,9 @@ fn until(session: &str, seq: u64, until: u64) -> String {
 /// after it pages as ever.
 #[test]
 fn a_restart_reads_a_bounded_look_back_and_pages_no_one_for_it() {
-    let _turn = turn();
-    if !cluster() {
+    let Some((_turn, topic)) = live("lookback") else {
         return;
-    }
-    let topic = Topic::new("lookback");
+    };
     let early: String = (1..=30).map(|n| until("early", n, 90_000)).collect();
     topic.produce(&(early + &until("x", 1, 50_000) + &until("x", 2, 10_000)));
     let hook = agent_fold_testkit::webhook::Receiver::start(false).unwrap();
