@@ -18,7 +18,7 @@ pub const MAX_BYTES: i32 = 32 << 20;
 /// A request that takes longer than this is a failed cluster.
 const TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Awaits `f`, failing after [`TIMEOUT`] with `what` named.
+/// Awaits `f`, failing after `TIMEOUT` with `what` named.
 pub async fn timed<T, E: Into<anyhow::Error>>(
     what: &str,
     f: impl Future<Output = Result<T, E>>,

@@ -157,7 +157,7 @@ pub enum CompactAt {
 /// compaction itself (`restore_tokens`): skills, plans, todos — at a compaction whose session
 /// showed any (else its `compact/start` says `restore_beyond: false` and none is added);
 /// Codex's summary is not in its rollout. With `input=otel` the agent varies by session: the adapter names its agent's prior
-/// on the session's first header ([`agent_restore_prior`], header field `compact_restore`), and
+/// on the session's first header (`agent_restore_prior`, header field `compact_restore`), and
 /// this is the prior of a session whose header names none.
 pub const fn restore_prior(input: Input) -> u64 {
     match input {

@@ -6,7 +6,7 @@
 
 /// `ceil(chars / 4)`, where `chars` counts the Unicode scalar values of `json`, whitespace
 /// outside strings excluded. A JSON value is counted 64 bytes at a time; other text (a
-/// backslash outside a string) one byte at a time, by [`chars`], which says what is counted.
+/// backslash outside a string) one byte at a time, by `chars`, which says what is counted.
 pub fn estimate(json: &[u8]) -> u64 {
     crate::json::chars_on(crate::json::Isa::best(), json)
         .unwrap_or_else(|| chars(json))

@@ -554,7 +554,7 @@ fn mark(bytes: &[u8], place: &mut Place, raw: &str) {
 }
 
 /// Named integer fields of a small object (`usage`, `replaces`): absent, an integer ≥ 0 (see
-/// [`json::uint`]), or invalid; the last of a repeated key wins, other keys change nothing.
+/// `json::uint`), or invalid; the last of a repeated key wins, other keys change nothing.
 pub fn object_uints<const N: usize>(raw: &str, names: [&str; N]) -> Option<[Field<u64>; N]> {
     if !raw.starts_with('{') {
         return None;

@@ -1,6 +1,6 @@
 //! agent-fold's core: the pure logic behind the SmartModule, with no Fluvio in it.
 //!
-//! Data flows one way: record bytes → [`Frame`] (read by the one JSON reader, [`json`]) → the
+//! Data flows one way: record bytes → [`Frame`] (read by the one JSON reader, `json`) → the
 //! frames view (contract §2: counter runs folded, sub-agent dispatches dropped) or the pressure view
 //! (contract §3: the surface, the provider's sample, the calibrated projection) → record bytes. With
 //! param `input` naming an agent's log format, its lines are adapted to frames first. The

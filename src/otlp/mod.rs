@@ -106,7 +106,7 @@ pub struct Counters {
 }
 
 impl Counters {
-    /// The statuses counted, in [`Counters::answered`]'s order.
+    /// The statuses counted, in `Counters::answered`'s order.
     pub const STATUSES: [&'static str; 7] = ["200", "400", "401", "413", "415", "503", "other"];
 
     fn answered(&self, status: StatusCode) {

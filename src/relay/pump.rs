@@ -12,7 +12,7 @@
 //!   committed offset, at their own offsets, then processes from the committed offset on;
 //! - no invocation, `look_back` included, hands the module more than `invocation_bytes`, and the
 //!   history is fed as it is fetched: memory is bounded whatever the look-back's length;
-//! - each partition's module runs on a thread of the blocking pool ([`Worker`]), one call at a
+//! - each partition's module runs on a thread of the blocking pool (`Worker`), one call at a
 //!   time and in order, so the partitions' modules run at once while the pumps share one task
 //!   (one invocation in flight a partition: memory grows with the partitions, as fetches do).
 

@@ -25,7 +25,7 @@ use super::board::Alert;
 
 /// Notices waiting per receiver at most (over its lanes).
 pub const QUEUE: usize = 16_384;
-/// Their bytes at most: each notice counts its record and [`OVERHEAD`].
+/// Their bytes at most: each notice counts its record and `OVERHEAD`.
 pub const BYTES: usize = 32 << 20;
 /// What a notice costs besides its record's bytes.
 const OVERHEAD: usize = 256;

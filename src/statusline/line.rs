@@ -133,7 +133,7 @@ impl Template {
         Template::Default
     }
 
-    /// Reads `--format`: `{name}` names a field (see [`FIELDS`]), `{{` and `}}` are braces.
+    /// Reads `--format`: `{name}` names a field (see `FIELDS`), `{{` and `}}` are braces.
     pub fn parse(text: &str) -> Result<Template, String> {
         let mut parts = Vec::new();
         let mut lit = String::new();

@@ -1,6 +1,6 @@
 //! agent-fold's test kit: generated agent logs ([`GenLog`], [`GenSession`]), the properties of
 //! contract §5 and §6 as functions that panic on a violation ([`checks`]), naive references the
-//! core's fast paths are checked against ([`reference`]), the OpenTelemetry streams real agent
+//! core's fast paths are checked against ([`mod@reference`]), the OpenTelemetry streams real agent
 //! logs would have exported ([`otel`]) and OTLP/protobuf bodies built field by field
 //! ([`protobuf`]); and what the browser tests and the board bench share: a
 //! Chromium driver ([`cdp`]), the alerts a stream should raise ([`alerts`]) and a webhook

@@ -268,7 +268,7 @@ fn string(b: &[u8], i: &mut usize) -> Option<String> {
 }
 
 /// A frame as contract §1 reads it, from the reference parse: the same fields the core's
-/// [`agent_fold_core::OpenContainer`] reads, raw values as byte ranges of the record.
+/// [`agent_fold_core::Frame`] reads, raw values as byte ranges of the record.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RefFrame {
     pub kind: Option<String>,

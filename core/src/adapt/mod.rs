@@ -135,7 +135,7 @@ fn object_spans<'a, T>(bytes: &'a [u8], read: impl Fn(&'a [u8]) -> Option<T>) ->
 }
 
 /// The records one line of a log holds as the adapters read it: the line, or, where it holds
-/// 2 to [`OBJECTS_PER_LINE`] JSON objects written back to back (a log written at a resume),
+/// 2 to `OBJECTS_PER_LINE` JSON objects written back to back (a log written at a resume),
 /// each of them.
 pub fn line_records(bytes: &[u8]) -> Vec<&[u8]> {
     if crate::json::is_object(bytes) {

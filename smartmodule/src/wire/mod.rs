@@ -10,9 +10,9 @@
 //! encoder writes for it leaves as a copy of its bytes (contract §2, §6.2); any other is written
 //! field by field.
 //!
-//! A record is read by one of two readers that agree wherever both read: [`canonical`], for the
+//! A record is read by one of two readers that agree wherever both read: `canonical`, for the
 //! record Fluvio's encoder writes with varints of at most three bytes (every record an SPU hands
-//! over, short of a key or value of 1 MiB), and the general [`record`] for every other, and for
+//! over, short of a key or value of 1 MiB), and the general `record` for every other, and for
 //! every refusal with its byte.
 
 mod read;

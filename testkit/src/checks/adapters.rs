@@ -32,7 +32,7 @@ pub fn adapters_config(p: u8) -> Config {
 /// between invocations.
 ///
 /// Never panics; every record out is new, from a record of its invocation, in order, an adapted
-/// frame a JSON object ([`check_adapted`]); the state stays within `max_sessions`; checkpoints
+/// frame a JSON object (`check_adapted`); the state stays within `max_sessions`; checkpoints
 /// round-trip.
 pub fn check_adapters(data: &[u8]) {
     let Some((&p, body)) = data.split_first() else {

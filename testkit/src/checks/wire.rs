@@ -465,7 +465,7 @@ pub fn check_wire_input(bytes: &[u8], version: i16, p: u8, ops: &[u8], values: &
 }
 
 /// `wire`: byte 0 = the shape (bit 0: a [`WireCase`] drawn from the rest, else the rest is the
-/// input itself) and the params (bits 1–2: see [`config`]); byte 1 = the version (an index into
+/// input itself) and the params (bits 1–2: see `config`); byte 1 = the version (an index into
 /// the versions where a field comes or goes) when the rest is the input.
 pub fn check_wire(data: &[u8]) {
     let Some((&head, rest)) = data.split_first() else {
