@@ -156,9 +156,9 @@ pub enum CompactAt {
 /// it is what comes back beyond the files its rule re-reads, which the adapter prices on the
 /// compaction itself (`restore_tokens`): skills, plans, todos — at a compaction whose session
 /// showed any (else its `compact/start` says `restore_beyond: false` and none is added);
-/// Codex's summary is not in its rollout. With `input=otel` the agent varies by session: the adapter names its agent's prior
-/// on the session's first header (`agent_restore_prior`, header field `compact_restore`), and
-/// this is the prior of a session whose header names none.
+/// Codex's summary is not in its rollout. With `input=otel` the agent varies by session: the
+/// adapter names its agent's prior on the session's first header (`agent_restore_prior`,
+/// header field `compact_restore`), and this is the prior of a session whose header names none.
 pub const fn restore_prior(input: Input) -> u64 {
     match input {
         Input::ClaudeCode | Input::ClaudeStream => 8_300,

@@ -217,13 +217,7 @@ pub fn render(t: &Table) -> String {
             against(r.last, r.reading),
             methods.join(" | "),
             shown(r.post_tokens),
-            if r.restore_shown {
-                " (the log shows what came back)"
-            } else if !r.restore_beyond {
-                " (nothing beyond the rule's files)"
-            } else {
-                ""
-            }
+            r.restore_note()
         );
         if let Some(p) = r.projected[0] {
             errors.push(rel(p, r.reading).abs());

@@ -75,6 +75,20 @@ pub struct Reading {
     pub restore_beyond: bool,
 }
 
+impl Reading {
+    /// What the reports say beside a reading after a compaction of what came back unseen: the
+    /// log showed it, or nothing came back beyond the rule's files; else nothing.
+    pub(crate) fn restore_note(&self) -> &'static str {
+        if self.restore_shown {
+            " (the log shows what came back)"
+        } else if !self.restore_beyond {
+            " (nothing beyond the rule's files)"
+        } else {
+            ""
+        }
+    }
+}
+
 /// An automatic compaction, and the level the meter said it would come at.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AutoCompaction {

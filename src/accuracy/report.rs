@@ -250,11 +250,7 @@ pub fn render(label: &str, input: Input, s: &AccuracySummary) -> String {
             if let Some(p) = r.post_tokens {
                 let _ = write!(line, "; postTokens {}", against(p, r.reading));
             }
-            if r.restore_shown {
-                line.push_str(" (the log shows what came back)");
-            } else if !r.restore_beyond {
-                line.push_str(" (nothing beyond the rule's files)");
-            }
+            line.push_str(r.restore_note());
             let _ = writeln!(o, "{line}; last reading {}", against(r.last, r.reading));
         }
     }
