@@ -111,14 +111,14 @@ fn a_crossing_then_a_compaction_fires_then_resolves_on_both_receivers() {
         format!("http://127.0.0.1:{}/hook", hook.port),
         format!("http://127.0.0.1:{}/", am.port),
     );
-    let external = ["--external-url", "http://board.example:8080/"];
-    let mut s = alerting(
-        &[
-            &["--alert-webhook", &hook_url, "--alertmanager", &am_url],
-            &external[..],
-        ]
-        .concat(),
-    );
+    let mut s = alerting(&[
+        "--alert-webhook",
+        &hook_url,
+        "--alertmanager",
+        &am_url,
+        "--external-url",
+        "http://board.example:8080/",
+    ]);
     write(&mut s, &(rec("a/b", 1, 50_000) + &rec("a/b", 2, 12_000)));
     wait_for(
         "the firing on both",
