@@ -8,9 +8,13 @@
 /// outside strings excluded. A JSON value is counted 64 bytes at a time; other text (a
 /// backslash outside a string) one byte at a time, by `chars`, which says what is counted.
 pub fn estimate(json: &[u8]) -> u64 {
-    crate::json::chars_on(crate::json::Isa::best(), json)
-        .unwrap_or_else(|| chars(json))
-        .div_ceil(4)
+    counted(json).div_ceil(4)
+}
+
+/// The characters [`estimate`] counts in `json`: what a frame's `message_chars` says of content
+/// an adapter measured and priced as the estimate would (contract §3.1).
+pub(crate) fn counted(json: &[u8]) -> u64 {
+    crate::json::chars_on(crate::json::Isa::best(), json).unwrap_or_else(|| chars(json))
 }
 
 /// The count, a byte at a time: a linear scan with no recursion, so nesting depth costs

@@ -119,6 +119,7 @@ enum Name {
     Tools,
     ContextWindow,
     Replaces,
+    Rewrite,
     Trigger,
     PreTokens,
     AutoCompactTokens,
@@ -158,7 +159,7 @@ impl Name {
             4 => [b"type" => Type],
             5 => [b"usage" => Usage, b"tools" => Tools, b"agent" => Agent, b"model" => Model],
             6 => [b"extras" => Extras, b"system" => System],
-            7 => [b"message" => Message, b"trigger" => Trigger],
+            7 => [b"message" => Message, b"trigger" => Trigger, b"rewrite" => Rewrite],
             8 => [b"replaces" => Replaces],
             9 => [b"timestamp" => Timestamp, b"preTokens" => PreTokens],
             10 => [b"session_id" => SessionId, b"anchor_seq" => AnchorSeq],
@@ -176,6 +177,33 @@ impl Name {
             15 => [b"compact_reserve" => CompactReserve, b"compact_restore" => CompactRestore],
             19 => [b"auto_compact_tokens" => AutoCompactTokens],
             22 => [b"estimated_tokens_delta" => Delta],
+        }
+    }
+}
+
+/// What set a compaction off, as its `compact/start` names it (`trigger`, contract §1): the
+/// agent on its own, or the user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Trigger {
+    Auto,
+    Manual,
+}
+
+impl Trigger {
+    /// `"auto"` or `"manual"`; any other word names none.
+    pub fn named(word: &str) -> Option<Trigger> {
+        match word {
+            "auto" => Some(Trigger::Auto),
+            "manual" => Some(Trigger::Manual),
+            _ => None,
+        }
+    }
+
+    /// The word a record writes.
+    pub fn word(self) -> &'static str {
+        match self {
+            Trigger::Auto => "auto",
+            Trigger::Manual => "manual",
         }
     }
 }
@@ -201,7 +229,10 @@ pub struct Frame<'a> {
     tools: Option<&'a str>,
     context_window: Option<u64>,
     replaces: Option<&'a str>,
-    auto_trigger: bool,
+    /// `rewrite` is `true`: the replacement is the log's own request list rewritten, not a
+    /// compaction.
+    rewrite: bool,
+    trigger: Option<Trigger>,
     pre_tokens: Option<u64>,
     auto_compact_tokens: Option<u64>,
     compact_reserve: Option<u64>,
@@ -400,7 +431,8 @@ impl<'a> Frame<'a> {
             Name::Tools => self.tools = Some(raw),
             Name::ContextWindow => self.context_window = json::uint(raw).filter(|w| *w >= 1),
             Name::Replaces => self.replaces = (raw != "null").then_some(raw),
-            Name::Trigger => self.auto_trigger = m.string().as_deref() == Some("auto"),
+            Name::Rewrite => self.rewrite = raw == "true",
+            Name::Trigger => self.trigger = m.string().as_deref().and_then(Trigger::named),
             Name::PreTokens => self.pre_tokens = json::uint(raw).filter(|n| *n >= 1),
             Name::AutoCompactTokens => {
                 self.auto_compact_tokens = json::uint(raw).filter(|n| *n >= 1)
@@ -500,10 +532,26 @@ impl<'a> Frame<'a> {
     pub fn replaces(&self) -> Option<&'a str> {
         self.replaces
     }
+    /// With `replaces`: `rewrite` is `true`, the span is what the agent's own requests no longer
+    /// carry as they did (a request that lists its messages rewritten), not a compaction
+    /// (contract §3.1).
+    pub fn rewrite(&self) -> bool {
+        self.rewrite
+    }
     /// On `compact/start`: `preTokens` when `trigger` is `"auto"`, the level an automatic
     /// compaction fired at (an integer ≥ 1).
     pub fn auto_compaction(&self) -> Option<u64> {
-        self.pre_tokens.filter(|_| self.auto_trigger)
+        self.pre_tokens
+            .filter(|_| self.trigger == Some(Trigger::Auto))
+    }
+    /// On `compact/start`: what set the compaction off, when its `trigger` names one.
+    pub fn trigger(&self) -> Option<Trigger> {
+        self.trigger
+    }
+    /// On `compact/start`: the context's size when the compaction began (`preTokens`), when an
+    /// integer ≥ 1, whatever set it off.
+    pub fn pre_tokens(&self) -> Option<u64> {
+        self.pre_tokens
     }
     /// On `request/header`: the agent's own compaction threshold, when an integer ≥ 1.
     pub fn auto_compact_tokens(&self) -> Option<u64> {

@@ -46,7 +46,7 @@ pub use config::{
     restore_prior,
 };
 pub use estimate::estimate;
-pub use frame::{Frame, NAME_BYTES, kind, usage_tokens};
+pub use frame::{Frame, NAME_BYTES, Trigger, kind, usage_tokens};
 pub use hash::{Fnv1a, fnv1a};
 pub use json::{Isa, is_object};
 #[cfg(feature = "probe")]

@@ -264,7 +264,8 @@ pub fn measure(lines: &[Rec], frames: &[Rec], config: &Config) -> Result<Measure
                 first.insert(session.clone(), (reading, m0));
             }
         }
-        if v.replaces().is_some() {
+        // A compaction's replacement (a request list rewritten is none, contract §3.1).
+        if v.replaces().is_some() && !v.rewrite() {
             compacted.insert(session, true);
         }
     }

@@ -89,6 +89,19 @@ struct MSession {
     auto_compact: Option<u64>,
     agent_compact: Option<u64>,
     reserve: Option<u64>,
+    /// The latest header to name system (resp. tools) named it `null`.
+    system_null: bool,
+    tools_null: bool,
+    /// The model the latest header named.
+    model: Option<String>,
+    /// Contract §3.2: the envelope, where measured, at the latest sample and at the first.
+    anchor_envelope: Option<u64>,
+    first_envelope: Option<u64>,
+    /// Contract §3.6: the compactions counted, the last one's trigger, size before and the
+    /// first reading after; what the latest `compact/start` said of the next.
+    compactions: u64,
+    last: Option<(Option<String>, Option<u64>, Option<u64>)>,
+    next: Option<(Option<String>, Option<u64>)>,
 }
 
 /// What the figures read besides a session: the params, as the contract words them.
@@ -115,6 +128,14 @@ impl MSession {
     fn ratio(&self, fixed: bool) -> (u128, u128) {
         let sum = |f: fn(&(u64, u64)) -> u64| self.clean.iter().map(f).fold(0, u64::saturating_add);
         agent_fold_testkit::reference::ratio(sum(|c| c.1), sum(|c| c.0), fixed)
+    }
+
+    /// Contract §3.1: the system prompt and tools, where the log measures both.
+    fn measured(&self) -> Option<u64> {
+        match (self.system, self.tools, self.system_null || self.tools_null) {
+            (Some(a), Some(b), false) => Some(a + b),
+            _ => None,
+        }
     }
 
     /// What the first reading counted beyond the surface it was anchored to, at `scale`.
@@ -152,17 +173,30 @@ impl MSession {
                     (false, None) => scale(expected as i128) + rules.restore_prior as i128,
                 };
                 let joined = scale(total.saturating_sub(kept) as i128);
+                let grown = match (self.first_envelope, self.measured()) {
+                    (Some(a), Some(b)) => b as i128 - a as i128,
+                    _ => 0,
+                };
                 Some(
                     (base as i128
+                        + scale(grown)
                         + node as i128
                         + scale((kept - node) as i128)
                         + joined.max(restore))
                     .clamp(0, u64::MAX as i128) as u64,
                 )
             }
-            (Some(p), Some(a)) => Some(
-                (p as i128 + scale(total as i128 - a as i128)).clamp(0, u64::MAX as i128) as u64,
-            ),
+            (Some(p), Some(a)) => {
+                // What changed since: the surface, and an envelope the log measures.
+                let grown = match (self.anchor_envelope, self.measured()) {
+                    (Some(x), Some(y)) => y as i128 - x as i128,
+                    _ => 0,
+                };
+                Some(
+                    (p as i128 + scale(total as i128 - a as i128 + grown))
+                        .clamp(0, u64::MAX as i128) as u64,
+                )
+            }
             _ => None,
         };
         let milli = agent_fold_testkit::reference::scale(1000, (n, d));
@@ -196,19 +230,27 @@ impl MSession {
                 Some(v.unwrap_or(0))
             }
         };
-        json!({
+        let mut v = json!({
             "pressureTokens": self.pressure,
             "projectedTokens": projected,
             "capacity": capacity,
             "contextOccupancy": occupancy,
-            "systemTokens": env(self.system),
-            "toolsTokens": env(self.tools),
+            "systemTokens": env(self.system.filter(|_| !self.system_null)),
+            "toolsTokens": env(self.tools.filter(|_| !self.tools_null)),
             "messageTokens": (!self.partial).then_some(total),
             "estimateScale": scale_shown,
             "compactAtTokens": compact_at,
             "untilCompactTokens": until,
+            "compactions": self.compactions,
             "partial": self.partial,
-        })
+        });
+        if let Some((trigger, before, after)) = &self.last {
+            let m = v.as_object_mut().unwrap();
+            m.insert("lastCompactTrigger".into(), json!(trigger));
+            m.insert("lastCompactBeforeTokens".into(), json!(before));
+            m.insert("lastCompactAfterTokens".into(), json!(after));
+        }
+        v
     }
 }
 
@@ -366,12 +408,29 @@ impl Model {
         // Commit.
         if header {
             if let Some(r) = raw.get("system") {
+                s.system_null = r.get() == "null";
                 s.system = Some(model_estimate(r.get()));
             }
             if let Some(r) = raw.get("tools") {
+                s.tools_null = r.get() == "null";
                 s.tools = Some(model_estimate(r.get()));
             }
-            if let Some(w) = int(obj.get("context_window")).filter(|w| *w >= 1) {
+            // Another window or model forgets the level the last automatic compaction fired at
+            // (contract §3.5).
+            let model = obj
+                .get("model")
+                .and_then(Value::as_str)
+                .filter(|m| !m.is_empty() && m.len() <= 128);
+            let window = int(obj.get("context_window")).filter(|w| *w >= 1);
+            if (window.is_some() && s.capacity.is_some() && window != s.capacity)
+                || (model.is_some() && s.model.is_some() && model != s.model.as_deref())
+            {
+                s.auto_compact = None;
+            }
+            if let Some(m) = model {
+                s.model = Some(m.to_owned());
+            }
+            if let Some(w) = window {
                 s.capacity = Some(w);
             }
             if let Some(t) = int(obj.get("auto_compact_tokens")).filter(|t| *t >= 1) {
@@ -382,11 +441,17 @@ impl Model {
             }
         }
         if kind == Some("compact/start") {
-            if obj.get("trigger").and_then(Value::as_str) == Some("auto")
-                && let Some(n) = int(obj.get("preTokens")).filter(|n| *n >= 1)
+            let trigger = obj
+                .get("trigger")
+                .and_then(Value::as_str)
+                .filter(|t| matches!(*t, "auto" | "manual"));
+            let pre = int(obj.get("preTokens")).filter(|n| *n >= 1);
+            if trigger == Some("auto")
+                && let Some(n) = pre
             {
                 s.auto_compact = Some(n);
             }
+            s.next = Some((trigger.map(str::to_owned), pre));
             s.shown_next = obj.get("restore_shown") == Some(&Value::Bool(true));
             s.expected_next = int(obj.get("restore_tokens")).unwrap_or(0);
             s.bare_next = obj.get("restore_beyond") == Some(&Value::Bool(false));
@@ -406,7 +471,10 @@ impl Model {
                 let ratio = s.ratio(false);
                 let scale = |t: i128| agent_fold_testkit::reference::scale(t, ratio);
                 match (s.first, s.kept.take()) {
-                    (None, _) => s.first = Some((p, carried)),
+                    (None, _) => {
+                        s.first = Some((p, carried));
+                        s.first_envelope = s.measured();
+                    }
                     (Some(_), Some((k, node, false, expected, _))) => {
                         // Beyond the figure's own terms: what joined before the request, or
                         // the rule's files when more.
@@ -421,21 +489,52 @@ impl Model {
                     (Some(_), _) => {}
                 }
             }
-            if let (Some(previous), Some(anchor), false) = (s.pressure, s.anchor, s.replaced)
-                && let (Some(est @ 1..), Some(provider @ 1..)) =
-                    (carried.checked_sub(anchor), p.checked_sub(previous))
-            {
-                s.clean.push((est, provider));
+            // The first reading of a complete session whose log measures its envelope is an
+            // interval from an empty request (contract §3.3).
+            if let (None, false, Some(e)) = (s.pressure, s.partial, s.measured()) {
+                s.clean.push((e + carried, p));
+            }
+            if let (Some(previous), Some(anchor), false) = (s.pressure, s.anchor, s.replaced) {
+                let grown = match (s.anchor_envelope, s.measured()) {
+                    (Some(x), Some(y)) => y as i128 - x as i128,
+                    _ => 0,
+                };
+                let est = carried as i128 - anchor as i128 + grown;
+                if let (Ok(est @ 1..), Some(provider @ 1..)) =
+                    (u64::try_from(est), p.checked_sub(previous))
+                {
+                    s.clean.push((est, provider));
+                }
+            }
+            if let Some((_, _, after @ None)) = &mut s.last {
+                *after = Some(p);
             }
             s.pressure = Some(p);
             s.anchor = Some(carried);
+            s.anchor_envelope = s.measured();
             s.replaced = false;
         }
         if let Some(n) = node {
             s.first_node.get_or_insert(n.0);
             s.made.push(n.0);
+            let rewrite = obj.get("rewrite") == Some(&Value::Bool(true));
+            // A replacement is a compaction, counted (contract §3.6), unless it rewrites the
+            // agent's own request list.
+            let counted = match edit {
+                Edit::Append => false,
+                Edit::Splice(..) => !rewrite,
+                Edit::Front(_) => true,
+            };
+            if counted {
+                let (trigger, before) = s.next.take().unwrap_or_default();
+                s.compactions += 1;
+                s.last = Some((trigger, before.or(s.pressure), None));
+            }
             match edit {
                 Edit::Append => s.nodes.push(n),
+                Edit::Splice(i, j) if rewrite => {
+                    s.nodes.splice(i..j, [n]);
+                }
                 Edit::Splice(i, j) => {
                     s.nodes.splice(i..j, [n]);
                     s.replaced = true;
@@ -642,6 +741,15 @@ fn message_tokens_are_the_surface_sum_and_projections_never_negative() {
                         + s["rebase"][1].as_u64().unwrap_or(0).div_ceil(2) as i128
                 }
             };
+            // An envelope the log measures (neither part named `null`) that grew since the
+            // reading (or, re-based, since the first) grew the context as much (contract §3.2).
+            let measured = (s["notInLog"] == json!([false, false]))
+                .then(|| Some(s["systemTokens"].as_u64()? + s["toolsTokens"].as_u64()?))
+                .flatten();
+            let grown = |then: &Value| match (then.as_u64(), measured) {
+                (Some(a), Some(b)) => b as i128 - a as i128,
+                _ => 0,
+            };
             let projected = match (
                 s["pressureTokens"].as_u64(),
                 s["anchorTokens"].as_u64(),
@@ -649,10 +757,18 @@ fn message_tokens_are_the_surface_sum_and_projections_never_negative() {
             ) {
                 (Some(_), Some(_), (Some(b), Some(k))) => {
                     let left = kept_node as i128 + scale(k as i128 - kept_node as i128);
-                    json!(b as i128 + left + scale(sum as i128 - k as i128).max(restore))
+                    json!(
+                        b as i128
+                            + scale(grown(&s["rebaseEnvelope"]))
+                            + left
+                            + scale(sum as i128 - k as i128).max(restore)
+                    )
                 }
                 (Some(pr), Some(a), _) => {
-                    json!((pr as i128 + scale(sum as i128 - a as i128)).max(0))
+                    json!(
+                        (pr as i128 + scale(sum as i128 - a as i128 + grown(&s["anchorEnvelope"])))
+                            .max(0)
+                    )
                 }
                 _ => Value::Null,
             };

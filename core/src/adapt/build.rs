@@ -57,24 +57,7 @@ impl FrameBuf {
     pub(super) fn content(&mut self, content: &str) -> &mut FrameBuf {
         FrameBuf::key(&mut self.buf, "message");
         self.has_message = true;
-        if !content.starts_with('[') {
-            json::canonical_into(&mut self.buf, content);
-            return self;
-        }
-        self.buf.push(b'[');
-        for (i, block) in json::elements(content).enumerate() {
-            if i > 0 {
-                self.buf.push(b',');
-            }
-            let thinking = block.starts_with('{')
-                && json::get(block, "type").and_then(json::string).as_deref() == Some("thinking");
-            if thinking {
-                write_without(&mut self.buf, block, &["signature"]);
-            } else {
-                json::canonical_into(&mut self.buf, block);
-            }
-        }
-        self.buf.push(b']');
+        write_content(&mut self.buf, content);
         self
     }
 
@@ -158,6 +141,37 @@ impl FrameBuf {
     }
 }
 
+/// A Claude message's `content` as a frame's `message` carries it: canonical, a thinking
+/// block without its `signature`.
+fn write_content(buf: &mut Vec<u8>, content: &str) {
+    if !content.starts_with('[') {
+        json::canonical_into(buf, content);
+        return;
+    }
+    buf.push(b'[');
+    for (i, block) in json::elements(content).enumerate() {
+        if i > 0 {
+            buf.push(b',');
+        }
+        let thinking = block.starts_with('{')
+            && json::get(block, "type").and_then(json::string).as_deref() == Some("thinking");
+        if thinking {
+            write_without(buf, block, &["signature"]);
+        } else {
+            json::canonical_into(buf, block);
+        }
+    }
+    buf.push(b']');
+}
+
+/// The characters a Claude message's `content` counts as a frame's `message` would carry it
+/// (the estimate's count, contract §3.1): what content held back for its request is priced at.
+pub(crate) fn content_chars(content: &str) -> u64 {
+    let mut buf = Vec::with_capacity(content.len());
+    write_content(&mut buf, content);
+    crate::estimate::counted(&buf)
+}
+
 /// An object value rewritten without some of its members.
 fn write_without(out: &mut Vec<u8>, raw: &str, skip: &[&str]) {
     out.push(b'{');
@@ -196,6 +210,9 @@ pub(crate) struct Adapting<'s> {
     /// The frames' `session_id`.
     pub session: Option<String>,
     pub out: &'s mut Vec<Vec<u8>>,
+    /// The id (its fingerprint) the next main frame that joins the surface stands for, where
+    /// its own line names none (an OpenCode message's id, for its first part).
+    pub next_print: Option<u64>,
 }
 
 impl Adapting<'_> {
@@ -279,7 +296,7 @@ impl Adapting<'_> {
                 Some((first, _)) => (first, seq),
                 None => (seq, seq),
             });
-            if let Some(p) = f.print {
+            if let Some(p) = f.print.or(self.next_print.take()) {
                 self.st.remember(p, seq);
             }
         }
@@ -332,6 +349,24 @@ impl Adapting<'_> {
             self.st.surface = Some((seq, last));
             self.st
                 .replaced(print.map(|p| (p, seq)), kept.map(|k| k.head));
+        }
+    }
+
+    /// Writes a frame whose node stands for the whole surface from here, the agent's own request
+    /// list rewritten (`replaces` the surface, `rewrite`: no compaction, contract §3.1).
+    pub(super) fn rewrite(&mut self, mut f: FrameBuf) {
+        if let Some((from_seq, to_seq)) = self.st.surface {
+            f.json(
+                "replaces",
+                &format!("{{\"from_seq\":{from_seq},\"to_seq\":{to_seq}}}"),
+            );
+            f.json("rewrite", "true");
+        }
+        let seq = f.seq;
+        self.emit(f);
+        if let Some(seq) = seq {
+            self.st.surface = Some((seq, seq));
+            self.st.recent.clear();
         }
     }
 

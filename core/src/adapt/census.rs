@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use super::line::{Line, str_at};
+use super::line::{Line, at, str_at};
 use crate::config::Input;
 
 /// What an adapter does with a kind of line.
@@ -133,9 +133,11 @@ fn joined(kind: &str, sub: Option<Cow<str>>) -> String {
 }
 
 /// Claude Code transcript lines that are never context: the session's bookkeeping (file
-/// history, titles, the last prompt, the permission mode, links, queue operations), and the
-/// progress and system notices shown to the user only.
-const CLAUDE_PASSED: [&str; 34] = [
+/// history, titles, the last prompt, the permission mode, links, queue operations, the costs
+/// so far, the tools a turn used), and the progress and system notices shown to the user only.
+const CLAUDE_PASSED: [&str; 36] = [
+    "cost-state",
+    "tools-used",
     "file-history-snapshot",
     "file-history-delta",
     "summary",
@@ -174,15 +176,26 @@ const CLAUDE_PASSED: [&str; 34] = [
     "system/scheduled_task_fire",
 ];
 
-const CLAUDE_READ: [&str; 4] = [
+/// What Claude Code's adapter reads: messages, sub-agents' copies, compactions, and the
+/// requests a log that writes them sends (their shape, their messages by hash, the request).
+const CLAUDE_READ: [&str; 7] = [
     "user",
     "assistant",
     "progress/agent_progress",
     "system/compact_boundary",
+    "api-request",
+    "api-request-shape",
+    "api-request-blob",
 ];
 
 /// Attachments Claude Code sends the model (as system reminders and restored context).
-const ATTACHMENTS_PRICED: [&str; 30] = [
+const ATTACHMENTS_PRICED: [&str; 36] = [
+    "environment",
+    "model",
+    "date",
+    "session_context",
+    "remote_session_change",
+    "read_truncation_notice",
     "file",
     "compact_file_reference",
     "invoked_skills",
@@ -215,8 +228,10 @@ const ATTACHMENTS_PRICED: [&str; 30] = [
     "memory",
 ];
 
-/// Attachments shown to the user or kept for Claude Code itself, never sent to the model.
-const ATTACHMENTS_PASSED: [&str; 6] = [
+/// Attachments shown to the user or kept for Claude Code itself, never sent to the model (a
+/// snapshot of the system prompt, kept to rebuild the request).
+const ATTACHMENTS_PASSED: [&str; 7] = [
+    "prompt_snapshot",
     "hook_system_message",
     "command_permissions",
     "hook_cancelled",
@@ -224,6 +239,32 @@ const ATTACHMENTS_PASSED: [&str; 6] = [
     "hook_error_during_execution",
     "hook_permission_decision",
 ];
+
+/// An attachment line's treatment: one that carries its `rendered` text (Claude Code ≥
+/// 2.1.282, which writes its requests) reaches the model inside a request's message, priced
+/// with it (`api-request-blob`): the line itself is passed over.
+pub(crate) fn attachment_line(line: &Line) -> (String, Treatment) {
+    let (kind, treatment) = attachment(line.object("attachment").unwrap_or("{}"));
+    match treatment {
+        Treatment::Priced if line.get("rendered").is_some() => (kind, Treatment::PassedOver),
+        t => (kind, t),
+    }
+}
+
+/// The context edits a request asks the provider for that the meter does not model: any but
+/// `clear_thinking` keeping every turn's thinking (Claude Code's own, which clears nothing).
+pub(crate) fn unmodelled_clearing(edits: Option<&str>) -> Vec<String> {
+    let Some(edits) = edits.filter(|e| e.starts_with('[')) else {
+        return Vec::new();
+    };
+    crate::json::elements(edits)
+        .filter_map(|e| {
+            let kind = str_at(Some(e), "type")?.into_owned();
+            let keeps_all = str_at(Some(e), "keep").as_deref() == Some("all");
+            (!(kind.starts_with("clear_thinking") && keeps_all)).then_some(kind)
+        })
+        .collect()
+}
 
 /// The hook events whose successful output Claude Code adds to the context.
 const CONTEXT_HOOKS: [&str; 2] = ["SessionStart", "UserPromptSubmit"];
@@ -254,7 +295,7 @@ fn claude_code(line: &Line) -> (String, Treatment) {
     let kind = line.str("type").unwrap_or(Cow::Borrowed("untyped"));
     match &*kind {
         "attachment" => match line.object("attachment") {
-            Some(a) => attachment(a),
+            Some(_) => attachment_line(line),
             None => ("attachment".into(), Treatment::Unknown),
         },
         "progress" => {
@@ -304,8 +345,9 @@ fn claude_stream(line: &Line) -> (String, Treatment) {
 }
 
 fn codex(line: &Line) -> (String, Treatment) {
-    const READ: [&str; 17] = [
+    const READ: [&str; 18] = [
         "session_meta",
+        "response_item/agent_message",
         "turn_context",
         "compacted",
         "response_item/message",
@@ -325,8 +367,13 @@ fn codex(line: &Line) -> (String, Treatment) {
     ];
     // The UI's events (copies of response items, command and patch progress, turn ends), and
     // the lines Codex ≥ 0.145 adds for itself: none is sent to the model.
-    const PASSED: [&str; 33] = [
+    const PASSED: [&str; 37] = [
         "response_item/ghost_snapshot",
+        // One response's usage, which the `token_count` after it carries as the reading.
+        "token_usage_record",
+        "event_msg/thread_settings_applied",
+        "event_msg/thread_name_updated",
+        "event_msg/raw_response_item",
         "event_msg/agent_message",
         "event_msg/agent_reasoning",
         "event_msg/agent_reasoning_raw_content",
@@ -379,12 +426,27 @@ fn gemini_cli(line: &Line) -> (String, Treatment) {
     if super::gemini_cli::is_chat(line) {
         return ("header".to_owned(), Treatment::Read);
     }
+    // A recording's patches: `$set` of the whole `messages` (the history rewritten: at a
+    // process's start, a resume, a compression, tool outputs masked) is read; of the session's
+    // bookkeeping (`lastUpdated`, `sessionId`, a `summary` and `memoryScratchpad` written by
+    // `--list-sessions`), passed over; `$rewindTo`, passed over (the history it cuts comes
+    // again with the next `$set`).
+    if let Some(set) = line.object("$set") {
+        if at(Some(set), "messages").is_some() {
+            return ("$set/messages".to_owned(), Treatment::Read);
+        }
+        let first = crate::json::members(set).next().map_or("", |m| m.key);
+        return (format!("$set/{first}"), Treatment::PassedOver);
+    }
+    if line.get("$rewindTo").is_some() {
+        return ("$rewindTo".to_owned(), Treatment::PassedOver);
+    }
     let kind = line.str("type").unwrap_or(Cow::Borrowed("untyped"));
     let kind = format!("message/{kind}");
     let treatment = looked_up(
         &kind,
         &["message/user", "message/gemini"],
-        &["message/info", "message/error"],
+        &["message/info", "message/error", "message/warning"],
     );
     (kind, treatment)
 }

@@ -28,6 +28,17 @@ pub(crate) fn kind(role: &str, content: &str) -> &'static str {
     }
 }
 
+/// Whether a main message would give a new provider reading (see [`new_reading`]), without
+/// remembering it.
+pub(crate) fn gives_reading(cx: &Adapting, msg: &str) -> bool {
+    let Some(logged) = at(Some(msg), "usage").filter(|u| opens_object(u)) else {
+        return false;
+    };
+    let usage = request_usage(logged).unwrap_or(logged);
+    let id = str_at(Some(msg), "id");
+    usage_tokens(usage) != 0 && (id.is_none() || cx.st.main_message.as_deref() != id.as_deref())
+}
+
 /// Whether a message's usage is a new provider reading: not all zero, and not the repeat of
 /// the last reading's `message.id` (Claude Code writes one line per content block and repeats
 /// the response's usage on each). Remembers the id when it is.
@@ -56,6 +67,12 @@ const OWN_ITERATIONS: [&str; 2] = ["message", "fallback_message"];
 /// sample). `Some(that iteration)` when its prompt differs from the top level's; `None` when
 /// the top level is the reading (no iterations, or it equals the last, as after a fallback).
 pub(crate) fn request_usage(usage: &str) -> Option<&str> {
+    // A top level of zeros is no request's reading, whatever its iterations hold: Claude Code
+    // ≥ 2.1.2xx writes the preserved messages of a turn compacted mid-way again after the
+    // boundary so, the pre-compaction counts in `iterations[0]` (contract §3.2).
+    if usage_tokens(usage) == 0 {
+        return None;
+    }
     let iterations = at(Some(usage), "iterations").filter(|i| i.starts_with('['))?;
     let own = json::elements(iterations)
         .filter(|it| {
@@ -87,7 +104,8 @@ fn flat_usage(iteration: &str) -> String {
     out
 }
 
-/// Maps one Claude message object into a frame: `message` = its `content`, `usage` once per
+/// Maps one Claude message object into a frame: `message` = its `content` (unless `held`: a
+/// log that writes its requests prices it with the request that carries it), `usage` once per
 /// `message.id`, repeats kept in `extras.usage`.
 pub(crate) fn message(
     cx: &mut Adapting,
@@ -96,10 +114,15 @@ pub(crate) fn message(
     id: Id,
     stamp: Option<&str>,
     parent: Option<&str>,
+    held: bool,
 ) -> FrameBuf {
     let content = at(Some(msg), "content").unwrap_or("null");
     let mut f = cx.frame(kind(role, content), id, stamp, parent);
-    f.content(content);
+    if held {
+        f.extra_raw("held_for_request", "true");
+    } else {
+        f.content(content);
+    }
     if role == "assistant" {
         let message_id = str_at(Some(msg), "id");
         if let Some(logged) = at(Some(msg), "usage").filter(|u| opens_object(u)) {
@@ -316,6 +339,18 @@ pub(crate) fn compact_reserve(version: &str) -> Option<u64> {
     } else {
         33_000
     })
+}
+
+/// Whether a Claude Code version writes its requests (`api-request`, `api-request-shape`,
+/// `api-request-blob` lines): 2.1.282 and later.
+pub(crate) fn writes_requests(version: &str) -> bool {
+    let mut parts = version.split(['.', '-']).map(|p| p.parse::<u64>().ok());
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(Some(major)), Some(Some(minor)), Some(Some(patch))) => {
+            (major, minor, patch) >= (2, 1, 282)
+        }
+        _ => false,
+    }
 }
 
 /// The window a session's model and reading say, beside the one announced `before`: the

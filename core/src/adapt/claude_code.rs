@@ -22,11 +22,11 @@
 //! - Everything else (hook and bash progress, file-history snapshots, other system lines,
 //!   types to come) passes through as `claude-code/<type>[/<subtype>]`.
 
-use super::build::{Adapting, Id, fingerprint};
+use super::build::{Adapting, Id, content_chars, fingerprint};
 use super::census::{self, Treatment};
 use super::claude;
 use super::line::{Line, at, str_at};
-use crate::frame::kind::{COMPACT_END, COMPACT_START, USER_MESSAGE};
+use crate::frame::kind::{COMPACT_END, COMPACT_START, REQUEST_HEADER, USER_MESSAGE};
 
 /// The frame type of an `attachment` line.
 const ATTACHMENT: &str = "claude-code/attachment";
@@ -45,6 +45,13 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
     let parent = parent.as_deref();
     if parent.is_none() {
         claude::not_in_log(cx, stamp);
+        if !cx.st.sent.on
+            && line
+                .str("version")
+                .is_some_and(|v| claude::writes_requests(&v))
+        {
+            cx.st.sent.on = true;
+        }
     }
     let kind = line.str("type").unwrap_or_default();
     match &*kind {
@@ -54,7 +61,19 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
                 let mut f = cx.frame(USER_MESSAGE, id(), stamp, None);
                 f.extra_str("source_type", "user")
                     .extra_raw("compact_summary", "true");
-                cx.emit_replacement(f, at(Some(msg), "content").unwrap_or("null"));
+                if cx.st.sent.on {
+                    // The request after it carries the summary and what is kept, each as it
+                    // was sent: the replacement is the whole surface, and leaves nothing.
+                    cx.st.keep = None;
+                    f.extra_raw("held_for_request", "true");
+                    cx.replace(f);
+                    let sent = &mut cx.st.sent;
+                    sent.reset = true;
+                    sent.pending.clear();
+                    sent.pending_id = None;
+                } else {
+                    cx.emit_replacement(f, at(Some(msg), "content").unwrap_or("null"));
+                }
                 let end_id = match line.str("uuid") {
                     Some(u) => Id::Text(format!("{u}#end")),
                     None => Id::Numbered,
@@ -70,7 +89,24 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
             if kind == "user" && parent.is_none() {
                 claude::touched(cx, line.object("toolUseResult"));
             }
-            let mut f = claude::message(cx, &kind, msg, id(), stamp, parent);
+            let held = parent.is_none() && cx.st.sent.on;
+            let reading = held && kind == "assistant" && claude::gives_reading(cx, msg);
+            if reading && !cx.st.sent.requested {
+                // The reading's request went unwritten: it carried what waits.
+                unlogged_request(cx, stamp);
+            }
+            let mut f = claude::message(cx, &kind, msg, id(), stamp, parent, held);
+            if held {
+                let content = at(Some(msg), "content").unwrap_or("null");
+                let same = match kind.as_ref() {
+                    "assistant" => str_at(Some(msg), "id").map(|i| fingerprint(&i)),
+                    _ => None,
+                };
+                cx.st.sent.wait(content_chars(content), same);
+            }
+            if reading {
+                cx.st.sent.requested = false;
+            }
             f.extra_str("source_type", &kind);
             if let Some(a) = &agent {
                 f.extra_str("agent_id", a);
@@ -97,7 +133,7 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
                         Some("assistant") => "assistant",
                         _ => "user",
                     };
-                    let mut f = claude::message(cx, role, msg, id(), stamp, Some(&call));
+                    let mut f = claude::message(cx, role, msg, id(), stamp, Some(&call), false);
                     f.extra_str("source_type", "progress/agent_progress");
                     if let Some(a) = &data_agent {
                         f.extra_str("agent_id", a);
@@ -142,11 +178,12 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
                 cx.st.shows_restore = true;
             }
             let attachment = line.object("attachment").unwrap_or("{}");
-            let (_, treatment) = census::attachment(attachment);
+            let (_, treatment) = census::attachment_line(line);
             let mut f = cx.frame(ATTACHMENT, id(), stamp, parent);
             match treatment {
-                // Shown to the user or kept by Claude Code: carried, never priced.
-                Treatment::PassedOver => {
+                // Shown to the user or kept by Claude Code, or priced with the request that
+                // carries it: carried, never priced here.
+                _ if treatment == Treatment::PassedOver || cx.st.sent.on => {
                     f.raw("attachment", attachment);
                 }
                 // A hook's output: what it adds to the context is its `content`.
@@ -166,12 +203,164 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
             }
             cx.emit(f);
         }
+        "api-request-shape" if parent.is_none() => request_shape(cx, line, stamp),
+        "api-request-blob" if parent.is_none() => {
+            let message = line.object("message");
+            if let Some(hash) = line.str("hash") {
+                let chars = content_chars(at(message, "content").unwrap_or("null"));
+                cx.st.sent.keep_blob(fingerprint(&hash), chars);
+            }
+            cx.pass_through(line, None, id(), stamp, parent);
+        }
+        "api-request" if parent.is_none() => request(cx, line, stamp),
         _ => {
             let sub = line.str("subtype");
             cx.pass_through(line, sub.as_deref(), id(), stamp, parent);
         }
     }
 }
+
+/// An `api-request-shape` line: the system prompt and tools the session's requests carry, a
+/// `request/header` when they changed (contract §3.1: the envelope, measured).
+fn request_shape(cx: &mut Adapting, line: &Line, stamp: Option<&str>) {
+    let shape = line.object("shape");
+    let print = line.str("shapeHash").map(|h| fingerprint(&h));
+    if shape.is_none() || print.is_none_or(|p| cx.st.sent.shape == Some(p)) {
+        return cx.pass_through(line, None, Id::Numbered, stamp, None);
+    }
+    cx.st.sent.on = true;
+    cx.st.sent.shape = print;
+    let mut h = cx.frame(REQUEST_HEADER, Id::Numbered, stamp, None);
+    h.raw("system", at(shape, "system").unwrap_or("null"));
+    h.raw("tools", at(shape, "tools").unwrap_or("null"));
+    h.extra_str("source_type", "api-request-shape");
+    cx.emit(h);
+}
+
+/// The seed of the fingerprint of a request's message hashes in order.
+const LISTED: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// `seed` followed by the fingerprints of `hashes`, in order.
+fn listed(seed: u64, hashes: &[u64]) -> u64 {
+    hashes.iter().fold(seed, |chain, h| {
+        let mut bytes = [0u8; 16];
+        bytes[..8].copy_from_slice(&chain.to_le_bytes());
+        bytes[8..].copy_from_slice(&h.to_le_bytes());
+        crate::hash::fnv1a(&bytes)
+    })
+}
+
+/// An `api-request` line: the request Claude Code sent, as the messages it kept of the last
+/// one (`keep`) and the hashes of those it added (`tail`). What it added joins the surface as
+/// one node, each message priced as it was sent: a blob's, or the next transcript message
+/// waiting. A request that lists the last one's messages again from the start (a new process
+/// resuming) adds only what follows them; after a compaction, all of it.
+fn request(cx: &mut Adapting, line: &Line, stamp: Option<&str>) {
+    let keep = line.get("keep").and_then(crate::json::uint).unwrap_or(0);
+    let tail: Vec<u64> = line
+        .get("tail")
+        .filter(|t| t.starts_with('['))
+        .map(|t| {
+            crate::json::elements(t)
+                .filter_map(crate::json::string)
+                .map(|h| fingerprint(&h))
+                .collect()
+        })
+        .unwrap_or_default();
+    let sent = &mut cx.st.sent;
+    sent.on = true;
+    let relisted = |n: u64, chain: u64| {
+        keep == 0 && tail.len() as u64 >= n && listed(LISTED, &tail[..n as usize]) == chain
+    };
+    let (new_from, dropped, chain) = match sent.listed {
+        _ if sent.reset => (0, 0, listed(LISTED, &tail)),
+        Some((n, chain)) if keep == n => (0, 0, listed(chain, &tail)),
+        Some((n, chain)) if relisted(n, chain) => (n as usize, 0, listed(LISTED, &tail)),
+        Some((n, _)) => (0, n.saturating_sub(keep), listed(LISTED ^ keep, &tail)),
+        None => (0, 0, listed(LISTED ^ keep, &tail)),
+    };
+    let mut waiting = std::mem::take(&mut sent.pending).into_iter();
+    let mut unmatched = 0u64;
+    let added: Vec<u64> = tail[new_from..]
+        .iter()
+        .map(|h| {
+            sent.blob(*h).or_else(|| waiting.next()).unwrap_or_else(|| {
+                unmatched += 1;
+                0
+            })
+        })
+        .collect();
+    let chars: u64 = added.iter().sum();
+    // What the request lists, message by message: what it kept of the last, and what it added.
+    let kept = if sent.reset {
+        0
+    } else if dropped > 0 {
+        keep
+    } else {
+        sent.listed.map_or(0, |(n, _)| n)
+    };
+    sent.sizes = match sent.sizes.take() {
+        Some(mut sizes) if (kept as usize) <= sizes.len() || sent.listed.is_none() => {
+            sizes.truncate(kept as usize);
+            sizes.extend(&added);
+            (sizes.len() <= crate::adapt::state::LISTED).then_some(sizes)
+        }
+        None if sent.listed.is_none() || sent.reset => Some(added.clone()),
+        _ => None,
+    };
+    let rewrite = (dropped > 0)
+        .then(|| sent.sizes.as_ref().map(|s| s.iter().sum::<u64>()))
+        .flatten();
+    sent.listed = Some((keep.saturating_add(tail.len() as u64), chain));
+    sent.reset = false;
+    sent.requested = true;
+    sent.pending_id = None;
+    let mut f = cx.frame(REQUEST_FRAME, Id::Numbered, stamp, None);
+    match rewrite {
+        Some(all) => {
+            f.chars(all);
+        }
+        None if chars > 0 => {
+            f.chars(chars);
+        }
+        None => {}
+    }
+    f.extra_str("source_type", "api-request");
+    f.extra_raw("messages_added", &added.len().to_string());
+    if unmatched > 0 {
+        f.extra_raw("messages_unknown", &unmatched.to_string());
+    }
+    if dropped > 0 {
+        f.extra_raw("messages_dropped", &dropped.to_string());
+    }
+    let edits = at(at(line.object("params"), "context_management"), "edits");
+    let unmodelled = census::unmodelled_clearing(edits);
+    if !unmodelled.is_empty() {
+        f.extra_str("clearing_not_modelled", &unmodelled.join(","));
+    }
+    if rewrite.is_some() {
+        cx.rewrite(f);
+    } else {
+        cx.emit(f);
+    }
+}
+
+/// A reading whose request the log did not write (a log that writes its requests, but not
+/// this one): what waits is what it carried, one node before the reading.
+fn unlogged_request(cx: &mut Adapting, stamp: Option<&str>) {
+    let chars: u64 = std::mem::take(&mut cx.st.sent.pending).iter().sum();
+    cx.st.sent.pending_id = None;
+    if chars == 0 {
+        return;
+    }
+    let mut f = cx.frame(REQUEST_FRAME, Id::Numbered, stamp, None);
+    f.chars(chars);
+    f.extra_str("source_type", "unlogged-request");
+    cx.emit(f);
+}
+
+/// The frame type of a request the surface follows (contract §1: a pass-through type).
+const REQUEST_FRAME: &str = "claude-code/api-request";
 
 #[cfg(test)]
 mod tests {
@@ -723,6 +912,121 @@ mod tests {
         for f in &out[..3] {
             assert!(f["extras"].get("unknown_kind").is_none(), "{f}");
         }
+    }
+
+    /// Claude Code ≥ 2.1.282 writes the requests it sends: the shape is the envelope; a
+    /// transcript message waits for the request that carries it, and joins with it, priced as
+    /// sent — a blob for what the transcript does not hold as sent (the first prompt wrapped in
+    /// reminders, the system listings), the transcript's own message for the rest; a request
+    /// that lists everything again (a new process resuming) adds only what follows; one that
+    /// drops messages rewrites the surface, no compaction.
+    #[test]
+    fn a_log_that_writes_its_requests_prices_each_message_as_sent() {
+        let v = "2.1.332";
+        let user = |uuid: &str, text: &str| json!({"type":"user","sessionId":"s","uuid":uuid,"version":v,"message":{"role":"user","content":text}});
+        let blob = |hash: &str, text: &str| json!({"type":"api-request-blob","sessionId":"s","hash":hash,"message":{"role":"user","content":[{"type":"text","text":text}]}});
+        let request = |keep: u64, tail: &[&str]| {
+            json!({"type":"api-request","sessionId":"s","keep":keep,"tail":tail,
+                   "params":{"context_management":{"edits":[{"type":"clear_thinking_20251015","keep":"all"}]}}})
+        };
+        let answer = |uuid: &str, mid: &str, n: u64| {
+            json!({"type":"assistant","sessionId":"s","uuid":uuid,"version":v,
+                   "message":{"id":mid,"role":"assistant","model":"claude-opus-5-5","content":[{"type":"text","text":"ok"}],
+                              "usage":{"input_tokens":n}}})
+        };
+        let sizes = |text: &str| {
+            crate::adapt::build::content_chars(&json!([{"type":"text","text":text}]).to_string())
+        };
+        let out = adapt_values(
+            Input::ClaudeCode,
+            &[
+                user("u1", "first prompt"),
+                json!({"type":"attachment","sessionId":"s","uuid":"at","version":v,"attachment":{"type":"date","date":"d"},
+                       "rendered":[{"content":"<system-reminder>date</system-reminder>"}]}),
+                json!({"type":"api-request-shape","sessionId":"s","shapeHash":"h1",
+                       "shape":{"system":[{"type":"text","text":"be brief"}],"tools":[{"name":"Read"}]}}),
+                blob("b1", "reminders and the first prompt"),
+                request(0, &["b1"]),
+                answer("a1", "m1", 1000),
+                user("u2", "second prompt"),
+                request(1, &["m1hash", "u2hash"]),
+                answer("a2", "m2", 1100),
+                // A new process resuming lists it all again.
+                json!({"type":"api-request-shape","sessionId":"s","shapeHash":"h1",
+                       "shape":{"system":[{"type":"text","text":"be brief"}],"tools":[{"name":"Read"}]}}),
+                user("u3", "third"),
+                request(0, &["b1", "m1hash", "u2hash", "m2hash", "u3hash"]),
+                answer("a3", "m3", 1200),
+                // A request that dropped what it carried before.
+                user("u4", "fourth"),
+                request(1, &["m3hash", "u4hash"]),
+            ],
+        );
+        let headers: Vec<&Value> = out
+            .iter()
+            .filter(|f| f["type"] == "request/header")
+            .collect();
+        assert!(
+            headers
+                .iter()
+                .any(|h| h["system"][0]["text"] == "be brief" && h["tools"][0]["name"] == "Read")
+        );
+        assert_eq!(
+            headers
+                .iter()
+                .filter(|h| h.get("tools").is_some_and(|t| t.is_array()))
+                .count(),
+            1,
+            "the same shape once"
+        );
+        // Transcript messages carry no content of their own; attachments rendered into a blob
+        // are priced with it.
+        for f in out
+            .iter()
+            .filter(|f| f["type"] == "user/message" || f["type"] == "claude-code/attachment")
+        {
+            assert!(f.get("message").is_none(), "{f}");
+        }
+        let requests: Vec<&Value> = out
+            .iter()
+            .filter(|f| f["type"] == "claude-code/api-request")
+            .collect();
+        assert_eq!(requests.len(), 4);
+        let text_chars = |t: &str| sizes(t);
+        assert_eq!(
+            requests[0]["message_chars"],
+            text_chars("reminders and the first prompt")
+        );
+        // The answer m1 and the prompt u2, as the transcript holds them.
+        let ok =
+            crate::adapt::build::content_chars(&json!([{"type":"text","text":"ok"}]).to_string());
+        assert_eq!(
+            requests[1]["message_chars"],
+            ok + crate::adapt::build::content_chars("\"second prompt\"")
+        );
+        assert_eq!(
+            requests[2]["extras"]["messages_added"], 2,
+            "{}",
+            requests[2]
+        );
+        assert!(
+            requests[3]["rewrite"] == true && requests[3].get("replaces").is_some(),
+            "{}",
+            requests[3]
+        );
+        assert_eq!(requests[3]["extras"]["messages_dropped"], 4);
+    }
+
+    /// The preserved messages of a turn compacted mid-way, written again after the boundary
+    /// with a top level of zeros: no reading, whatever their iterations hold.
+    #[test]
+    fn a_preserved_line_of_zeros_is_no_reading() {
+        let out = adapt(&[
+            json!({"type":"assistant","sessionId":"s","uuid":"p","message":{"id":"m","role":"assistant",
+            "content":[],"usage":{"input_tokens":0,"cache_read_input_tokens":0,"cache_creation_input_tokens":0,"output_tokens":0,
+            "iterations":[{"type":"message","input_tokens":1,"cache_read_input_tokens":204_665,"output_tokens":3}]}}}),
+        ]);
+        assert!(out.iter().all(|f| f.get("usage").is_none()), "{out:?}");
     }
 
     /// A model refusal falls back to another model: the next assistant line names it, and the

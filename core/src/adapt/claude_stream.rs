@@ -65,7 +65,7 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
             if kind == "user" && parent.is_none() {
                 claude::touched(cx, line.object("tool_use_result"));
             }
-            let mut f = claude::message(cx, &kind, msg, id(), stamp, parent);
+            let mut f = claude::message(cx, &kind, msg, id(), stamp, parent, false);
             f.extra_str("source_type", &kind);
             cx.emit(f);
         }

@@ -53,6 +53,8 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
                 | "custom_tool_call_output"
                 | "local_shell_call_output"
                 | "tool_search_output" => Some(TOOL_RESULT),
+                // Another agent's message to this one (multi-agent): input it is sent.
+                "agent_message" => Some("agent/message"),
                 _ => {
                     return cx.pass_through(line, Some(t), Id::Numbered, stamp, None);
                 }
@@ -70,9 +72,18 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
             // What the model wrote starts (or continues) a response; anything else is input
             // the next request carries.
             if kind == ASSISTANT_MESSAGE || kind == TOOL_CALL || kind == "assistant/reasoning" {
+                if !cx.st.request.responding {
+                    cx.st.since_chars = 0;
+                }
                 cx.st.request.response();
             } else {
                 cx.st.request.input(f.seq());
+                // What Codex adds, estimated, to the last response's total before comparing
+                // it with its threshold: what came in since the response (contract §3.5).
+                cx.st.since_chars = cx
+                    .st
+                    .since_chars
+                    .saturating_add(crate::estimate::counted(item.as_bytes()));
             }
             f.raw("message", message);
             f.extra_str("source_type", &format!("response_item/{t}"));
@@ -86,6 +97,32 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
         }
         ("compacted", _) if payload.is_some() => {
             let mut start = cx.frame(COMPACT_START, Id::Numbered, stamp, None);
+            // The level it began at, as Codex counts it against its threshold: the last
+            // reading's total and the history written since, estimated (contract §3.5).
+            // Automatic when no user's turn came between the last reading and it — unless
+            // Codex cannot have fired there: under half its threshold, or under the threshold
+            // with nothing written since the reading (at a turn's start Codex compares the
+            // reading alone).
+            let since = cx.st.since_chars.div_ceil(4);
+            match (cx.st.last_total, cx.st.user_turn, cx.st.compact_limit) {
+                (Some(total), false, Some(limit))
+                    if total + since < limit / 2 || (since == 0 && total < limit) =>
+                {
+                    start
+                        .string("trigger", "manual")
+                        .uint("preTokens", total + since);
+                }
+                (Some(total), false, _) => {
+                    start
+                        .string("trigger", "auto")
+                        .uint("preTokens", total + since);
+                }
+                (Some(total), true, _) => {
+                    start.uint("preTokens", total + since);
+                }
+                (None, ..) => {}
+            }
+            cx.st.since_chars = 0;
             start.extra_str("source_type", "compacted");
             cx.emit(start);
             let summary = at(payload, "message");
@@ -104,6 +141,10 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
             cx.emit_replacement(f, message);
         }
         ("event_msg", Some("token_count")) => token_count(cx, line, stamp),
+        ("event_msg", Some("user_message")) => {
+            cx.st.user_turn = true;
+            cx.pass_through(line, payload_type.as_deref(), Id::Numbered, stamp, None);
+        }
         ("event_msg", Some("task_started")) => {
             match uint_at(payload, "model_context_window").filter(|w| *w >= 1) {
                 Some(w) => {
@@ -119,7 +160,12 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
         ("turn_context", _) => {
             // A header when the threshold or the model changed (the records name the model,
             // contract §3.6).
-            let limit = compact_limit(payload).filter(|l| cx.st.compact_limit != Some(*l));
+            if let Some(c) = compact_limit(payload) {
+                cx.st.configured_limit = Some(c);
+            }
+            let limit = compact_limit(payload)
+                .map(|c| cx.st.window.map_or(c, |w| threshold(w, Some(c))))
+                .filter(|l| cx.st.compact_limit != Some(*l));
             let model = str_at(payload, "model").filter(|m| !m.is_empty() && m.len() <= NAME_BYTES);
             let print = model
                 .as_deref()
@@ -153,11 +199,23 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
     }
 }
 
-/// A `request/header` announcing the window a line names.
+/// Codex's automatic compaction threshold for the window a rollout logs: 90% of the model's
+/// window, which the rollout logs as 95% of it (`effective_context_window_percent`), so 18/19
+/// of what it logs; its configuration's `model_auto_compact_token_limit` only lowers it
+/// (codex-rs, measured in the lab: 0.171 fires at 244,800 of a logged 258,400, at 90,000 of
+/// a logged 95,000).
+fn threshold(logged_window: u64, configured: Option<u64>) -> u64 {
+    let own = (logged_window as u128 * 18 / 19) as u64;
+    configured.map_or(own, |c| c.min(own))
+}
+
+/// A `request/header` announcing the window a line names, and the threshold it gives.
 fn window_header(cx: &mut Adapting, stamp: Option<&str>, w: u64, source_type: &str) -> FrameBuf {
     let mut h = cx.frame(REQUEST_HEADER, Id::Numbered, stamp, None);
+    let limit = threshold(w, cx.st.configured_limit);
     let levels = Announced {
         window: Some(w),
+        auto_compact: (cx.st.compact_limit != Some(limit)).then_some(limit),
         ..Announced::default()
     };
     cx.announce(&mut h, levels);
@@ -199,6 +257,7 @@ fn session_meta(cx: &mut Adapting, line: &Line, stamp: Option<&str>) {
     if let Some(s) = at(payload, "base_instructions") {
         f.raw("system", s);
     }
+    cx.st.configured_limit = compact_limit(payload).or(cx.st.configured_limit);
     let levels = Announced {
         auto_compact: compact_limit(payload),
         ..Announced::default()
@@ -233,6 +292,8 @@ fn token_count(cx: &mut Adapting, line: &Line, stamp: Option<&str>) {
     if input == 0 || repeat {
         return cx.pass_through(line, Some("token_count"), Id::Numbered, stamp, None);
     }
+    cx.st.last_total = Some(uint_at(last, "total_tokens").unwrap_or(input + output.unwrap_or(0)));
+    cx.st.user_turn = false;
     // Written by a provider that counts cache writes apart: a part of `input_tokens`, as the
     // cached part is.
     let written = uint_at(last, "cache_write_input_tokens")
@@ -276,6 +337,52 @@ mod tests {
             "total_token_usage":{"input_tokens":input,"cached_input_tokens":cached,"output_tokens":1,"total_tokens":total},
             "last_token_usage":{"input_tokens":input,"cached_input_tokens":cached,"output_tokens":1,"total_tokens":input+1},
             "model_context_window":1000}}})
+    }
+
+    /// Codex's threshold from the window its rollout logs (90% of the model's, logged as 95%),
+    /// capped by a configured one; a compaction's level is the last response's total and what
+    /// came in since; automatic unless a user's turn came between, or Codex cannot have fired
+    /// there.
+    #[test]
+    fn the_threshold_and_each_compaction_s_trigger_and_level() {
+        let tc = |input: u64, total: u64| {
+            json!({"timestamp":"t","type":"event_msg","payload":{"type":"token_count","info":{
+                "total_token_usage":{"total_tokens":total},
+                "last_token_usage":{"input_tokens":input,"cached_input_tokens":0,"output_tokens":10,"total_tokens":input+10},
+                "model_context_window":258_400}}})
+        };
+        let output = |chars: usize| json!({"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"x".repeat(chars)}});
+        let call = json!({"timestamp":"t","type":"response_item","payload":{"type":"function_call","name":"exec","arguments":"{}","call_id":"c"}});
+        let compacted = json!({"timestamp":"t","type":"compacted","payload":{"message":"summary","replacement_history":[]}});
+        let out = adapt(&[
+            json!({"timestamp":"t0","type":"session_meta","payload":{"id":"cx"}}),
+            call.clone(),
+            output(400),
+            tc(240_000, 1),
+            compacted.clone(),
+            tc(20_000, 2),
+            json!({"timestamp":"t","type":"event_msg","payload":{"type":"user_message","message":"go"}}),
+            compacted.clone(),
+            tc(30_000, 3),
+            compacted,
+        ]);
+        let header = out
+            .iter()
+            .find(|f| f.get("auto_compact_tokens").is_some())
+            .unwrap();
+        assert_eq!(header["auto_compact_tokens"], 244_800);
+        let starts: Vec<&Value> = out
+            .iter()
+            .filter(|f| f["type"] == "compact/start")
+            .collect();
+        let level = |f: &Value| f["preTokens"].as_u64();
+        // Mid-turn: the total and the output since, estimated.
+        assert_eq!(starts[0]["trigger"], "auto");
+        assert!(level(starts[0]).unwrap() > 240_010 && level(starts[0]).unwrap() < 240_200);
+        // A user's turn between: no trigger said.
+        assert!(starts[1].get("trigger").is_none() && level(starts[1]) == Some(20_010));
+        // Nothing since a reading under the threshold: by hand.
+        assert_eq!(starts[2]["trigger"], "manual");
     }
 
     #[test]

@@ -87,6 +87,12 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
         }
         return;
     }
+    if let Some(set) = line.object("$set") {
+        return match at(Some(set), "messages").filter(|m| m.starts_with('[')) {
+            Some(messages) => history(cx, line, messages),
+            None => cx.pass_through(line, Some("$set"), Id::Numbered, None, None),
+        };
+    }
     let id = line.str("id");
     match (line.str("type").as_deref(), id) {
         (Some(_), Some(id)) if document::is_last_applied(cx.st, &id) => late_reading(cx, line),
@@ -98,6 +104,84 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
         _ => cx.pass_through(line, None, Id::Numbered, line.get("timestamp"), None),
     }
 }
+
+/// A recording's `$set` of the whole history (Gemini CLI ≥ 0.39): what the next request
+/// carries from now, every message as it will be sent (its `content` parts). One that brings a
+/// `<state_snapshot>` summary the history did not hold is a compression (the history it
+/// replaces, `compact/start` with the last reading as its level, the log showing all that comes
+/// back); any other rewrites the surface (a resume's history written again, tool outputs
+/// masked: contract §3.1); the bare session context a process opens with, after a history, is
+/// the next `$set`'s to replace.
+fn history(cx: &mut Adapting, line: &Line, messages: &str) {
+    let list: Vec<&str> = json::elements(messages).collect();
+    let last = list
+        .last()
+        .map(|m| fingerprint(&str_at(Some(m), "id").unwrap_or_default()));
+    if list.len() <= 1 && cx.st.applied.is_some_and(|(n, _)| n > 1) {
+        return cx.pass_through(line, Some("$set"), Id::Numbered, None, None);
+    }
+    let chars: u64 = list
+        .iter()
+        .map(|m| crate::adapt::build::content_chars(at(Some(m), "content").unwrap_or("null")))
+        .sum();
+    // The newest summary the history holds (a later compression keeps the earlier one's).
+    let snapshot = list.iter().rev().find_map(|m| {
+        let content = at(Some(m), "content")?;
+        let text = json::elements(content)
+            .find_map(|p| str_at(Some(p), "text"))
+            .or_else(|| json::string(content))?;
+        text.trim_start()
+            .starts_with("<state_snapshot>")
+            .then(|| fingerprint(&str_at(Some(m), "id").unwrap_or_default()))
+    });
+    let stamp = None;
+    match snapshot.filter(|s| cx.st.snapshot_id != Some(*s)) {
+        Some(s) => {
+            cx.st.snapshot_id = Some(s);
+            let mut start = cx.frame(COMPACT_START, Id::Numbered, stamp, None);
+            start.string(
+                "trigger",
+                if cx.st.asked_compress {
+                    "manual"
+                } else {
+                    "auto"
+                },
+            );
+            if let Some(before) = cx.st.total {
+                start.uint("preTokens", before);
+            }
+            start.json("restore_shown", "true");
+            start.extra_str("source_type", "$set/messages");
+            cx.emit(start);
+            let mut f = cx.frame(USER_MESSAGE, Id::Numbered, stamp, None);
+            f.chars(chars);
+            f.extra_str("source_type", "$set/messages");
+            cx.replace(f);
+            let mut end = cx.frame(COMPACT_END, Id::Numbered, stamp, None);
+            end.extra_str("source_type", "$set/messages");
+            cx.emit(end);
+            // The reading after is the compressed history's, no fall to infer a compression from.
+            cx.st.total = None;
+        }
+        None => {
+            let mut f = cx.frame(HISTORY, Id::Numbered, stamp, None);
+            f.chars(chars);
+            f.extra_str("source_type", "$set/messages");
+            if cx.st.surface.is_some() {
+                cx.rewrite(f);
+            } else {
+                cx.emit(f);
+            }
+        }
+    }
+    cx.st.asked_compress = false;
+    if let Some(p) = last {
+        cx.st.applied = Some((list.len() as u64, p));
+    }
+}
+
+/// The frame type of a history a recording writes whole (a pass-through type, contract §1).
+const HISTORY: &str = "gemini-cli/history";
 
 /// The header: the agent, and the model's window and compression point when it names one.
 fn announce(cx: &mut Adapting, stamp: Option<&str>, model: Option<&str>) {
@@ -130,12 +214,19 @@ fn late_reading(cx: &mut Adapting, m: &Line) {
     let stamp = m.get("timestamp");
     let usage = usage_of(m.object("tokens"));
     let input = usage.prompt();
-    if m.str("type").as_deref() != Some("gemini") || input == 0 || cx.st.total == Some(input) {
-        return cx.pass_through(m, Some("update"), Id::Numbered, stamp, None);
+    let gemini = m.str("type").as_deref() == Some("gemini");
+    if !gemini || input == 0 || cx.st.total == Some(input) {
+        cx.pass_through(m, Some("update"), Id::Numbered, stamp, None);
+    } else {
+        let mut f = reading(cx, stamp, usage);
+        f.extra_str("source_type", "gemini/update");
+        cx.emit(f);
     }
-    let mut f = reading(cx, stamp, usage);
-    f.extra_str("source_type", "gemini/update");
-    cx.emit(f);
+    // A recording writes an answer's tool calls with it again once they ran: the calls join
+    // what the next request carries; their results come as the user's message after.
+    if gemini {
+        tool_calls(cx, m, stamp, false);
+    }
 }
 
 /// The frame of an answer whose tokens count its prompt (`usage.prompt()` ≥ 1), whichever
@@ -156,6 +247,12 @@ fn message(cx: &mut Adapting, m: &Line) {
     let stamp = m.get("timestamp");
     match m.str("type").as_deref() {
         Some("user") => {
+            let text = m.get("content").and_then(|c| {
+                json::elements(c)
+                    .find_map(|p| str_at(Some(p), "text"))
+                    .or_else(|| json::string(c))
+            });
+            cx.st.asked_compress = text.is_some_and(|t| t.trim_start().starts_with("/compress"));
             let mut f = cx.frame(USER_MESSAGE, Id::Numbered, stamp, None);
             f.raw("message", m.get("content").unwrap_or("null"));
             f.extra_str("source_type", "user");
@@ -190,6 +287,12 @@ fn answer(cx: &mut Adapting, m: &Line, stamp: Option<&str>) {
         f.extra_raw("thoughts_tokens", &t.to_string());
     }
     cx.emit(f);
+    tool_calls(cx, m, stamp, true);
+}
+
+/// An answer's `toolCalls`: each a `tool/call` (name and args) and, with `results`, a
+/// `tool/result` (the `result` parts the model is sent).
+fn tool_calls(cx: &mut Adapting, m: &Line, stamp: Option<&str>, results: bool) {
     for call in m.get("toolCalls").map(json::elements).into_iter().flatten() {
         let mut c = cx.frame(TOOL_CALL, Id::Numbered, stamp, None);
         c.raw("message", at(Some(call), "args").unwrap_or("null"));
@@ -200,7 +303,7 @@ fn answer(cx: &mut Adapting, m: &Line, stamp: Option<&str>) {
             c.extra_raw("call_id", id);
         }
         cx.emit(c);
-        if let Some(result) = at(Some(call), "result") {
+        if let Some(result) = at(Some(call), "result").filter(|_| results) {
             let mut r = cx.frame(TOOL_RESULT, Id::Numbered, stamp, None);
             r.raw("message", result);
             if let Some(id) = at(Some(call), "id") {

@@ -246,6 +246,7 @@ impl Lines {
             st,
             session,
             out,
+            next_print: None,
         };
         for line in std::iter::once(line).chain(more) {
             match self.input {

@@ -147,6 +147,8 @@ fn remember_role(cx: &mut Adapting, id: &str, assistant: bool) {
 fn message(cx: &mut Adapting, info: &Line, parts: &[&str]) {
     if let (Some(id), Some(role)) = (info.str("id"), info.str("role")) {
         remember_role(cx, &id, role == "assistant");
+        // Its first node stands for it: a compaction that keeps the turns from it on names it.
+        cx.next_print = Some(fingerprint(&id));
     }
     let stamp = stamp_of(info);
     let stamp = stamp.as_deref();
@@ -171,14 +173,33 @@ fn message(cx: &mut Adapting, info: &Line, parts: &[&str]) {
     match info.str("role").as_deref() {
         Some("user") => {
             for p in parts {
+                // A compaction that keeps the latest turns verbatim names the first message it
+                // keeps: the replacement spans the surface up to it (contract §3.1).
+                if str_at(Some(p), "type").as_deref() == Some("compaction") {
+                    let auto = at(Some(p), "auto") == Some("true");
+                    cx.st.compaction_trigger = Some(if auto {
+                        crate::frame::Trigger::Auto
+                    } else {
+                        crate::frame::Trigger::Manual
+                    });
+                    if let Some(tail) = str_at(Some(p), "tail_start_id") {
+                        cx.st.keep_from(fingerprint(&tail));
+                    }
+                }
                 part(cx, Part::Raw(p), stamp);
             }
         }
         Some("assistant") if info.is_true("summary") => {
             let mut start = cx.frame(COMPACT_START, Id::Numbered, stamp, None);
+            if let Some(t) = cx.st.compaction_trigger.take() {
+                start.string("trigger", t.word());
+            }
             if let Some(before) = cx.st.total {
                 start.uint("preTokens", before);
             }
+            // What OpenCode sends after is the summary, what it kept and what follows, all in
+            // the session: nothing comes back unseen.
+            start.json("restore_shown", "true");
             start.extra_str("source_type", "summary");
             cx.emit(start);
             let mut f = cx.frame(USER_MESSAGE, Id::Numbered, stamp, None);

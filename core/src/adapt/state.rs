@@ -24,6 +24,17 @@ pub(crate) struct AdaptState {
     pub total: Option<u64>,
     /// Codex: the last automatic compaction threshold announced in a `request/header`.
     pub compact_limit: Option<u64>,
+    /// Codex: the threshold its configuration names (`model_auto_compact_token_limit`), which
+    /// caps the one its window gives.
+    pub configured_limit: Option<u64>,
+    /// Codex: what the last reading's response totalled (`last_token_usage.total_tokens`), and
+    /// whether a user's turn came since it: a compaction with none between is automatic.
+    pub last_total: Option<u64>,
+    pub user_turn: bool,
+    /// Codex: the characters of the history items written since the last response began (what
+    /// Codex adds, estimated, to that response's total before it compares it with its
+    /// threshold).
+    pub since_chars: u64,
     /// The latest surface nodes that came with a line id, in surface order: `(fingerprint of
     /// the id, seq)`, at most [`RECENT`]. A compaction that keeps its last messages verbatim
     /// names the first it keeps by id.
@@ -54,6 +65,89 @@ pub(crate) struct AdaptState {
     /// OpenCode storage: the latest messages' roles, `(fingerprint of the id, assistant)`, at
     /// most [`ROLES`]: a part file names its message, not who wrote it.
     pub roles: Vec<(u64, bool)>,
+    /// Claude Code: what a log that writes its requests says of them ([`Sent`]).
+    pub sent: Sent,
+    /// Gemini CLI: the fingerprint of the last compression summary (`<state_snapshot>`) its
+    /// history held.
+    pub snapshot_id: Option<u64>,
+    /// Gemini CLI: the latest prompt asked for `/compress` (the next compression is by hand).
+    pub asked_compress: bool,
+    /// OpenCode: what set off the compaction its latest `compaction` part announced.
+    pub compaction_trigger: Option<crate::frame::Trigger>,
+}
+
+/// Claude Code ≥ 2.1.282 writes every request it sends: `api-request-shape` (the system
+/// prompt and tools), `api-request-blob` (each message the transcript does not hold as it was
+/// sent, by hash) and `api-request` (how many messages of the last request it kept, the
+/// hashes of those it added). There the surface follows the requests: a transcript message
+/// waits for the request that carries it, and joins the surface with it, priced (contract
+/// §3.1); one that no request carries (its text went into a blob) never joins.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Sent {
+    /// The session's log writes its requests.
+    pub on: bool,
+    /// The characters of each transcript message since the last request, in order, at most
+    /// [`PENDING`] (more are added to the last).
+    pub pending: Vec<u64>,
+    /// The fingerprint of the last pending assistant message's id: its further lines (one per
+    /// content block) add to it.
+    pub pending_id: Option<u64>,
+    /// The blobs seen, `(fingerprint of the hash, characters)`, the most recent last, at most
+    /// [`BLOBS`].
+    pub blobs: Vec<(u64, u64)>,
+    /// The last request's messages: how many, and the fingerprint of their hashes in order.
+    pub listed: Option<(u64, u64)>,
+    /// A compaction replaced the surface since the last request: all of the next is new.
+    pub reset: bool,
+    /// A request line came since the last reading (else the reading's own request is priced
+    /// from what waits).
+    pub requested: bool,
+    /// The fingerprint of the request shape last announced.
+    pub shape: Option<u64>,
+    /// The characters of each message of the last request, in order, while it has at most
+    /// [`LISTED`] (beyond, `None`: a request that drops messages is then priced by what it adds).
+    pub sizes: Option<Vec<u64>>,
+}
+
+/// The messages of one request a session follows message by message.
+pub(crate) const LISTED: usize = 20_000;
+
+/// Transcript messages that wait for their request, at most.
+pub(crate) const PENDING: usize = 64;
+/// Blobs a session remembers by hash.
+pub(crate) const BLOBS: usize = 64;
+
+impl Sent {
+    /// A transcript message of `chars` characters; an assistant's `id` (its fingerprint)
+    /// continues the last one when it is the same.
+    pub(crate) fn wait(&mut self, chars: u64, id: Option<u64>) {
+        let continues = (id.is_some() && id == self.pending_id) || self.pending.len() == PENDING;
+        match self.pending.last_mut() {
+            Some(last) if continues => {
+                *last = last.saturating_add(chars);
+            }
+            _ => self.pending.push(chars),
+        }
+        self.pending_id = id;
+    }
+
+    /// A blob's size, by the fingerprint of its hash.
+    pub(crate) fn blob(&self, print: u64) -> Option<u64> {
+        self.blobs
+            .iter()
+            .find(|(p, _)| *p == print)
+            .map(|(_, c)| *c)
+    }
+
+    pub(crate) fn keep_blob(&mut self, print: u64, chars: u64) {
+        if self.blob(print).is_some() {
+            return;
+        }
+        if self.blobs.len() == BLOBS {
+            self.blobs.remove(0);
+        }
+        self.blobs.push((print, chars));
+    }
 }
 
 /// Message roles an OpenCode session remembers for its parts.
@@ -249,6 +343,14 @@ impl Checkpointed for Track {
         w.opt_uint("window", s.window);
         w.opt_uint("total", s.total);
         w.opt_uint("compactLimit", s.compact_limit);
+        if s.configured_limit.is_some() {
+            w.opt_uint("configuredLimit", s.configured_limit);
+        }
+        if s.last_total.is_some() {
+            w.opt_uint("lastTotal", s.last_total);
+            w.bool("userTurn", s.user_turn);
+            w.uint("sinceChars", s.since_chars);
+        }
         let pairs: Vec<String> = s.recent.iter().map(|(p, q)| format!("[{p},{q}]")).collect();
         w.raw("recent", &format!("[{}]", pairs.join(",")));
         match s.keep {
@@ -284,6 +386,40 @@ impl Checkpointed for Track {
                 .collect();
             w.raw("roles", &format!("[{}]", pairs.join(",")));
         }
+        let sent = &s.sent;
+        if sent.on {
+            w.bool("sentOn", true);
+            let list = |v: &[u64]| {
+                let items: Vec<String> = v.iter().map(u64::to_string).collect();
+                format!("[{}]", items.join(","))
+            };
+            w.raw("sentPending", &list(&sent.pending));
+            w.opt_uint("sentPendingId", sent.pending_id);
+            let pairs: Vec<String> = sent
+                .blobs
+                .iter()
+                .map(|(p, c)| format!("[{p},{c}]"))
+                .collect();
+            w.raw("sentBlobs", &format!("[{}]", pairs.join(",")));
+            if let Some((n, print)) = sent.listed {
+                w.raw("sentListed", &format!("[{n},{print}]"));
+            }
+            w.bool("sentReset", sent.reset);
+            w.bool("sentRequested", sent.requested);
+            w.opt_uint("sentShape", sent.shape);
+            if let Some(sizes) = &sent.sizes {
+                w.raw("sentSizes", &list(sizes));
+            }
+        }
+        if s.snapshot_id.is_some() {
+            w.opt_uint("snapshotId", s.snapshot_id);
+        }
+        if s.asked_compress {
+            w.bool("askedCompress", true);
+        }
+        if let Some(t) = s.compaction_trigger {
+            w.opt_str("compactionTrigger", Some(t.word()));
+        }
         if let Some(o) = self.last_offset {
             w.raw("lastOffset", &o.to_string());
         }
@@ -299,6 +435,10 @@ impl Checkpointed for Track {
             "window" => b.state.window = m.read()?,
             "total" => b.state.total = m.read()?,
             "compactLimit" => b.state.compact_limit = m.read()?,
+            "configuredLimit" => b.state.configured_limit = m.read()?,
+            "lastTotal" => b.state.last_total = m.read()?,
+            "userTurn" => b.state.user_turn = m.read()?,
+            "sinceChars" => b.state.since_chars = m.read()?,
             "recent" => b.state.recent = m.read_bounded(RECENT, "nodes")?,
             "keep" => {
                 let keep: Option<(u64, u64)> = m.read()?;
@@ -323,6 +463,21 @@ impl Checkpointed for Track {
                 // `[id fingerprint, 1 for the assistant's]`.
                 let roles: Vec<(u64, u64)> = m.read_bounded(ROLES, "messages")?;
                 b.state.roles = roles.into_iter().map(|(p, a)| (p, a == 1)).collect();
+            }
+            "sentOn" => b.state.sent.on = m.read()?,
+            "sentPending" => b.state.sent.pending = m.read_bounded(PENDING, "messages")?,
+            "sentPendingId" => b.state.sent.pending_id = m.read()?,
+            "sentBlobs" => b.state.sent.blobs = m.read_bounded(BLOBS, "blobs")?,
+            "sentListed" => b.state.sent.listed = m.read()?,
+            "sentReset" => b.state.sent.reset = m.read()?,
+            "sentRequested" => b.state.sent.requested = m.read()?,
+            "sentShape" => b.state.sent.shape = m.read()?,
+            "sentSizes" => b.state.sent.sizes = Some(m.read_bounded(LISTED, "messages")?),
+            "snapshotId" => b.state.snapshot_id = m.read()?,
+            "askedCompress" => b.state.asked_compress = m.read()?,
+            "compactionTrigger" => {
+                let t: Option<String> = m.read()?;
+                b.state.compaction_trigger = t.as_deref().and_then(crate::frame::Trigger::named);
             }
             "lastOffset" => b.last_offset = m.read()?,
             _ => return Ok(false),

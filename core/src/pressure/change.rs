@@ -2,7 +2,7 @@
 //! anything changes: the part of a frame the pressure view reads, priced, so that
 //! [`super::session::Session::apply`] validates, then commits.
 
-use super::session::{Names, Refusal};
+use super::session::{Names, Pending, Refusal};
 use super::surface::{Node, Replaces};
 use crate::estimate::estimate;
 use crate::frame::kind::{ASSISTANT_MESSAGE, COMPACT_START, REQUEST_HEADER};
@@ -20,6 +20,8 @@ pub(crate) struct Change {
     pub(super) sample: Option<u64>,
     /// The node the frame adds, with the span it replaces, when it has a message or a span.
     pub(super) node: Option<(Node, Option<Replaces>)>,
+    /// The span is the agent's request list rewritten, not a compaction (`rewrite`).
+    pub(super) rewrite: bool,
     /// An automatic compaction's level (`compact/start`).
     pub(super) auto_compact: Option<u64>,
     /// On a `compact/start`: whether it says the log writes what comes back, and what it says
@@ -28,6 +30,8 @@ pub(crate) struct Change {
     pub(super) restore_tokens: Option<u64>,
     /// On a `compact/start`: whether the prior may add what comes back beyond it.
     pub(super) restore_beyond: Option<bool>,
+    /// A `compact/start`: what set it off and the size it began at, for the count (§3.6).
+    pub(super) compaction: Option<Pending>,
     /// The agent's own threshold (`request/header`).
     pub(super) agent_compact: Option<u64>,
     /// The agent and model a `request/header` names.
@@ -164,10 +168,15 @@ impl Change {
             capacity: header.then_some(v.context_window()).flatten(),
             sample,
             node,
+            rewrite: span.is_some() && v.rewrite(),
             auto_compact: compact_start.then(|| v.auto_compaction()).flatten(),
             restore_shown: compact_start.then(|| v.restore_shown()),
             restore_tokens: compact_start.then(|| v.restore_tokens()).flatten(),
             restore_beyond: compact_start.then(|| v.restore_beyond()),
+            compaction: compact_start.then(|| Pending {
+                trigger: v.trigger(),
+                before: v.pre_tokens(),
+            }),
             agent_compact: header.then(|| v.auto_compact_tokens()).flatten(),
             agent: header
                 .then(|| v.agent().map(std::sync::Arc::from))

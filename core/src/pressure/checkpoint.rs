@@ -1,9 +1,11 @@
 //! A pressure session's members in a checkpoint: version 5 writes them all (`rebaseFirst`,
 //! `keptNode`, `keptShown`, `shownNext`, `keptBare`, `bareNext`, `compactReserve`,
-//! `notInLog`, `restorePrior`, `agent` and `model` are members version 5 gained later: a
-//! checkpoint without them restores with the base at scale 1, the summary priced with what was
-//! kept, nothing shown, the prior at every compaction, no reserve, every envelope part
-//! measured, the instance's prior, no names — readers that predate them ignore them); versions
+//! `notInLog`, `restorePrior`, `agent`, `model`, `compactions`, `lastCompaction`,
+//! `compactNext`, `anchorEnvelope` and `rebaseEnvelope` are members version 5 gained later: a
+//! checkpoint without them restores with
+//! the base at scale 1, the summary priced with what was kept, nothing shown, the prior at
+//! every compaction, no reserve, every envelope part measured, the instance's prior, no names,
+//! no compaction counted, no envelope grown since the last reading — readers that predate them ignore them); versions
 //! 4 to 1 restore what they carried (4: `rebased` starts as if no compaction had been seen, the
 //! base learnt from the next reading; 3: no calibration sums; 2: no anchor, so no projection
 //! until the next sample; 1: the breakdown only, envelope and surface).
@@ -13,8 +15,9 @@ use std::fmt;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-use super::session::{Envelope, Kept, Levels, Rebase, Session};
+use super::session::{Compacted, Compactions, Envelope, Kept, Levels, Pending, Rebase, Session};
 use super::surface::{Node, RestoreError, Surface};
+use crate::frame::Trigger;
 use crate::state::checkpoint::{CheckpointError, Member, Members, field};
 
 /// What a pressure session's members hold as they are read.
@@ -57,6 +60,14 @@ pub(crate) struct Fields {
     /// `agent`, `model`.
     agent: Option<String>,
     model: Option<String>,
+    /// `compactions`, `lastCompaction`: `[trigger, before, after]`, `compactNext`: `[trigger,
+    /// before]`.
+    compactions: u64,
+    last_compaction: Option<(Option<String>, Option<u64>, Option<u64>)>,
+    compact_next: Option<(Option<String>, Option<u64>)>,
+    /// `anchorEnvelope`, `rebaseEnvelope`.
+    anchor_envelope: Option<u64>,
+    rebase_envelope: Option<u64>,
     surface: Option<Result<Surface, RestoreError>>,
 }
 
@@ -100,6 +111,12 @@ impl Session {
         w.opt_uint("capacity", self.envelope.capacity);
         w.opt_uint("pressureTokens", self.pressure);
         w.opt_uint("anchorTokens", self.anchor);
+        if self.anchor_envelope.is_some() {
+            w.opt_uint("anchorEnvelope", self.anchor_envelope);
+        }
+        if self.rebase.envelope.is_some() {
+            w.opt_uint("rebaseEnvelope", self.rebase.envelope);
+        }
         w.uint("estGrowth", self.est_growth);
         w.uint("providerGrowth", self.provider_growth);
         w.bool("replacedSinceSample", self.replaced);
@@ -129,6 +146,24 @@ impl Session {
         w.opt_uint("restorePrior", r.prior);
         w.opt_str("agent", self.names.agent.as_deref());
         w.opt_str("model", self.names.model.as_deref());
+        let c = &self.compactions;
+        if c.count > 0 {
+            w.uint("compactions", c.count);
+        }
+        let trigger =
+            |t: Option<Trigger>| t.map_or("null".to_owned(), |t| format!("\"{}\"", t.word()));
+        if let Some(l) = c.last {
+            let [before, after] =
+                [l.before, l.after].map(|n| n.map_or("null".to_owned(), |n| n.to_string()));
+            w.raw(
+                "lastCompaction",
+                &format!("[{},{before},{after}]", trigger(l.trigger)),
+            );
+        }
+        if let Some(n) = c.next {
+            let before = n.before.map_or("null".to_owned(), |n| n.to_string());
+            w.raw("compactNext", &format!("[{},{before}]", trigger(n.trigger)));
+        }
         let mut nodes = String::with_capacity(self.surface.len() * 12 + 2);
         nodes.push('[');
         for (i, n) in self.surface.nodes().enumerate() {
@@ -173,6 +208,11 @@ impl Session {
             "restorePrior" => b.prior = m.read()?,
             "agent" => b.agent = m.read()?,
             "model" => b.model = m.read()?,
+            "compactions" => b.compactions = m.read()?,
+            "anchorEnvelope" => b.anchor_envelope = m.read()?,
+            "rebaseEnvelope" => b.rebase_envelope = m.read()?,
+            "lastCompaction" => b.last_compaction = m.read()?,
+            "compactNext" => b.compact_next = m.read()?,
             "surface" => {
                 // Borrowed first, to size the surface exactly (a node is a `[`, and at least six
                 // bytes): no doubling growth over a million nodes.
@@ -236,6 +276,7 @@ impl Session {
         }
         if version >= 3 {
             s.anchor = b.anchor;
+            s.anchor_envelope = b.anchor_envelope;
         }
         // Before version 4 a replacement since the last sample cannot be ruled out: the first
         // interval after the restore is not counted.
@@ -251,6 +292,7 @@ impl Session {
             s.rebase = Rebase {
                 base,
                 first: b.first.filter(|_| base.is_some()),
+                envelope: b.rebase_envelope,
                 restore,
                 kept: kept.filter(|_| base.is_some()).map(|total| Kept {
                     total,
@@ -271,6 +313,19 @@ impl Session {
             s.names = super::session::Names {
                 agent: named(b.agent),
                 model: named(b.model),
+            };
+            let trigger = |t: Option<String>| t.as_deref().and_then(Trigger::named);
+            s.compactions = Compactions {
+                count: b.compactions,
+                last: b.last_compaction.map(|(t, before, after)| Compacted {
+                    trigger: trigger(t),
+                    before,
+                    after,
+                }),
+                next: b.compact_next.map(|(t, before)| Pending {
+                    trigger: trigger(t),
+                    before,
+                }),
             };
             let (auto, agent) = b.levels;
             s.levels = Levels {

@@ -34,9 +34,10 @@ fn string_room(len: usize, plain: bool) -> usize {
 }
 
 /// The most a `context/pressure` record takes besides its session, timestamp and names: its
-/// member names and punctuation (282 bytes) and each number at its longest (`seq`, eight
-/// counts and `stateVersion` at 20 digits, the occupancy at 24 characters, the scale at 21).
-const PRESSURE_ROOM: usize = 282 + 10 * 20 + 24 + 21;
+/// member names and punctuation (282 bytes, and 98 for the compactions' members with the
+/// longer trigger) and each number at its longest (`seq`, eleven counts and `stateVersion` at
+/// 20 digits, the occupancy at 24 characters, the scale at 21).
+const PRESSURE_ROOM: usize = 282 + 98 + 13 * 20 + 24 + 21;
 
 /// `,"name":` of a member named by a literal, as one constant: one copy, not three.
 macro_rules! head {
@@ -125,6 +126,21 @@ pub(crate) fn pressure_record(
     milli(&mut out, f.scale_milli);
     opt(&mut out, head!("compactAtTokens"), f.compact_at);
     opt(&mut out, head!("untilCompactTokens"), f.until_compact());
+    out.extend_from_slice(head!("compactions"));
+    write_uint(&mut out, f.compactions);
+    if let Some(last) = &f.last_compaction {
+        out.extend_from_slice(head!("lastCompactTrigger"));
+        match last.trigger {
+            Some(t) => {
+                out.push(b'"');
+                out.extend_from_slice(t.word().as_bytes());
+                out.push(b'"');
+            }
+            None => out.extend_from_slice(b"null"),
+        }
+        opt(&mut out, head!("lastCompactBeforeTokens"), last.before);
+        opt(&mut out, head!("lastCompactAfterTokens"), last.after);
+    }
     if f.partial {
         out.extend_from_slice(b",\"partial\":true");
     }

@@ -4,6 +4,7 @@
 //! compacts at, and the figures derived from them.
 
 use crate::config::{CompactAt, Projection};
+use crate::frame::Trigger;
 use crate::pressure::surface::{Corrupt, Plan, Surface};
 
 pub(crate) use super::change::Change;
@@ -23,6 +24,9 @@ pub(crate) struct Session {
     pub pressure: Option<u64>,
     /// `messageTokens` just before the sampled message joined; `None`: no projection.
     pub anchor: Option<u64>,
+    /// The envelope's estimate at the latest sample, where the log measures it (both system
+    /// and tools named): a request that changed it since changed the context by as much.
+    pub anchor_envelope: Option<u64>,
     /// Σ estimated growth over clean sample intervals (calibration's denominator).
     pub est_growth: u64,
     /// Σ provider growth over the same intervals (calibration's numerator).
@@ -35,6 +39,36 @@ pub(crate) struct Session {
     pub levels: Levels,
     /// The agent and model the latest headers named.
     pub names: Names,
+    /// The compactions the session's log showed.
+    pub compactions: Compactions,
+}
+
+/// The compactions a session's log showed (contract §3.6): how many replacements were applied,
+/// and the last one's trigger and size before and after.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Compactions {
+    pub count: u64,
+    pub last: Option<Compacted>,
+    /// What the latest `compact/start` said, until the replacement it announces.
+    pub next: Option<Pending>,
+}
+
+/// What a `compact/start` says of its compaction.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Pending {
+    pub trigger: Option<Trigger>,
+    /// `preTokens`.
+    pub before: Option<u64>,
+}
+
+/// One compaction as the records show it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Compacted {
+    pub trigger: Option<Trigger>,
+    /// The size it began at: its `preTokens`, else the last reading before it.
+    pub before: Option<u64>,
+    /// The first reading after it; `None` until one comes.
+    pub after: Option<u64>,
 }
 
 /// The agent and model the latest header to name each said (contract §1, §3.6): carried by the
@@ -70,6 +104,8 @@ pub(crate) struct Rebase {
     /// priced at the session's scale as it stands (a checkpoint from before it kept only
     /// `base`).
     pub first: Option<(u64, u64)>,
+    /// The envelope's estimate at that first reading, where the log measures it.
+    pub envelope: Option<u64>,
     /// What the agent put back unseen at the last compaction beyond what was there, learnt
     /// from the first reading after it; `None` until then (the prior stands).
     pub restore: Option<u64>,
@@ -153,6 +189,27 @@ pub(crate) struct Figures {
     /// `compactAtTokens`.
     pub compact_at: Option<u64>,
     pub partial: bool,
+    /// `compactions`, and the last one's `lastCompact…` members.
+    pub compactions: u64,
+    pub last_compaction: Option<Compacted>,
+}
+
+impl Envelope {
+    /// The system prompt and tools estimated, where the log measures both.
+    pub(crate) fn measured(&self) -> Option<u64> {
+        match (self.system, self.tools, self.not_in_log) {
+            (Some(s), Some(t), [false, false]) => Some(s.saturating_add(t)),
+            _ => None,
+        }
+    }
+}
+
+/// How much a measured envelope grew from `then` to `now` (both measured), else 0.
+fn envelope_delta(then: Option<u64>, now: Option<u64>) -> i128 {
+    match (then, now) {
+        (Some(a), Some(b)) => b as i128 - a as i128,
+        _ => 0,
+    }
 }
 
 impl Figures {
@@ -272,6 +329,18 @@ impl Session {
                 e.not_in_log[i] = tokens.is_none();
             }
         }
+        // The level the last automatic compaction fired at is the model's and the window's:
+        // another model or window forgets it (contract §3.5).
+        let other = |now: &Option<std::sync::Arc<str>>, named: &Option<std::sync::Arc<str>>| {
+            named.is_some() && now.is_some() && named != now
+        };
+        if (c.capacity.is_some()
+            && self.envelope.capacity.is_some()
+            && c.capacity != self.envelope.capacity)
+            || other(&self.names.model, &c.model)
+        {
+            self.levels.auto = None;
+        }
         if c.capacity.is_some() {
             self.envelope.capacity = c.capacity;
         }
@@ -292,6 +361,9 @@ impl Session {
         }
         if c.restore_prior.is_some() {
             self.rebase.prior = c.restore_prior;
+        }
+        if c.compaction.is_some() {
+            self.compactions.next = c.compaction;
         }
         if let Some(shown) = c.restore_shown {
             self.rebase.shown_next = shown;
@@ -316,6 +388,7 @@ impl Session {
                     (None, _) => {
                         self.rebase.base = Some(now.saturating_sub(carried));
                         self.rebase.first = Some((now, carried));
+                        self.rebase.envelope = self.envelope.measured();
                     }
                     (Some(_), Some(kept)) if !kept.shown => {
                         // What came back beyond what the log showed joining before the
@@ -332,25 +405,53 @@ impl Session {
                     (Some(_), _) => {}
                 }
             }
+            // The first reading of a complete session whose log measures its whole request
+            // (the envelope named, not `null`) is an interval from an empty request: the
+            // calibration starts from it (contract §3.3).
+            if let (None, false, Some(envelope)) =
+                (self.pressure, self.partial, self.envelope.measured())
+            {
+                self.est_growth = self.est_growth.saturating_add(envelope + carried);
+                self.provider_growth = self.provider_growth.saturating_add(now);
+            }
             if let (Some(previous), Some(anchor), false) =
                 (self.pressure, self.anchor, self.replaced)
             {
-                // A clean interval: what the estimate saw grow against what the provider did.
-                let d_est = carried as i128 - anchor as i128;
+                // A clean interval: what the estimate saw grow (the surface, and an envelope
+                // the log measures) against what the provider did.
+                let d_est = carried as i128 - anchor as i128
+                    + envelope_delta(self.anchor_envelope, self.envelope.measured());
                 let d_provider = now as i128 - previous as i128;
                 if d_est > 0 && d_provider > 0 {
                     self.est_growth = self.est_growth.saturating_add(d_est as u64);
                     self.provider_growth = self.provider_growth.saturating_add(d_provider as u64);
                 }
             }
+            if let Some(last) = &mut self.compactions.last
+                && last.after.is_none()
+            {
+                last.after = Some(now);
+            }
             self.pressure = Some(now);
             self.anchor = Some(carried);
+            self.anchor_envelope = self.envelope.measured();
             self.replaced = false;
         }
         if let (Some(plan), Some((node, _))) = (plan, c.node) {
             self.surface.commit(plan, node);
+            let counted = match plan {
+                Plan::Append => false,
+                Plan::Splice { .. } => !c.rewrite,
+                Plan::FrontCut { .. } => true,
+            };
+            if counted {
+                self.count_compaction();
+            }
             match plan {
                 Plan::Append => {}
+                // The agent's own requests rewritten: what changed is the surface's, priced as
+                // any change since the reading (contract §3.1); no compaction.
+                Plan::Splice { .. } if c.rewrite => {}
                 Plan::Splice { .. } => {
                     self.replaced = true;
                     if self.rebase.base.is_some() {
@@ -376,6 +477,19 @@ impl Session {
         }
         self.cursor = Some(c.seq);
         Ok(())
+    }
+
+    /// A replacement was applied: one more compaction, announced by the latest `compact/start`
+    /// when one came since the last (contract §3.6).
+    fn count_compaction(&mut self) {
+        let c = &mut self.compactions;
+        let said = c.next.take().unwrap_or_default();
+        c.count = c.count.saturating_add(1);
+        c.last = Some(Compacted {
+            trigger: said.trigger,
+            before: said.before.or(self.pressure),
+            after: None,
+        });
     }
 
     /// Past `max_nodes` the oldest nodes go and the session is partial from here (contract
@@ -458,11 +572,18 @@ impl Session {
                     (Projection::Rebased, Some(_), Some(kept)) => {
                         let restore = self.unseen_restore(kept, params, scale);
                         let joined = scale(total.saturating_sub(kept.total));
+                        let grown = envelope_delta(self.rebase.envelope, self.envelope.measured());
                         self.floor(self.base(scale)) as i128
+                            + scaled(grown, n, d)
                             + kept_price(kept, scale)
                             + joined.max(restore)
                     }
-                    _ => p as i128 + scaled(total as i128 - a as i128, n, d),
+                    // What changed since the reading: the surface, and an envelope the log
+                    // measures (a model switched, tools added) (contract §3.2).
+                    _ => {
+                        let grown = envelope_delta(self.anchor_envelope, self.envelope.measured());
+                        p as i128 + scaled(total as i128 - a as i128 + grown, n, d)
+                    }
                 };
                 Some(v.clamp(0, u64::MAX as i128) as u64)
             }
@@ -497,6 +618,8 @@ impl Session {
             scale_milli: scaled(1000, n, d) as u64,
             compact_at,
             partial: self.partial,
+            compactions: self.compactions.count,
+            last_compaction: self.compactions.last,
         }
     }
 }
@@ -506,6 +629,66 @@ mod tests {
     use super::*;
     use crate::frame::Frame;
     use crate::pressure::surface::Node;
+
+    /// Contract §3.6: every replacement is a compaction counted, described by its
+    /// `compact/start` (else the last reading before it) and the first reading after; a
+    /// rewrite of the agent's own request list is none, and projects as any change since the
+    /// reading.
+    #[test]
+    fn compactions_are_counted_and_a_rewrite_is_none() {
+        let params = Params {
+            capacity: Some(100_000),
+            projection: Projection::Rebased,
+            compact_at: CompactAt::Learnt,
+            restore_prior: 0,
+            restore_named: false,
+            learn_restore: true,
+            window_reserve: None,
+            max_nodes: 1000,
+        };
+        let mut s = Session::starting_at(0, false);
+        let frames = [
+            r#"{"type":"user/message","seq":0,"message":"a long message of some length"}"#,
+            r#"{"type":"assistant/message","seq":1,"usage":{"input_tokens":5000}}"#,
+            r#"{"type":"user/message","seq":2,"message":"more"}"#,
+            r#"{"type":"compact/start","seq":3,"trigger":"manual","preTokens":5100}"#,
+            r#"{"type":"user/message","seq":4,"message":"summary","replaces":{"from_seq":0,"to_seq":2}}"#,
+        ];
+        for f in frames {
+            let v = Frame::parse(f.as_bytes()).unwrap();
+            let c = Change::read(&v).unwrap();
+            s.apply(c.as_ref(), v.seq().unwrap(), 1000).unwrap();
+        }
+        let f = s.figures(&params);
+        assert_eq!(f.compactions, 1);
+        let last = f.last_compaction.unwrap();
+        assert_eq!(
+            (last.trigger, last.before, last.after),
+            (Some(Trigger::Manual), Some(5100), None)
+        );
+        let reading =
+            Frame::parse(br#"{"type":"assistant/message","seq":5,"usage":{"input_tokens":900}}"#)
+                .unwrap();
+        s.apply(Change::read(&reading).unwrap().as_ref(), 5, 1000)
+            .unwrap();
+        assert_eq!(s.figures(&params).last_compaction.unwrap().after, Some(900));
+        // A rewrite: the surface changes, the count does not, the projection follows it.
+        let rewrite = Frame::parse(
+            br#"{"type":"x/request","seq":6,"message_chars":4000,"replaces":{"from_seq":4,"to_seq":4},"rewrite":true}"#,
+        )
+        .unwrap();
+        s.apply(Change::read(&rewrite).unwrap().as_ref(), 6, 1000)
+            .unwrap();
+        let f = s.figures(&params);
+        assert_eq!(f.compactions, 1);
+        assert_eq!(f.message, Some(1000));
+        let summary = crate::estimate::estimate(br#""summary""#);
+        assert_eq!(
+            f.projected,
+            Some(900 + 1000 - summary),
+            "the reading and what changed since"
+        );
+    }
 
     #[test]
     fn scaling_rounds_halves_away_from_zero() {

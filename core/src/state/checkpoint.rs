@@ -481,6 +481,9 @@ pub(crate) mod field {
     impl Shape for Option<(u64, u64)> {
         const WHAT: &'static str = "[integer ≥ 0, integer ≥ 0] or null";
     }
+    impl Shape for Vec<u64> {
+        const WHAT: &'static str = "an array of integers ≥ 0";
+    }
     impl Shape for Vec<(u64, u64)> {
         const WHAT: &'static str = "an array of [integer ≥ 0, integer ≥ 0] pairs";
     }
@@ -489,6 +492,13 @@ pub(crate) mod field {
     }
     impl Shape for (Option<u64>, Option<u64>, Option<u64>) {
         const WHAT: &'static str = "an array of three integers ≥ 0 or nulls";
+    }
+    impl Shape for Option<(Option<String>, Option<u64>, Option<u64>)> {
+        const WHAT: &'static str =
+            "[a string or null, integer ≥ 0 or null, integer ≥ 0 or null] or null";
+    }
+    impl Shape for Option<(Option<String>, Option<u64>)> {
+        const WHAT: &'static str = "[a string or null, integer ≥ 0 or null] or null";
     }
     impl Shape for (bool, bool) {
         const WHAT: &'static str = "[true or false, true or false]";

@@ -39,6 +39,12 @@ pub(super) struct CpSession {
     pub reserve: Option<u64>,
     /// The prior a header named (`restorePrior`).
     pub restore_prior: Option<u64>,
+    /// The envelope where measured (neither part `null`), and as it was at the latest sample
+    /// (`anchorEnvelope`) and at the first reading (`rebaseEnvelope`): what grew since grew the
+    /// context (§3.2).
+    pub measured: Option<u64>,
+    pub anchor_envelope: Option<u64>,
+    pub rebase_envelope: Option<u64>,
 }
 
 pub(super) fn cp_key(obj: &Map<String, Value>) -> Vec<u8> {
@@ -97,6 +103,11 @@ pub(super) fn pressure_sessions(checkpoint: &str) -> HashMap<Vec<u8>, CpSession>
                 agent_compact: obj["compactLevels"][1].as_u64(),
                 reserve: obj["compactReserve"].as_u64(),
                 restore_prior: obj["restorePrior"].as_u64(),
+                measured: (obj["notInLog"] == serde_json::json!([false, false]))
+                    .then(|| Some(obj["systemTokens"].as_u64()? + obj["toolsTokens"].as_u64()?))
+                    .flatten(),
+                anchor_envelope: obj.get("anchorEnvelope").and_then(Value::as_u64),
+                rebase_envelope: obj.get("rebaseEnvelope").and_then(Value::as_u64),
             },
         );
     }
@@ -153,14 +164,23 @@ pub(super) fn check_figures(record: &Value, s: &CpSession, config: &Config) {
                 }
                 (false, _) => expected + prior as i128,
             };
+            let grown = match (s.rebase_envelope, s.measured) {
+                (Some(a), Some(b)) => b as i128 - a as i128,
+                _ => 0,
+            };
             let v = base as i128
+                + reference::scale(grown, ratio)
                 + node as i128
                 + scale(kept - node)
                 + scale(total.saturating_sub(kept)).max(restore);
             Value::from(v.clamp(0, u64::MAX as i128) as u64)
         }
         (Some(p), Some(a), ..) => {
-            let v = p as i128 + reference::scale(total as i128 - a as i128, ratio);
+            let grown = match (s.anchor_envelope, s.measured) {
+                (Some(x), Some(y)) => y as i128 - x as i128,
+                _ => 0,
+            };
+            let v = p as i128 + reference::scale(total as i128 - a as i128 + grown, ratio);
             Value::from(v.clamp(0, u64::MAX as i128) as u64)
         }
         _ => Value::Null,
