@@ -25,8 +25,8 @@ pub(super) fn render(app: &App) -> String {
     let (counter, gauge) = (Kind::Counter, Kind::Gauge);
     #[rustfmt::skip]
     let singles = [
-        ("records_read_total", counter, "Records read from the source (log lines, OTLP events, or pressure records), since the last reset.", held.status.records as f64),
-        ("records_skipped_total", counter, "Records read that were skipped (not what the source should carry), since the last reset.", held.status.skipped as f64),
+        ("records_read_total", counter, "Records read from the source (log lines, OTLP events, or pressure records); a log read again from its start counts its lines again.", held.status.records as f64),
+        ("records_skipped_total", counter, "Records read that were skipped (not what the source should carry).", held.status.skipped as f64),
         ("messages_total", counter, "Messages sent to pages on /events (the whole board or a coalesced delta).", load(&f.messages)),
         ("boards_total", counter, "Whole boards encoded for /events: once per change at most, however many pages ask.", load(&f.boards)),
         ("sessions_evicted_total", counter, "Sessions dropped to keep within --max-sessions and --history-points, the idlest first.", load(&f.evicted)),

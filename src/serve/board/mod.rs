@@ -95,8 +95,8 @@ pub struct Status {
     pub skipped: u64,
     #[serde(rename = "lastSkipped")]
     pub last_skipped: Option<String>,
-    /// Why the source last started again (a log truncated, replaced, rewritten or back), when
-    /// it did: everything read before was void.
+    /// Why a followed log was last read again from its start (a file truncated, replaced,
+    /// rewritten or back), when one was: its own sessions were rebuilt from it.
     pub reset: Option<String>,
 }
 
