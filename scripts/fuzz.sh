@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzing agent-fold with cargo-fuzz (libFuzzer). The targets live in fuzz/fuzz_targets; each is
-# a wrapper around a property in agent-fold-testkit's `checks`, which
-# tests/suite/fuzz_regressions.rs also replays on the seed corpus and on every crash ever found.
+# a wrapper around a property in agent-fold-testkit's `checks` (the board's: in the host crate,
+# `agent_fold::serve::fuzz`), which tests/suite/fuzz_regressions.rs also replays on the seed
+# corpus and on every crash ever found.
 #
 #   scripts/fuzz.sh smoke [SECONDS]           build, then run every target for SECONDS (default
 #                                             60) from a scratch copy of its seed corpus
@@ -21,7 +22,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-TARGETS=(fold_bytes fold_invariants surface_ranges checkpoint_restore hostile wire adapters)
+TARGETS=(fold_bytes fold_invariants surface_ranges checkpoint_restore hostile wire adapters board)
 SANITIZER=${FUZZ_SANITIZER:-address}
 TARGET_DIR=${FUZZ_TARGET_DIR:-fuzz/target}
 say() { echo "fuzz.sh: $*" >&2; }

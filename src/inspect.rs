@@ -99,9 +99,7 @@ pub fn main(args: &Args) -> Result<i32> {
     let mut all = Vec::new();
     for path in &args.paths {
         for file in logs::log_files(path)? {
-            let text =
-                std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
-            all.push(census(&file, &text, args.input)?);
+            all.push(census_file(&file, args.input)?);
         }
     }
     if args.json {
@@ -116,12 +114,66 @@ pub fn main(args: &Args) -> Result<i32> {
     Ok(0)
 }
 
-/// The physical lines of a text, numbered from 1, empty ones left out.
-fn numbered(text: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
-    text.split(|b| *b == b'\n')
-        .enumerate()
-        .map(|(i, l)| (i + 1, l.strip_suffix(b"\r").unwrap_or(l)))
-        .filter(|(_, l)| !l.is_empty())
+/// The census of the log at `file`, read as `serve` reads a log: a regular file only (a FIFO,
+/// a device or a directory is refused before anything is read, so nothing waits for a writer
+/// or reads for ever), streamed line by line, a line over [`LINE_BYTES`] skipped and counted:
+/// what it holds is bounded by one line, whatever the file's size.
+pub fn census_file(file: &Path, input: Option<Input>) -> Result<Census> {
+    let (f, len) = logs::open_regular(file)?;
+    // A document (one JSON object over several lines) is read whole: it is one record, as
+    // `serve` reads one, within the same bound.
+    if len <= LINE_BYTES as u64 {
+        let mut text = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::Read::take(f, LINE_BYTES as u64), &mut text)
+            .with_context(|| format!("reading {}", file.display()))?;
+        return census(file, &text, input);
+    }
+    census_of(file, Text::File(file), input)
+}
+
+/// The longest line the census reads: `serve`'s bound, what one invocation of the module takes
+/// (a longer one is skipped and counted).
+pub const LINE_BYTES: usize = crate::module::INVOCATION_BYTES;
+
+/// Where a census reads its lines from, as often as it asks.
+enum Text<'a> {
+    /// A document: one record, line 1.
+    Document(&'a [u8]),
+    /// A text in memory.
+    Memory(&'a [u8]),
+    /// A regular file, opened again for each reading.
+    File(&'a Path),
+}
+
+impl Text<'_> {
+    /// Hands `each` the text's lines (numbered from 1, empty ones left out) until it returns
+    /// `false`; a line over [`LINE_BYTES`] is skipped, and counted in `skipped` with its
+    /// number.
+    fn each(
+        &self,
+        skipped: &mut Vec<usize>,
+        mut each: impl FnMut(usize, &[u8]) -> bool,
+    ) -> Result<()> {
+        let mut take = |(n, line): crate::jsonl::Numbered<'_>| match line {
+            Ok(l) => each(n as usize, l),
+            Err(_) => {
+                skipped.push(n as usize);
+                true
+            }
+        };
+        match self {
+            Text::Document(t) => {
+                take((1, Ok(*t)));
+            }
+            Text::Memory(t) => crate::jsonl::read_lines(*t, LINE_BYTES, "", &mut take)?,
+            Text::File(path) => {
+                let (f, _) = logs::open_regular(path)?;
+                crate::jsonl::read_lines(f, LINE_BYTES, "", &mut take)
+                    .with_context(|| format!("reading {}", path.display()))?
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The field a format's lines name their session by.
@@ -147,20 +199,30 @@ fn version_of(v: &Value) -> Option<&str> {
         .and_then(Value::as_str)
 }
 
-/// The census of one log.
+/// The census of one log held in memory.
 pub fn census(file: &Path, text: &[u8], input: Option<Input>) -> Result<Census> {
     // A document (Gemini CLI's saved chat, `opencode export`) is one record, its kinds its
     // messages'.
-    let lines: Vec<(usize, &[u8])> = match crate::jsonl::document(text) {
-        Some(_) => vec![(1, text.trim_ascii())],
-        None => numbered(text).collect(),
-    };
-    let input = match input.or_else(|| {
-        lines
-            .iter()
-            .take(logs::DETECT_LINES)
-            .find_map(|(_, l)| Input::detect(l))
-    }) {
+    match crate::jsonl::document(text) {
+        Some(_) => census_of(file, Text::Document(text.trim_ascii()), input),
+        None => census_of(file, Text::Memory(text), input),
+    }
+}
+
+/// The census of the lines of `text`.
+fn census_of(file: &Path, text: Text<'_>, input: Option<Input>) -> Result<Census> {
+    let mut skipped = Vec::new();
+    let mut detected = None;
+    if input.is_none() {
+        let mut seen = 0;
+        text.each(&mut skipped, |_, l| {
+            seen += 1;
+            detected = Input::detect(l);
+            detected.is_none() && seen < logs::DETECT_LINES
+        })?;
+        skipped.clear();
+    }
+    let input = match input.or(detected) {
         Some(i) => i,
         None => bail!(
             "{}: cannot tell the log's format; name it with --input",
@@ -184,7 +246,7 @@ pub fn census(file: &Path, text: &[u8], input: Option<Input>) -> Result<Census> 
         input: input.name(),
         versions: Vec::new(),
         models: Vec::new(),
-        lines: lines.len(),
+        lines: 0,
         not_objects: 0,
         sessions: Vec::new(),
         kinds: Vec::new(),
@@ -198,7 +260,9 @@ pub fn census(file: &Path, text: &[u8], input: Option<Input>) -> Result<Census> 
     let mut first_not_object = None;
     let mut frames = Vec::new();
     let mut window = None;
-    for (n, line) in &lines {
+    text.each(&mut skipped, |n, line| {
+        let (n, line) = (&n, &line);
+        c.lines += 1;
         let parts = agent_fold_core::line_records(line);
         let mut any = false;
         for part in &parts {
@@ -245,6 +309,14 @@ pub fn census(file: &Path, text: &[u8], input: Option<Input>) -> Result<Census> 
         for f in &frames {
             read_frame(&mut c, &mut models, &mut window, *n, f);
         }
+        true
+    })?;
+    if let Some(first) = skipped.first() {
+        c.warnings.push(format!(
+            "{} lines over {} MiB were skipped (first at line {first}), as serve skips them",
+            skipped.len(),
+            LINE_BYTES >> 20
+        ));
     }
     c.kinds = kinds
         .into_iter()

@@ -88,6 +88,8 @@ impl<'a> Piece<'a> {
 /// Complete lines out of bytes that come in pieces (a file's appends, a pipe's reads), none
 /// held over `max` bytes: a longer line is skipped, so memory stays bounded whatever is
 /// written. A line counts once its newline has come; [`Splitter::finish`] gives the last.
+/// Lines are numbered as a text's physical lines are, from 1, empty ones counted (and not
+/// handed out).
 #[derive(Debug)]
 pub struct Splitter {
     max: usize,
@@ -95,6 +97,8 @@ pub struct Splitter {
     pending: Vec<u8>,
     /// The pending line grew over `max`: its bytes are dropped up to its newline.
     dropping: bool,
+    /// Physical lines ended so far (by a newline, or by [`Splitter::finish`]).
+    ended: u64,
 }
 
 impl Splitter {
@@ -103,6 +107,7 @@ impl Splitter {
             max,
             pending: Vec::new(),
             dropping: false,
+            ended: 0,
         }
     }
 
@@ -122,12 +127,19 @@ impl Splitter {
     }
 
     /// Takes the next bytes and hands `each` what they complete.
-    pub fn push(&mut self, mut new: &[u8], mut each: impl FnMut(Piece<'_>)) {
+    pub fn push(&mut self, new: &[u8], mut each: impl FnMut(Piece<'_>)) {
+        self.push_numbered(new, |_, p| each(p));
+    }
+
+    /// As [`Splitter::push`], each piece with its line's number (an [`Piece::Open`] line's is
+    /// the number it will have).
+    pub fn push_numbered(&mut self, mut new: &[u8], mut each: impl FnMut(u64, Piece<'_>)) {
         if self.dropping {
             match new.iter().position(|b| *b == b'\n') {
                 Some(i) => {
                     new = &new[i + 1..];
                     self.dropping = false;
+                    self.ended += 1;
                 }
                 None => return,
             }
@@ -149,30 +161,90 @@ impl Splitter {
 
     /// The last line, when the bytes ended without a newline (nothing if it was over `max`).
     pub fn finish(&mut self, mut each: impl FnMut(Piece<'_>)) {
-        let text = std::mem::take(&mut self.pending);
-        self.dropping = false;
-        self.lines(&text, &mut each);
+        self.finish_numbered(|_, p| each(p));
     }
 
-    fn lines(&self, text: &[u8], each: &mut impl FnMut(Piece<'_>)) {
-        for l in lines(text) {
-            each(if l.len() <= self.max {
-                Piece::Line(l)
-            } else {
-                Piece::Long(l.len())
-            });
+    /// As [`Splitter::finish`], the line with its number.
+    pub fn finish_numbered(&mut self, mut each: impl FnMut(u64, Piece<'_>)) {
+        let text = std::mem::take(&mut self.pending);
+        self.dropping = false;
+        if !text.is_empty() {
+            let mut text = text;
+            text.push(b'\n');
+            self.lines(&text, &mut each);
         }
     }
 
-    fn hold(&mut self, rest: &[u8], each: &mut impl FnMut(Piece<'_>)) {
+    /// `text` ends with a newline: each physical line in it, numbered.
+    fn lines(&mut self, text: &[u8], each: &mut impl FnMut(u64, Piece<'_>)) {
+        let body = text.strip_suffix(b"\n").unwrap_or(text);
+        for l in body.split(|b| *b == b'\n') {
+            self.ended += 1;
+            let l = l.strip_suffix(b"\r").unwrap_or(l);
+            if l.is_empty() {
+                continue;
+            }
+            each(
+                self.ended,
+                if l.len() <= self.max {
+                    Piece::Line(l)
+                } else {
+                    Piece::Long(l.len())
+                },
+            );
+        }
+    }
+
+    fn hold(&mut self, rest: &[u8], each: &mut impl FnMut(u64, Piece<'_>)) {
         if self.pending.len() + rest.len() > self.max {
             self.pending = Vec::new();
             self.dropping = true;
-            each(Piece::Open);
+            each(self.ended + 1, Piece::Open);
         } else {
             self.pending.extend_from_slice(rest);
         }
     }
+}
+
+/// What [`read_lines`] hands on: a line and its number, or a line skipped and why.
+pub type Numbered<'a> = (u64, Result<&'a [u8], String>);
+
+/// Reads `reader` to its end, handing `each` its lines as a [`Splitter`] of `max` cuts them —
+/// each complete line with its number, each line over `max` as why it was skipped (`place`
+/// names where: "in FILE") — so that memory stays within `max` and one read's buffer whatever
+/// the input's size (a line of a gigabyte is skipped having held `max`). `each` returning
+/// `false` stops the reading. The one line reader of the tools that read a log whole
+/// (`inspect`); `serve` follows a log through a [`Splitter`] of its own.
+pub fn read_lines(
+    mut reader: impl std::io::Read,
+    max: usize,
+    place: &str,
+    mut each: impl FnMut(Numbered<'_>) -> bool,
+) -> std::io::Result<()> {
+    let mut split = Splitter::new(max);
+    let mut buf = vec![0u8; 1 << 16];
+    let mut go = true;
+    while go {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        split.push_numbered(&buf[..n], |at, piece| {
+            if go {
+                go = each((at, piece.line(place, max)));
+            }
+        });
+    }
+    if go {
+        split.finish_numbered(|at, piece| {
+            if go {
+                go = each((at, piece.line(place, max)));
+            }
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -223,6 +295,48 @@ mod tests {
         }
         // A last line over the limit without its newline: nothing more said.
         assert_eq!(split(4, &[b"ok\nabcdefgh"]), ["ok", "<open>"]);
+    }
+
+    /// Lines are numbered as the text's physical lines, empty and skipped ones counted, however
+    /// the bytes come; `read_lines` reads a stream so, holding no more than the limit.
+    #[test]
+    fn lines_are_numbered_as_the_text_s_and_a_reader_holds_the_limit() {
+        let text = b"a\n\nxxxxxxxx\r\nb\nyyyyyyyyyyyy\nc";
+        let want = ["1 a", "3 skipped", "4 b", "5 skipped", "6 c"];
+        for cut in 1..text.len() {
+            let mut got = Vec::new();
+            let reader = std::io::Read::chain(&text[..cut], &text[cut..]);
+            read_lines(reader, 4, "in t", |(n, l)| {
+                got.push(match l {
+                    Ok(l) => format!("{n} {}", String::from_utf8_lossy(l)),
+                    Err(why) => {
+                        assert!(why.contains("in t"), "{why}");
+                        format!("{n} skipped")
+                    }
+                });
+                true
+            })
+            .unwrap();
+            assert_eq!(got, want, "cut at {cut}");
+        }
+        // Stopped when asked.
+        let mut n = 0;
+        read_lines(&text[..], 4, "", |_| {
+            n += 1;
+            false
+        })
+        .unwrap();
+        assert_eq!(n, 1);
+        // An endless line (`/dev/zero`'s bytes) holds the limit, not the input.
+        let mut zero = std::io::Read::take(std::io::repeat(0), 64 << 20);
+        let mut said = 0;
+        read_lines(&mut zero, 1 << 20, "", |(_, l)| {
+            assert!(l.is_err());
+            said += 1;
+            true
+        })
+        .unwrap();
+        assert_eq!(said, 1, "one line, skipped");
     }
 
     /// What a reader resuming later needs: the bytes of a line still being written, and

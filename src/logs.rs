@@ -382,6 +382,76 @@ pub fn frame_type(value: &[u8]) -> String {
     }
 }
 
+/// A path a tool was given to read as a log that is no regular file: refused before anything is
+/// read (a FIFO would wait for a writer, a device never ends, a directory has no lines).
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("{path} is {kind}, not a regular file: give a log file")]
+    NotRegular { path: String, kind: &'static str },
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+/// What a file that is not regular is, in words.
+pub fn file_kind(t: std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_char_device() || t.is_block_device() {
+            return "a device";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+    }
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_file() {
+        "a regular file"
+    } else {
+        "not a file"
+    }
+}
+
+/// Opens a log that must be a regular file, with its length: what the path names is looked at
+/// first (`stat`, which never waits), then opened without waiting (`O_NONBLOCK`: a FIFO put in
+/// its place meanwhile does not block the open) and looked at again, so a FIFO, a device or a
+/// directory is refused before a byte is read, and nothing hangs.
+pub fn open_regular(path: &Path) -> Result<(std::fs::File, u64), OpenError> {
+    let shown = || path.display().to_string();
+    let io = |source| OpenError::Io {
+        path: shown(),
+        source,
+    };
+    let refuse = |t: std::fs::FileType| OpenError::NotRegular {
+        path: shown(),
+        kind: file_kind(t),
+    };
+    let meta = std::fs::metadata(path).map_err(io)?;
+    if !meta.is_file() {
+        return Err(refuse(meta.file_type()));
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options.open(path).map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    if !meta.is_file() {
+        return Err(refuse(meta.file_type()));
+    }
+    Ok((file, meta.len()))
+}
+
 /// Which file a path names now (device and inode where the platform has them): a log replaced
 /// under the same name is another file.
 #[cfg(unix)]

@@ -171,7 +171,11 @@ pub fn decode(
             ExportLogsServiceRequest::decode(bytes).map_err(|e| BodyError::Decode(e.to_string()))
         }
         Encoding::Json => {
-            serde_json::from_slice(bytes).map_err(|e| BodyError::Decode(e.to_string()))
+            // proto3's JSON doubles ("NaN", "Infinity", a number as a string) as the protobuf
+            // path reads them.
+            let rewritten = super::doubles::rewrite(bytes);
+            serde_json::from_slice(rewritten.as_deref().unwrap_or(bytes))
+                .map_err(|e| BodyError::Decode(e.to_string()))
         }
     }
 }

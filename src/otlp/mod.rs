@@ -18,6 +18,7 @@
 //! written twice.
 
 pub mod decode;
+mod doubles;
 pub mod record;
 pub mod tally;
 
@@ -425,11 +426,21 @@ async fn handle(rx: &Receiver, headers: &HeaderMap, body: Body) -> Response {
                 ),
             );
         }
-        Ok(Err(_)) => {
-            let e = BodyError::TooLarge {
-                limit: rx.limits.body,
-            };
-            return fail(StatusCode::PAYLOAD_TOO_LARGE, &e.to_string());
+        // Past the bound as it arrives (no Content-Length, or one that lied): 413. Any other
+        // failure is the body's framing (a chunk size that does not read, a connection cut
+        // mid-body): a bad request, 400.
+        Ok(Err(e)) => {
+            let e = e.into_inner();
+            if e.is::<http_body_util::LengthLimitError>() {
+                let e = BodyError::TooLarge {
+                    limit: rx.limits.body,
+                };
+                return fail(StatusCode::PAYLOAD_TOO_LARGE, &e.to_string());
+            }
+            return fail(
+                StatusCode::BAD_REQUEST,
+                &format!("the body did not read: {e}"),
+            );
         }
         Ok(Ok(b)) => b,
     };
@@ -539,7 +550,18 @@ fn give_back() {
 
 /// The token a `--token-file` holds: its text, trimmed; an empty file is refused.
 pub fn read_token(path: &std::path::Path) -> Result<String> {
-    let text = std::fs::read_to_string(path)
+    // A regular file of a few KiB: a FIFO or a device named here (at the start, or on a
+    // SIGHUP) would hang the reader or fill its memory.
+    const MOST: u64 = 4 << 10;
+    let (file, len) = crate::logs::open_regular(path).context("reading the token file")?;
+    if len > MOST {
+        bail!(
+            "the token file {} holds {len} bytes: a token is a line of at most {MOST}",
+            path.display()
+        );
+    }
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut std::io::Read::take(file, MOST), &mut text)
         .with_context(|| format!("reading the token file {}", path.display()))?;
     let token = text.trim();
     if token.is_empty() || token.contains(char::is_whitespace) {

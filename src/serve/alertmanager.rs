@@ -187,6 +187,12 @@ fn percent(s: &str) -> String {
     out
 }
 
+/// The v2 API's body for `alerts`: a JSON array of `postableAlert`s.
+pub fn body(alerts: &[Alert], to: &Target, now: i64) -> serde_json::Result<Vec<u8>> {
+    let body: Vec<Postable> = alerts.iter().map(|a| postable(a, to, now)).collect();
+    serde_json::to_vec(&body)
+}
+
 /// Starts the sender on the current runtime, taking the notices of `outbox` (which the board
 /// pushes to) and the board's firing alerts every re-send.
 pub fn start(to: Target, board: Arc<Board>, outbox: Arc<Outbox>) {
@@ -202,11 +208,16 @@ pub fn start(to: Target, board: Arc<Board>, outbox: Arc<Outbox>) {
             };
             let now = now_ms();
             for chunk in batch.chunks(NOTICES_PER_POST) {
-                let body: Vec<Postable> = chunk.iter().map(|a| postable(a, &to, now)).collect();
-                let body = serde_json::to_vec(&body).expect("alerts serialise");
                 let out = &outbox.outcomes;
                 let n = chunk.len() as u64;
-                match webhook::post(&client, &to.url, body, out).await {
+                // Typed alerts: encoding cannot fail; were it to, they count as failed.
+                let sent = match body(chunk, &to, now) {
+                    Ok(body) => webhook::post(&client, &to.url, body, out)
+                        .await
+                        .map_err(|e| e.to_string()),
+                    Err(e) => Err(format!("the alerts did not encode: {e}")),
+                };
+                match sent {
                     Ok(()) => out.delivered.fetch_add(n, Ordering::Relaxed),
                     Err(e) => {
                         tracing::warn!(alerts = n, "Alertmanager at {} failed: {e:#}", to.url);

@@ -152,6 +152,12 @@ impl ViewPair {
         self.format == Some(Format::Auto)
     }
 
+    /// A pair configured as this one is, with nothing read: for files read again from their
+    /// start, whose sessions this one holds.
+    pub fn fresh(&self) -> Result<ViewPair> {
+        ViewPair::new(self.source.clone(), self.params.clone(), self.format)
+    }
+
     /// A pair like this one, for lines of `format` (a directory of logs tells each file's own).
     pub fn for_format(&self, format: Input) -> Result<ViewPair> {
         ViewPair::new(

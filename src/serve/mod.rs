@@ -10,6 +10,8 @@ pub mod alertmanager;
 pub mod board;
 pub mod fold;
 pub mod follow;
+#[cfg(any(test, feature = "test-doubles"))]
+pub mod fuzz;
 pub mod outbox;
 pub mod page;
 pub mod source;
@@ -332,7 +334,12 @@ fn json(status: StatusCode, body: Vec<u8>) -> Response {
 }
 
 fn refused(status: StatusCode, why: &str) -> Response {
-    let body = serde_json::to_vec(&serde_json::json!({ "error": why })).expect("a string");
+    #[derive(serde::Serialize)]
+    struct Refusal<'a> {
+        error: &'a str,
+    }
+    // A struct of one string: encoding it cannot fail.
+    let body = serde_json::to_vec(&Refusal { error: why }).unwrap_or_default();
     json(status, body)
 }
 
@@ -350,10 +357,7 @@ async fn sessions_route(State(app): State<App>, RawQuery(raw): RawQuery) -> Resp
         Err(why) => return refused(StatusCode::BAD_REQUEST, &why),
     };
     match board::query::Query::parse(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
-        Ok(q) => json(
-            StatusCode::OK,
-            serde_json::to_vec(&app.board.query(&q)).expect("rows serialise"),
-        ),
+        Ok(q) => encoded(encode(&app.board.query(&q))),
         Err(why) => refused(StatusCode::BAD_REQUEST, &why),
     }
 }
@@ -361,7 +365,7 @@ async fn sessions_route(State(app): State<App>, RawQuery(raw): RawQuery) -> Resp
 /// `GET /api/sessions/{id}`: the row and the whole history; 404 for a session not kept.
 async fn session_route(State(app): State<App>, Path(id): Path<String>) -> Response {
     match app.board.session(&id, None) {
-        Some(d) => json(StatusCode::OK, serde_json::to_vec(&d).expect("serialises")),
+        Some(d) => encoded(encode(&d)),
         None => refused(StatusCode::NOT_FOUND, "no such session on the board"),
     }
 }
@@ -392,16 +396,24 @@ async fn history_route(
         }
     }
     match app.board.session(&id, after) {
-        Some(d) => json(
-            StatusCode::OK,
-            serde_json::to_vec(&d.history).expect("serialises"),
-        ),
+        Some(d) => encoded(encode(&d.history)),
         None => refused(StatusCode::NOT_FOUND, "no such session on the board"),
     }
 }
 
-/// `GET /state`: the whole board, every session live or idle, as JSON (for scripts and tests).
-async fn state_route(State(app): State<App>) -> Response {
+/// `GET /state`'s body: the rows go as the JSON text the board keeps of them
+/// ([`board::row`]), never read back into values — a record's numbers are kept as they came
+/// (contract §5: huge numbers pass unchanged), and `1e999`, valid JSON, is no `f64`.
+#[derive(serde::Serialize)]
+struct StateOut<'a> {
+    v: u64,
+    id: String,
+    status: &'a board::Status,
+    sessions: &'a [Arc<serde_json::value::RawValue>],
+}
+
+/// The whole board, every session live or idle, as `GET /state` answers it.
+pub fn state_json(board: &Board) -> serde_json::Result<Vec<u8>> {
     let q = board::query::Query {
         all: true,
         limit: usize::MAX,
@@ -409,18 +421,37 @@ async fn state_route(State(app): State<App>) -> Response {
     };
     // The status first: the sessions that follow are as of it or later, never earlier (a
     // client that waits for a count of records then finds every one of them applied).
-    let status = app.board.status();
-    let answer = app.board.query(&q);
-    let body = serde_json::json!({
-        "v": answer.v,
-        "id": app.board.event_id(answer.v),
-        "status": status,
-        "sessions": answer.sessions,
-    });
-    json(
-        StatusCode::OK,
-        serde_json::to_vec(&body).expect("serialises"),
-    )
+    let status = board.status();
+    let answer = board.query(&q);
+    encode(&StateOut {
+        v: answer.v,
+        id: board.event_id(answer.v),
+        status: &status,
+        sessions: &answer.sessions,
+    })
+}
+
+/// `GET /state`: the whole board, every session live or idle, as JSON (for scripts and tests).
+async fn state_route(State(app): State<App>) -> Response {
+    encoded(state_json(&app.board))
+}
+
+/// What a route answers, as JSON. It is typed, its records raw JSON text kept as written:
+/// encoding cannot fail (`serde_json` fails only on a map with keys that are not strings, or a
+/// type whose own `Serialize` refuses, neither of which is here).
+pub fn encode(body: &impl serde::Serialize) -> serde_json::Result<Vec<u8>> {
+    serde_json::to_vec(body)
+}
+
+/// A 200 of an encoded body; were the encoding to fail, a 500 saying so, never a panic.
+fn encoded(body: serde_json::Result<Vec<u8>>) -> Response {
+    match body {
+        Ok(bytes) => json(StatusCode::OK, bytes),
+        Err(e) => refused(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("the answer did not encode: {e}"),
+        ),
+    }
 }
 
 /// `agent-fold serve`.

@@ -20,6 +20,7 @@ use super::board::{Board, Changes, Folded, PressureRecord, SourceState};
 use super::fold::{self, ViewPair};
 use super::follow::{Follow, LINE_BYTES};
 use crate::jsonl::{Piece, Splitter};
+use crate::record::Rec;
 
 /// How often a followed log is looked at when something just came; each quiet poll doubles
 /// the wait, up to [`IDLE_POLL`].
@@ -265,39 +266,47 @@ impl Gave {
     }
 }
 
-/// The module instances over a followed log: the configured pair, and, for a directory of logs
-/// whose format is told file by file, one pair per format.
+/// The module instances over a followed log: the configured pair for a single log; for a
+/// directory of logs, a pair per format (when told file by file) and generation (a file read
+/// again goes to a new one: see [`super::follow`]).
 struct Views {
     base: ViewPair,
-    by_format: Vec<(Input, ViewPair)>,
+    /// By format (its name; none when the base names it) and generation.
+    pairs: BTreeMap<(Option<&'static str>, u32), ViewPair>,
 }
 
 impl Views {
-    fn reset(&mut self) {
-        self.base.reset();
-        self.by_format.clear();
+    /// The pair for a file of `format` in `generation`: one of that format's own when the
+    /// format is told file by file, else one configured as the base is.
+    fn of(&mut self, format: Input, generation: u32) -> anyhow::Result<&mut ViewPair> {
+        let auto = self.base.is_auto();
+        let key = (auto.then_some(format.name()), generation);
+        if !self.pairs.contains_key(&key) {
+            let pair = match auto {
+                true => self.base.for_format(format)?,
+                false => self.base.fresh()?,
+            };
+            self.pairs.insert(key, pair);
+        }
+        self.pairs
+            .get_mut(&key)
+            .ok_or_else(|| anyhow::anyhow!("the module instances were just made"))
     }
 
-    /// The pair for lines of `format`: the configured one when it names a format, else one of
-    /// that format's own.
-    fn of(&mut self, format: Input) -> anyhow::Result<&mut ViewPair> {
-        if !self.base.is_auto() {
-            return Ok(&mut self.base);
-        }
-        let at = match self.by_format.iter().position(|(f, _)| *f == format) {
-            Some(i) => i,
-            None => {
-                let pair = self.base.for_format(format)?;
-                self.by_format.push((format, pair));
-                self.by_format.len() - 1
-            }
-        };
-        Ok(&mut self.by_format[at].1)
+    /// Drops the pairs no file is read by any more.
+    fn keep(&mut self, in_use: &std::collections::BTreeSet<(&'static str, u32)>) {
+        let auto = self.base.is_auto();
+        self.pairs.retain(|(f, g), _| {
+            in_use
+                .iter()
+                .any(|(uf, ug)| ug == g && (!auto || Some(*uf) == *f))
+        });
     }
 
     /// The formats read, for the status line.
     fn formats(&self) -> String {
-        let mut names: Vec<&str> = self.by_format.iter().map(|(f, _)| f.name()).collect();
+        let mut names: Vec<&str> = self.pairs.keys().filter_map(|(f, _)| *f).collect();
+        names.dedup();
         if let Some(f) = self
             .base
             .input()
@@ -313,47 +322,84 @@ impl Views {
     }
 }
 
+/// The sessions lines are keyed by, each once.
+fn keys_of(lines: &[Rec]) -> std::collections::BTreeSet<Vec<u8>> {
+    lines.iter().filter_map(|r| r.key.clone()).collect()
+}
+
+/// The sessions a batch's lines (`keys`) and the module's records of them name: what a
+/// re-read of its file concerns.
+fn named<'a>(
+    keys: &'a std::collections::BTreeSet<Vec<u8>>,
+    out: &'a fold::BatchOutput,
+) -> impl Iterator<Item = &'a str> {
+    keys.iter()
+        .map(Vec::as_slice)
+        .chain(out.pressure.iter().filter_map(|r| r.key.as_deref()))
+        .filter_map(|k| std::str::from_utf8(k).ok())
+}
+
 /// Follows the log for ever, running what it gains through the module.
 fn follow(path: PathBuf, base: ViewPair, board: &Board) {
     let mut log = Follow::new(&path);
     let mut views = Views {
         base,
-        by_format: Vec::new(),
+        pairs: BTreeMap::new(),
     };
     let mut wait = POLL;
     loop {
         let polled = log.poll();
         let quiet = polled.lines.is_empty()
-            && polled.by_format.iter().all(|(_, l)| l.is_empty())
-            && polled.reset.is_none()
+            && polled.by_file.iter().all(|f| f.lines.is_empty())
+            && polled.rereads.is_empty()
             && !polled.more;
-        if let Some(why) = &polled.reset {
-            views.reset();
-            board.batch(|b| b.reset(why));
+        if polled.reset.is_some() {
+            views.base.reset();
+        }
+        // A file read again leaves its instances: those no file is read by go.
+        if !polled.rereads.is_empty() {
+            views.keep(&log.generations());
         }
         let read = (polled.lines.len()
-            + polled.by_format.iter().map(|(_, l)| l.len()).sum::<usize>())
+            + polled.by_file.iter().map(|f| f.lines.len()).sum::<usize>())
             as u64;
         // The module's work and the parsing happen outside the board's lock: pages keep being
         // served.
         let mut gave = Vec::new();
         let mut failed = None;
-        let batches = std::iter::once((None, polled.lines))
-            .chain(polled.by_format.into_iter().map(|(f, l)| (Some(f), l)));
-        for (format, lines) in batches {
-            if lines.is_empty() {
+        if !polled.lines.is_empty() {
+            let keys = keys_of(&polled.lines);
+            match views.base.push(polled.lines) {
+                Ok(out) => {
+                    log.learned(None, named(&keys, &out));
+                    gave.push(Gave::parse(out));
+                }
+                Err(e) => failed = Some(format!("the module failed: {e:#}")),
+            }
+        }
+        for file in polled.by_file {
+            if file.lines.is_empty() {
                 continue;
             }
-            let pair = match format {
-                None => Ok(&mut views.base),
-                Some(f) => views.of(f),
-            };
-            match pair.and_then(|p| p.push(lines)) {
-                Ok(out) => gave.push(Gave::parse(out)),
+            let keys = keys_of(&file.lines);
+            match views
+                .of(file.format, file.generation)
+                .and_then(|p| p.push(file.lines))
+            {
+                Ok(out) => {
+                    log.learned(Some(&file.path), named(&keys, &out));
+                    gave.push(Gave::parse(out));
+                }
                 Err(e) => failed = Some(format!("the module failed: {e:#}")),
             }
         }
         board.batch(|b| {
+            for (event, what) in &polled.events {
+                b.log_event(*event, what);
+            }
+            for (why, sessions) in &polled.rereads {
+                b.reread(sessions, why);
+            }
             b.read(read);
             for why in polled.skipped {
                 b.read(1);
@@ -361,6 +407,9 @@ fn follow(path: PathBuf, base: ViewPair, board: &Board) {
             }
             for g in gave {
                 g.apply(b);
+            }
+            for sessions in &polled.reread_done {
+                b.reread_done(sessions);
             }
             match (polled.problem.or(failed), polled.waiting) {
                 (Some(p), _) => b.status(SourceState::Error, p),

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use std::sync::atomic::AtomicU64;
 
 use super::App;
-use super::board::{Bands, SourceState};
+use super::board::{Bands, LogEvent, SourceState};
 use super::outbox::Outcomes;
 use crate::service::metrics::{CONTENT_TYPE, Kind, Text};
 
@@ -25,8 +25,8 @@ pub(super) fn render(app: &App) -> String {
     let (counter, gauge) = (Kind::Counter, Kind::Gauge);
     #[rustfmt::skip]
     let singles = [
-        ("records_read_total", counter, "Records read from the source (log lines, OTLP events, or pressure records), since the last reset.", held.status.records as f64),
-        ("records_skipped_total", counter, "Records read that were skipped (not what the source should carry), since the last reset.", held.status.skipped as f64),
+        ("records_read_total", counter, "Records read from the source (log lines, OTLP events, or pressure records); a log read again from its start counts its lines again.", held.status.records as f64),
+        ("records_skipped_total", counter, "Records read that were skipped (not what the source should carry).", held.status.skipped as f64),
         ("messages_total", counter, "Messages sent to pages on /events (the whole board or a coalesced delta).", load(&f.messages)),
         ("boards_total", counter, "Whole boards encoded for /events: once per change at most, however many pages ask.", load(&f.boards)),
         ("sessions_evicted_total", counter, "Sessions dropped to keep within --max-sessions and --history-points, the idlest first.", load(&f.evicted)),
@@ -39,6 +39,7 @@ pub(super) fn render(app: &App) -> String {
         ("connections_accepted_total", counter, "HTTP connections accepted.", load(&c.accepted)),
         ("alerts_caught_up_total", counter, "Crossings in a topic's recent history read again at the start (--look-back): the alert state follows them, no notice is sent.", load(&f.alerts_caught_up)),
         ("alerts_old_total", counter, "Crossings in records older than --idle (history read again): the alert state follows them, no alert is sent.", load(&f.alerts_old)),
+        ("alerts_reread_total", counter, "Crossings in a followed log read again from its start (truncated, replaced, back): the alert state follows them; at the re-read's end only what differs from before is sent.", load(&f.alerts_reread)),
     ];
     t.ones("agent_fold_serve", &singles);
     let state = "agent_fold_serve_source_state";
@@ -51,6 +52,16 @@ pub(super) fn render(app: &App) -> String {
         let v = f64::from(u8::from(s == held.status.state));
         t.sample(state, &[("state", s.name())], v);
     }
+    t.labelled(
+        ("agent_fold_serve_log_events_total", counter),
+        "What happened to a followed log's files: truncated, replaced, rewritten or came_back (read again from their start, their own sessions only), vanished, unreadable, readable (again).",
+        "event",
+        LogEvent::ALL
+            .iter()
+            .map(|e| e.name())
+            .zip(f.log_events.iter().map(load))
+            .collect::<Vec<_>>(),
+    );
     let bands = |names: &'static [&'static str], counts: &[u64]| {
         let counts: Vec<f64> = counts.iter().map(|&n| n as f64).collect();
         names.iter().copied().zip(counts)

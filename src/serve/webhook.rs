@@ -3,15 +3,18 @@
 //! What holds: the notices wait in an [`Outbox`] (bounded, merging past the bound, a session's
 //! notices in order); each of its [`LANES`] lanes is delivered one POST at a time, a POST
 //! carrying up to [`super::outbox::NOTICES_PER_POST`] notices as a JSON array when more than
-//! one waits, else the one notice as an object. [`post`] bounds each attempt by [`TIMEOUT`], tries [`ATTEMPTS`]
-//! times with a doubling pause: a 2xx is delivered; a 429, a 5xx, a timeout or a connection
-//! failure is tried again; any other answer is final. `--alertmanager` posts with it too.
+//! one waits, else the one notice as an object. [`post`] bounds each attempt by [`TIMEOUT`] and
+//! tries for as long as the notices wait: a 2xx is delivered; a 408, a 429, a 5xx, a timeout or
+//! a connection failure is tried again after a pause that doubles from [`PAUSE`] up to
+//! [`MAX_PAUSE`], each drawn at random in its upper half (so that boards restarted together do
+//! not knock in step); any other answer is final. A receiver that is down keeps its lane's
+//! notices waiting, within the outbox's bound, until it answers (docs/serve.md, "Delivery").
+//! `--alertmanager` posts with it too.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use anyhow::{Result, bail};
 use axum::http::{Method, Request, StatusCode, Uri, header};
 use http_body_util::Full;
 use hyper_util::client::legacy::Client;
@@ -23,10 +26,11 @@ use super::outbox::{Outbox, Outcomes};
 pub const LANES: usize = 4;
 /// One attempt's bound, connection and answer included.
 pub const TIMEOUT: Duration = Duration::from_secs(5);
-/// Attempts per POST at most.
-pub const ATTEMPTS: u32 = 3;
-/// The pause before the second attempt; it doubles.
-const PAUSE: Duration = Duration::from_millis(250);
+/// The pause before the second attempt; it doubles up to [`MAX_PAUSE`].
+pub const PAUSE: Duration = Duration::from_millis(250);
+/// The longest pause between two attempts: a receiver back from an outage hears from each lane
+/// within this (and its first answer's time).
+pub const MAX_PAUSE: Duration = Duration::from_secs(8);
 
 /// An `http://` URL (TLS is not linked into this binary: send to a local forwarder for an
 /// `https://` receiver).
@@ -55,18 +59,26 @@ pub fn start(url: Uri) -> Arc<Outbox> {
         tokio::spawn(async move {
             loop {
                 let batch = outbox.next(lane).await;
+                let out = &outbox.outcomes;
+                let n = batch.len() as u64;
+                // A notice is typed and its record raw JSON text: encoding it cannot fail, and
+                // were it to, the notices count as failed rather than the deliverer stopping.
                 let body = match &batch[..] {
                     [one] => serde_json::to_vec(one),
                     many => serde_json::to_vec(many),
-                }
-                .expect("a notice serialises");
-                let out = &outbox.outcomes;
-                let n = batch.len() as u64;
-                match post(&client, &url, body, out).await {
+                };
+                let sent = match body {
+                    Ok(body) => post(&client, &url, body, out)
+                        .await
+                        .map_err(|e| e.to_string()),
+                    Err(e) => Err(format!("the notices did not encode: {e}")),
+                };
+                match sent {
                     Ok(()) => out.delivered.fetch_add(n, Ordering::Relaxed),
                     Err(e) => {
-                        let first = &batch[0];
-                        tracing::warn!(session = %first.session, rule = first.rule, notices = n, "the alert webhook failed: {e:#}");
+                        if let Some(first) = batch.first() {
+                            tracing::warn!(session = %first.session, rule = first.rule, notices = n, "the alert webhook refused them: {e}");
+                        }
                         out.failed.fetch_add(n, Ordering::Relaxed)
                     }
                 };
@@ -79,17 +91,41 @@ pub fn start(url: Uri) -> Arc<Outbox> {
 pub type HttpClient =
     Client<hyper_util::client::legacy::connect::HttpConnector, Full<bytes::Bytes>>;
 
-/// POSTs `body` as JSON to `url`, with the attempts and pauses above.
-pub async fn post(client: &HttpClient, url: &Uri, body: Vec<u8>, out: &Outcomes) -> Result<()> {
+/// Why a POST was given up on: the receiver's final answer.
+#[derive(Debug, thiserror::Error)]
+#[error("answered {status} (a refusal: not tried again)")]
+pub struct Refused {
+    pub status: StatusCode,
+}
+
+/// Whether an answer is worth trying again: the receiver was busy (408, 429) or failed (5xx).
+pub fn retried(status: StatusCode) -> bool {
+    status == StatusCode::REQUEST_TIMEOUT
+        || status == StatusCode::TOO_MANY_REQUESTS
+        || status.is_server_error()
+}
+
+/// The pause after an attempt when the nominal one is `pause`: drawn in `[pause/2, pause]` by a
+/// hash keyed afresh each call (std's `RandomState`).
+pub fn jittered(pause: Duration) -> Duration {
+    use std::hash::BuildHasher;
+    let r = std::hash::RandomState::new().hash_one(pause.as_nanos());
+    let half = pause / 2;
+    half + Duration::from_nanos(r % (half.as_nanos().max(1) as u64))
+}
+
+/// POSTs `body` as JSON to `url` until it is delivered or refused for good (see the module's
+/// notes): `Err` only for a final answer.
+pub async fn post(
+    client: &HttpClient,
+    url: &Uri,
+    body: Vec<u8>,
+    out: &Outcomes,
+) -> Result<(), Refused> {
     let body = bytes::Bytes::from(body);
     let mut pause = PAUSE;
-    let mut last = String::new();
-    for attempt in 1..=ATTEMPTS {
-        if attempt > 1 {
-            out.retried.fetch_add(1, Ordering::Relaxed);
-            tokio::time::sleep(pause).await;
-            pause *= 2;
-        }
+    let mut failures: u64 = 0;
+    loop {
         let req = Request::builder()
             .method(Method::POST)
             .uri(url.clone())
@@ -98,23 +134,44 @@ pub async fn post(client: &HttpClient, url: &Uri, body: Vec<u8>, out: &Outcomes)
                 header::USER_AGENT,
                 concat!("agent-fold/", env!("CARGO_PKG_VERSION")),
             )
-            .body(Full::new(body.clone()))?;
-        match tokio::time::timeout(TIMEOUT, client.request(req)).await {
-            Err(_) => last = format!("no answer within {}s", TIMEOUT.as_secs()),
-            Ok(Err(e)) => last = format!("{e}"),
-            Ok(Ok(res)) => {
-                let status = res.status();
-                if status.is_success() {
-                    return Ok(());
-                }
-                last = format!("answered {status}");
-                if status != StatusCode::TOO_MANY_REQUESTS && !status.is_server_error() {
-                    bail!("{last} (not retried)");
-                }
+            .body(Full::new(body.clone()));
+        let why = match req {
+            // The URL was checked at the start and the headers are fixed; were the request not
+            // to build, that is final, never a panic.
+            Err(_) => {
+                return Err(Refused {
+                    status: StatusCode::BAD_REQUEST,
+                });
             }
+            Ok(req) => match tokio::time::timeout(TIMEOUT, client.request(req)).await {
+                Err(_) => format!("no answer within {}s", TIMEOUT.as_secs()),
+                Ok(Err(e)) => format!("{e}"),
+                Ok(Ok(res)) => {
+                    let status = res.status();
+                    if status.is_success() {
+                        if failures > 0 {
+                            tracing::info!(%url, failures, "the alert receiver answers again");
+                        }
+                        return Ok(());
+                    }
+                    if !retried(status) {
+                        return Err(Refused { status });
+                    }
+                    format!("answered {status}")
+                }
+            },
+        };
+        failures += 1;
+        if failures == 1 {
+            tracing::warn!(%url, "the alert receiver failed ({why}): trying again for as long \
+                as its notices wait");
+        } else {
+            tracing::debug!(%url, failures, "the alert receiver failed again: {why}");
         }
+        out.retried.fetch_add(1, Ordering::Relaxed);
+        tokio::time::sleep(jittered(pause)).await;
+        pause = (pause * 2).min(MAX_PAUSE);
     }
-    bail!("{last}, after {ATTEMPTS} attempts")
 }
 
 #[cfg(test)]

@@ -73,10 +73,18 @@ impl Hosts {
 
     /// `Err(why)` when the request names another host, in its Host, its URI or its Origin.
     pub fn check(&self, headers: &HeaderMap, uri: &Uri) -> Result<(), String> {
-        let named = uri.authority().map(|a| a.as_str().to_owned()).or_else(|| {
-            let h = headers.get(header::HOST)?;
-            Some(h.to_str().unwrap_or("(not text)").to_owned())
-        });
+        // Exactly one Host, as RFC 9112 §3.2 asks of a request (a server must refuse one with
+        // several, or none): a proxy and this server must not each read a different one.
+        let mut hosts = headers.get_all(header::HOST).iter();
+        let host = hosts.next();
+        if hosts.next().is_some() {
+            self.refused_host.fetch_add(1, Ordering::Relaxed);
+            return Err("a request with more than one Host header".to_owned());
+        }
+        let named = uri
+            .authority()
+            .map(|a| a.as_str().to_owned())
+            .or_else(|| Some(host?.to_str().unwrap_or("(not text)").to_owned()));
         match named {
             Some(h) if self.allows(&h, 80) => {}
             Some(h) => {
@@ -161,10 +169,18 @@ mod tests {
             assert!(hosts.check(&h, &uri).is_err(), "{bad}");
         }
         assert!(hosts.check(&HeaderMap::new(), &uri).is_err(), "no Host");
+        assert!(
+            hosts.check(&headers(&[("host", "")]), &uri).is_err(),
+            "an empty Host"
+        );
+        let mut two = headers(&[("host", "127.0.0.1:8080")]);
+        two.append(header::HOST, "127.0.0.1:8080".parse().unwrap());
+        let err = hosts.check(&two, &uri).unwrap_err();
+        assert!(err.contains("more than one Host"), "{err}");
         let absolute: Uri = "http://evil.example/state".parse().unwrap();
         let h = headers(&[("host", "127.0.0.1:8080")]);
         assert!(hosts.check(&h, &absolute).is_err(), "an absolute-form URI");
-        assert_eq!(hosts.refused_host.load(Ordering::Relaxed), 11);
+        assert_eq!(hosts.refused_host.load(Ordering::Relaxed), 13);
     }
 
     #[test]

@@ -111,15 +111,12 @@ pub fn latest(p: &Payload, user: &[(String, String)], cache_dir: &Path) -> Resul
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
-    let file = std::fs::File::open(&p.transcript)
-        .with_context(|| format!("cannot open the transcript {}", p.transcript.display()))?;
+    // A regular file only, looked at before it is opened and opened without waiting: a FIFO
+    // named as the transcript would block the open until a writer came, and a status line
+    // must never hang the agent's screen.
+    let (file, _) =
+        crate::logs::open_regular(&p.transcript).context("cannot open the transcript")?;
     let meta = file.metadata()?;
-    if !meta.is_file() {
-        bail!(
-            "the transcript {} is not a regular file",
-            p.transcript.display()
-        );
-    }
     let identity = cache::Identity::of(&p.transcript, &meta, &params);
     // A refused restore leaves the processor as it was: fresh.
     let mut processor = Processor::from_params(refs.iter().copied())?;

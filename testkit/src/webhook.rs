@@ -1,6 +1,7 @@
 //! A webhook receiver on loopback for the alert tests and the board bench: plain HTTP/1.1 on
 //! std, each POST's JSON body kept; optionally the first answered 500 (the sender must try
-//! again), the rest 200. [`Receiver::alertmanager`] stands in for Prometheus Alertmanager's v2
+//! again), the rest 200; [`Receiver::set_down`] makes it a receiver that is down (each
+//! connection closed unanswered) until it is set up again. [`Receiver::alertmanager`] stands in for Prometheus Alertmanager's v2
 //! API: `POST /api/v2/alerts` only, each body held to the `postableAlert` schema (a 400 and the
 //! reason kept, as Alertmanager refuses, for anything else).
 
@@ -18,6 +19,10 @@ pub struct Receiver {
     posts: Arc<Mutex<usize>>,
     /// Why requests were refused (400), in order.
     refused: Arc<Mutex<Vec<String>>>,
+    /// While set, connections are closed unanswered: a receiver that is down.
+    down: Arc<std::sync::atomic::AtomicBool>,
+    /// Connections closed unanswered while down.
+    turned_away: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// What a body must be to be taken: `Err(why)` is answered 400.
@@ -157,9 +162,18 @@ impl Receiver {
         let count = Arc::clone(&posts);
         let refused = Arc::new(Mutex::new(Vec::new()));
         let refusals = Arc::clone(&refused);
+        let down = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let is_down = Arc::clone(&down);
+        let turned_away = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let turn_away = Arc::clone(&turned_away);
         std::thread::spawn(move || {
             for (i, conn) in listener.incoming().enumerate() {
                 let Ok(mut conn) = conn else { continue };
+                if is_down.load(std::sync::atomic::Ordering::SeqCst) {
+                    turn_away.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let _ = conn.shutdown(std::net::Shutdown::Both);
+                    continue;
+                }
                 let Ok(clone) = conn.try_clone() else {
                     continue;
                 };
@@ -220,7 +234,19 @@ impl Receiver {
             got,
             posts,
             refused,
+            down,
+            turned_away,
         })
+    }
+
+    /// Down (every connection closed unanswered, as a receiver that is not there) or up.
+    pub fn set_down(&self, down: bool) {
+        self.down.store(down, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Connections closed unanswered while down: the sender's attempts then.
+    pub fn turned_away(&self) -> usize {
+        self.turned_away.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Why requests were refused (400), in order.

@@ -1429,3 +1429,62 @@ fn inspect_command_line() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("missing.jsonl"));
 }
+
+/// Issue 55: `inspect` read a whole file into memory (`/dev/zero` grew to 4.2 GB in 9 s; one
+/// 1 GB line peaked at 3.15 GB) and opened a FIFO before looking at it, waiting for a writer
+/// for ever. Now what is not a regular file is refused before a byte is read, at once, and a
+/// log is streamed as `serve` reads one: a line over 32 MiB is skipped and counted.
+#[test]
+fn inspect_refuses_what_is_no_regular_file_and_streams_past_an_over_long_line() {
+    let s = crate::harness::scratch("inspect-bounds");
+    let fifo = s.join("fifo.jsonl");
+    crate::harness::mkfifo(&fifo);
+    for (path, says) in [
+        (Path::new("/dev/zero"), "is a device, not a regular file"),
+        (fifo.as_path(), "is a FIFO, not a regular file"),
+    ] {
+        let out = crate::harness::agent_fold_within(
+            &["inspect", path.to_str().unwrap()],
+            b"",
+            std::time::Duration::from_secs(20),
+        )
+        .unwrap_or_else(|| panic!("inspect {} did not answer", path.display()));
+        assert_eq!(out.status.code(), Some(1), "{}", path.display());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{}: {err}", path.display());
+    }
+    // A line of 33 MiB, then a log's lines: the long one skipped and counted, the rest read.
+    let log = s.join("long.jsonl");
+    let mut text = vec![b'x'; 33 << 20];
+    text.push(b'\n');
+    text.extend_from_slice(&std::fs::read(data("codex.jsonl")).unwrap());
+    std::fs::write(&log, &text).unwrap();
+    let out = succeeded(agent_fold(
+        &["inspect", "--json", log.to_str().unwrap()],
+        None,
+    ));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v[0]["input"], "codex");
+    let warnings: Vec<&str> = v[0]["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("1 lines over 32 MiB were skipped (first at line 1)")),
+        "{warnings:?}"
+    );
+    let whole = succeeded(agent_fold(
+        &["inspect", "--json", data("codex.jsonl").to_str().unwrap()],
+        None,
+    ));
+    let whole: Value = serde_json::from_slice(&whole.stdout).unwrap();
+    assert_eq!(v[0]["lines"], whole[0]["lines"], "every other line read");
+    assert_eq!(
+        v[0]["kinds"].as_array().unwrap().len(),
+        whole[0]["kinds"].as_array().unwrap().len()
+    );
+}

@@ -492,6 +492,12 @@ fn a_listener_beyond_loopback_needs_a_token_and_a_bad_flag_is_refused_first() {
             1,
             "reading the token file",
         ),
+        // Read before the listener starts (and again on SIGHUP): a device would never end.
+        (
+            &["--out", "-", "--token-file", "/dev/zero"],
+            1,
+            "is a device, not a regular file",
+        ),
         (&["--topic", "Not_A_Topic"], 2, "no Fluvio topic name"),
         (&["--topic", "t", "--out", "-"], 2, "cannot be used with"),
         (&[], 2, "--topic"),
@@ -821,4 +827,77 @@ fn a_stop_during_uploads_answers_no_500_and_keeps_every_acknowledged_batch() {
         }
     }
     assert!(answers.iter().any(|(_, s)| *s == Some(200)), "{answers:?}");
+}
+
+/// Issue 55: OTLP/JSON's doubles written as proto3's JSON mapping allows — `"NaN"`,
+/// `"Infinity"`, `"-Infinity"`, a number as a string — refused the whole batch with 400, where
+/// the same values in protobuf are taken (a value that is no finite number reads as `null`).
+/// Now JSON reads them as protobuf does; and a chunked body whose chunk size does not read is a
+/// bad request (400), not a body too large (413).
+#[test]
+fn proto3_json_doubles_read_as_protobuf_and_bad_chunk_framing_is_400() {
+    let Writing { c, out, _dir, .. } = Writing::start("collect-doubles", None, &[]);
+    let event = |session: &str, value: Value| {
+        json!({"resourceLogs":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"claude-code"}}]},
+            "scopeLogs":[{"logRecords":[{"timeUnixNano":"1764748800000000000","body":{"stringValue":"claude_code.api_request"},
+            "attributes":[{"key":"session.id","value":{"stringValue":session}},{"key":"cost_usd","value":{"doubleValue":value}}]}]}]}]})
+        .to_string()
+    };
+    let cases = [
+        ("nan", json!("NaN"), Value::Null),
+        ("inf", json!("Infinity"), Value::Null),
+        ("ninf", json!("-Infinity"), Value::Null),
+        ("text", json!("2.5"), json!(2.5)),
+        ("number", json!(0.25), json!(0.25)),
+    ];
+    for (session, value, _) in &cases {
+        let r = c.post(
+            &[("Content-Type", "application/json")],
+            event(session, value.clone()).as_bytes(),
+        );
+        assert_eq!(
+            r.status,
+            200,
+            "{session}: {}",
+            String::from_utf8_lossy(&r.body)
+        );
+    }
+    // The same NaN in protobuf.
+    let mut pb: ExportLogsServiceRequest =
+        serde_json::from_str(&event("pb-nan", json!(1.0))).unwrap();
+    pb.resource_logs[0].scope_logs[0].log_records[0].attributes[1].value =
+        Some(opentelemetry_proto::tonic::common::v1::AnyValue {
+            value: Some(
+                opentelemetry_proto::tonic::common::v1::any_value::Value::DoubleValue(f64::NAN),
+            ),
+        });
+    let r = c.post(
+        &[("Content-Type", "application/x-protobuf")],
+        &pb.encode_to_vec(),
+    );
+    assert_eq!(r.status, 200);
+    let written = lines(&out);
+    let cost = |session: &str| {
+        written
+            .iter()
+            .find(|r| r["session"] == session)
+            .map(|r| r["attributes"]["cost_usd"].clone())
+    };
+    for (session, _, want) in &cases {
+        assert_eq!(cost(session).as_ref(), Some(want), "{session}");
+    }
+    assert_eq!(cost("pb-nan"), cost("nan"), "JSON reads as protobuf does");
+
+    // A chunk size that does not read: 400.
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", c.port)).unwrap();
+    s.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let req = format!(
+        "POST /v1/logs HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\n\
+         Transfer-Encoding: chunked\r\nConnection: close\r\n\r\nzz\r\n{{}}\r\n0\r\n\r\n",
+        c.port
+    );
+    s.write_all(req.as_bytes()).unwrap();
+    let mut answer = String::new();
+    let _ = std::io::Read::read_to_string(&mut s, &mut answer);
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
 }

@@ -184,3 +184,30 @@ fn adapters_seeds() {
 fn adapters_random() {
     replay_random(check_adapters, 2000);
 }
+
+/// `board`: the fleet board on arbitrary records and operations (its property is the host
+/// crate's, `agent_fold::serve::fuzz`).
+#[test]
+fn board_seeds() {
+    replay_seeds("board", agent_fold::serve::fuzz::check_board);
+}
+
+#[test]
+fn board_random() {
+    replay_random(agent_fold::serve::fuzz::check_board, 400);
+}
+
+/// `board`, issue 55: a record with a number out of `f64`'s range in any field answered
+/// `/api` and `/events`, then panicked on the next `/state` (the rows were read back into
+/// `serde_json::Value`s), and the release build aborted: one record took the board down.
+#[test]
+fn board_a_number_out_of_range_in_a_record() {
+    for record in [
+        r#"{"type":"context/pressure","session":"x","seq":0,"pressureTokens":1e999}"#,
+        r#"{"type":"context/pressure","session":"x","seq":0,"note":1e999}"#,
+        r#"{"type":"context/error","session":"x","seq":0,"error":"e","n":-1e999}"#,
+    ] {
+        let data = format!("\x0f{record}\n!e0\n");
+        agent_fold::serve::fuzz::check_board(data.as_bytes());
+    }
+}

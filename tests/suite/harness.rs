@@ -25,6 +25,45 @@ pub(crate) fn binary() -> std::path::PathBuf {
         .unwrap_or_else(|| env!("CARGO_BIN_EXE_agent-fold").into())
 }
 
+/// Makes a FIFO at `path`.
+pub(crate) fn mkfifo(path: &std::path::Path) {
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo reads the NUL-terminated path it is given, which lives until the call ends.
+    let made = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+    assert_eq!(made, 0, "{}", path.display());
+}
+
+/// Runs the binary with `args` and `stdin`; `None` when it has not ended within `within`
+/// (then it is killed): a run that hangs fails its test instead of holding the suite.
+pub(crate) fn agent_fold_within<S: AsRef<OsStr>>(
+    args: &[S],
+    stdin: &[u8],
+    within: Duration,
+) -> Option<Output> {
+    let mut child = Command::new(binary())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the agent-fold binary runs");
+    let mut input = child.stdin.take().expect("piped");
+    let bytes = stdin.to_vec();
+    std::thread::spawn(move || {
+        let _ = input.write_all(&bytes);
+    });
+    let deadline = Instant::now() + within;
+    while child.try_wait().expect("try_wait").is_none() {
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Some(child.wait_with_output().expect("its output"))
+}
+
 /// `agent-fold ARGS` run to its end with `stdin` as its input (none: no input), its stdout and
 /// stderr caught.
 pub(crate) fn agent_fold<S: AsRef<OsStr>>(args: &[S], stdin: Option<&[u8]>) -> Output {
@@ -236,6 +275,27 @@ impl Server {
         let text = String::from_utf8(r.body).unwrap();
         prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned())))
             .expect("Prometheus text")
+    }
+
+    /// Scrapes `/metrics` until `ok` holds of it, else fails saying `what`.
+    pub(crate) fn wait_metrics(
+        &self,
+        what: &str,
+        ok: impl Fn(&prometheus_parse::Scrape) -> bool,
+    ) -> prometheus_parse::Scrape {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let m = self.metrics();
+            if ok(&m) {
+                return m;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "waited {TIMEOUT:?} for {what}; stderr: {}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(25));
+        }
     }
 
     /// Whether the process still runs.

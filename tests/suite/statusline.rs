@@ -368,3 +368,25 @@ fn the_newest_transcript_shows_its_last_own_reading_at_any_line() {
         }
     }
 }
+
+/// Issue 55: a FIFO named as the transcript hung the status line for ever (the file was opened
+/// before it was looked at), and a status line must never hang the agent's screen. Now it is
+/// refused before it is opened: one short line, the reason on stderr, at once.
+#[test]
+fn a_fifo_as_the_transcript_is_refused_at_once() {
+    let s = harness::scratch("fifo");
+    let fifo = s.join("fifo.jsonl");
+    harness::mkfifo(&fifo);
+    let cache = cache(&s);
+    let out = harness::agent_fold_within(
+        &["statusline", "--cache-dir", cache.as_str()],
+        payload(&fifo, 200_000).as_bytes(),
+        std::time::Duration::from_secs(20),
+    )
+    .expect("the status line answers");
+    assert!(out.status.success(), "a status line always exits 0");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(stdout.lines().count(), 1, "one line: {stdout:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is a FIFO, not a regular file"), "{err}");
+}

@@ -40,26 +40,148 @@ impl Changes<'_> {
         self.inner.status.message = message.into();
     }
 
-    /// Everything starts again (a rewritten or replaced log): sessions go, every page gets the
-    /// whole (empty) board, and the counts restart.
-    pub fn reset(&mut self, why: &str) {
-        let inner = &mut *self.inner;
-        inner.sessions.clear();
-        inner.by_activity.clear();
-        inner.evicted_firing.clear();
-        inner.evicted_order.clear();
-        inner.changes.clear();
-        inner.points = 0;
-        inner.status.records = 0;
-        inner.status.skipped = 0;
-        inner.status.last_skipped = None;
-        inner.status.reset = Some(why.to_owned());
-        inner.version += 1;
-        inner.floor = inner.version;
-        tracing::info!(
+    /// The logs of `sessions` are read again from their start (a file truncated, replaced,
+    /// rewritten in place, or back after vanishing; docs/serve.md, "Sources"): those sessions
+    /// leave the board (a `gone` each) and come back as their lines are read again, every
+    /// other session untouched. Their alert state is set aside: until
+    /// [`Changes::reread_done`] their records move it and page no one, so a session re-read
+    /// pages no one for what it paged already.
+    pub fn reread(&mut self, sessions: &Sessions, why: &str) {
+        let ids: Vec<Arc<str>> = match sessions {
+            Sessions::These(ids) => ids.clone(),
+            Sessions::All => self.inner.sessions.keys().cloned().collect(),
+        };
+        for id in &ids {
+            let inner = &mut *self.inner;
+            let parked = match inner.sessions.remove(id) {
+                Some(s) => {
+                    inner.by_activity.remove(&s.order);
+                    inner.points -= s.history.len();
+                    Parked {
+                        firing: s.firing,
+                        fired_at: s.fired_at,
+                    }
+                }
+                None => Parked {
+                    firing: inner
+                        .evicted_firing
+                        .remove(id)
+                        .map_or_else(Firing::default, |(f, _)| f),
+                    fired_at: Vec::new(),
+                },
+            };
+            // Read again before the last re-read ended: the state before that one stands.
+            inner.rereading.entry(Arc::clone(id)).or_insert(parked);
+            self.touch(id);
+        }
+        self.inner.status.reset = Some(why.to_owned());
+        // Said once where it happened (`log_event`); here only for a closer look.
+        tracing::debug!(
             reason = why,
-            "the source started again: the board is cleared"
+            sessions = ids.len(),
+            "a log is read again from its start: its sessions are rebuilt, the others kept"
         );
+    }
+
+    /// The re-read of `sessions` has caught up with their logs: each alert that fires now and
+    /// did not before is sent, each that fired before and no longer does is resolved, and one
+    /// that fired before and fires still is the same alert (its start kept), sent no more. A
+    /// session its log no longer names keeps its alert state as an evicted one does.
+    pub fn reread_done(&mut self, sessions: &Sessions) {
+        let ids: Vec<Arc<str>> = match sessions {
+            Sessions::These(ids) => ids.clone(),
+            Sessions::All => self.inner.rereading.keys().cloned().collect(),
+        };
+        for id in ids {
+            let Some(before) = self.inner.rereading.remove(&id) else {
+                continue;
+            };
+            let Some(s) = self.inner.sessions.get_mut(&id) else {
+                if before.firing != Firing::default() {
+                    self.remember_firing(&id, before.firing);
+                }
+                continue;
+            };
+            let now = s.firing;
+            let mut said = Vec::new();
+            for i in 0..self.board.config.rules.len().min(alerts::MAX_RULES) {
+                match (before.firing.has(i), now.has(i)) {
+                    (true, true) => {
+                        if let Some(&(_, t)) =
+                            before.fired_at.iter().find(|(r, _)| usize::from(*r) == i)
+                        {
+                            s.fired_at.retain(|(r, _)| usize::from(*r) != i);
+                            s.fired_at.push((i as u8, t));
+                        }
+                    }
+                    (false, true) => {
+                        let since = s
+                            .fired_at
+                            .iter()
+                            .find(|(r, _)| usize::from(*r) == i)
+                            .map_or(s.active, |(_, t)| *t);
+                        said.push((AlertStatus::Firing, i, since));
+                    }
+                    (true, false) => {
+                        let since = before
+                            .fired_at
+                            .iter()
+                            .find(|(r, _)| usize::from(*r) == i)
+                            .map_or(s.active, |(_, t)| *t);
+                        said.push((AlertStatus::Resolved, i, since));
+                    }
+                    (false, false) => {}
+                }
+            }
+            let Some(record) = s.record.clone() else {
+                continue;
+            };
+            let r = PressureRecord {
+                id: Arc::clone(&s.id),
+                seq: s.seq,
+                is_error: false,
+                stamp_ms: None,
+                agent: s.agent.clone(),
+                model: s.model.clone(),
+                latest: s.latest,
+                text: record,
+            };
+            for (status, i, since) in said {
+                self.notice(status, i, &r, since);
+            }
+        }
+    }
+
+    /// Something happened to a followed log's file: said on stderr (a file gone or unreadable
+    /// at `warn`, the rest at `info`) and counted.
+    pub fn log_event(&mut self, event: LogEvent, what: &str) {
+        let i = LogEvent::ALL.iter().position(|e| *e == event).unwrap_or(0);
+        self.board.counters.log_events[i].fetch_add(1, Ordering::Relaxed);
+        match event {
+            LogEvent::Vanished | LogEvent::Unreadable => {
+                tracing::warn!(event = event.name(), "{what}")
+            }
+            _ => tracing::info!(event = event.name(), "{what}"),
+        }
+    }
+
+    /// Remembers the rules firing for a session no longer kept, the latest [`FIRING_KEPT`]:
+    /// back later, it is not alerted again for a crossing it was alerted of.
+    fn remember_firing(&mut self, id: &Arc<str>, firing: Firing) {
+        let inner = &mut *self.inner;
+        inner.evictions += 1;
+        let n = inner.evictions;
+        inner.evicted_firing.insert(Arc::clone(id), (firing, n));
+        inner.evicted_order.push_back((Arc::clone(id), n));
+        while inner.evicted_order.len() > FIRING_KEPT {
+            let Some((old, m)) = inner.evicted_order.pop_front() else {
+                break;
+            };
+            // Unless evicted again since (a later number stands in the map).
+            if inner.evicted_firing.get(&old).is_some_and(|e| e.1 == m) {
+                inner.evicted_firing.remove(&old);
+            }
+        }
     }
 
     /// Marks `id` changed at a new version.
@@ -72,7 +194,9 @@ impl Changes<'_> {
         }
         inner.changes.push_back((v, Arc::clone(id)));
         while inner.changes.len() > CHANGES {
-            let (old, _) = inner.changes.pop_front().expect("longer than the bound");
+            let Some((old, _)) = inner.changes.pop_front() else {
+                break;
+            };
             inner.floor = inner.floor.max(old);
         }
     }
@@ -89,10 +213,15 @@ impl Changes<'_> {
             inner.tiebreak += 1;
             let order = (at, inner.tiebreak);
             inner.by_activity.insert(order, Arc::clone(id));
-            let firing = inner
-                .evicted_firing
-                .remove(id)
-                .map_or_else(Firing::default, |(f, _)| f);
+            // A session read again starts from its alert state before; one evicted and back
+            // from what it had.
+            let firing = match inner.rereading.get(id) {
+                Some(p) => p.firing,
+                None => inner
+                    .evicted_firing
+                    .remove(id)
+                    .map_or_else(Firing::default, |(f, _)| f),
+            };
             inner.sessions.insert(
                 Arc::clone(id),
                 Session {
@@ -127,21 +256,9 @@ impl Changes<'_> {
         let inner = &mut *self.inner;
         if let Some(s) = inner.sessions.remove(&id) {
             inner.points -= s.history.len();
-            if s.firing != Firing::default() {
-                inner.evictions += 1;
-                let n = inner.evictions;
-                inner.evicted_firing.insert(Arc::clone(&id), (s.firing, n));
-                inner.evicted_order.push_back((Arc::clone(&id), n));
-                while inner.evicted_order.len() > FIRING_KEPT {
-                    let (old, m) = inner
-                        .evicted_order
-                        .pop_front()
-                        .expect("longer than the bound");
-                    // Unless evicted again since (a later number stands in the map).
-                    if inner.evicted_firing.get(&old).is_some_and(|e| e.1 == m) {
-                        inner.evicted_firing.remove(&old);
-                    }
-                }
+            // Being read again, the state set aside stands for it; else it is remembered.
+            if s.firing != Firing::default() && !inner.rereading.contains_key(&id) {
+                self.remember_firing(&id, s.firing);
             }
         }
         self.board.counters.evicted.fetch_add(1, Ordering::Relaxed);
@@ -223,9 +340,14 @@ impl Changes<'_> {
         // restart, a log caught up) moves the figures and the alert state, and pages no one:
         // the crossing it holds is history, not news.
         let old = now - at > self.board.config.idle.as_millis() as i64;
-        if old || self.catching_up {
+        // A log read again from its start: its crossings are what was paged already, or are
+        // said at the re-read's end (`reread_done`).
+        let reread = self.inner.rereading.contains_key(&r.id);
+        if old || self.catching_up || reread {
             let n = crossed.len() as u64;
-            let counter = if old {
+            let counter = if reread {
+                &self.board.counters.alerts_reread
+            } else if old {
                 &self.board.counters.alerts_old
             } else {
                 &self.board.counters.alerts_caught_up

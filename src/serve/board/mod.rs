@@ -95,8 +95,8 @@ pub struct Status {
     pub skipped: u64,
     #[serde(rename = "lastSkipped")]
     pub last_skipped: Option<String>,
-    /// Why the source last started again (a log truncated, replaced, rewritten or back), when
-    /// it did: everything read before was void.
+    /// Why a followed log was last read again from its start (a file truncated, replaced,
+    /// rewritten or back), when one was: its own sessions were rebuilt from it.
     pub reset: Option<String>,
 }
 
@@ -295,6 +295,63 @@ struct Inner {
     evicted_firing: HashMap<Arc<str>, (Firing, u64)>,
     evicted_order: VecDeque<(Arc<str>, u64)>,
     evictions: u64,
+    /// Sessions whose log is being read again from its start ([`Changes::reread`]), with
+    /// their alert state as it stood before: meanwhile their records move the state and page
+    /// no one; at the end only what differs from this is said.
+    rereading: HashMap<Arc<str>, Parked>,
+}
+
+/// A session's alert state set aside while its log is read again.
+#[derive(Debug, Clone, Default)]
+struct Parked {
+    firing: Firing,
+    /// When each firing rule's alert began (rule, ms).
+    fired_at: Vec<(u8, i64)>,
+}
+
+/// Which sessions a log's re-read concerns: these, or every session on the board (a file
+/// naming more sessions than are tracked per file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sessions {
+    These(Vec<Arc<str>>),
+    All,
+}
+
+/// Things that happen to a followed log's files, said once each on stderr and counted in
+/// `/metrics` (`log_events_total{event}`; docs/serve.md, "Sources").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogEvent {
+    Truncated,
+    Replaced,
+    Rewritten,
+    CameBack,
+    Vanished,
+    Unreadable,
+    Readable,
+}
+
+impl LogEvent {
+    pub const ALL: [LogEvent; 7] = [
+        LogEvent::Truncated,
+        LogEvent::Replaced,
+        LogEvent::Rewritten,
+        LogEvent::CameBack,
+        LogEvent::Vanished,
+        LogEvent::Unreadable,
+        LogEvent::Readable,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            LogEvent::Truncated => "truncated",
+            LogEvent::Replaced => "replaced",
+            LogEvent::Rewritten => "rewritten",
+            LogEvent::CameBack => "came_back",
+            LogEvent::Vanished => "vanished",
+            LogEvent::Unreadable => "unreadable",
+            LogEvent::Readable => "readable",
+        }
+    }
 }
 
 /// Evicted sessions whose firing rules are remembered (about 100 bytes each).
@@ -322,6 +379,11 @@ pub struct Counters {
     pub alerts_caught_up: AtomicU64,
     /// Crossings in records older than `idle`: the alert state follows them, nobody is paged.
     pub alerts_old: AtomicU64,
+    /// Crossings read while a log is read again from its start: the state follows them; at
+    /// the re-read's end only what differs from before is sent.
+    pub alerts_reread: AtomicU64,
+    /// A followed log's files truncated, replaced, … per [`LogEvent`].
+    pub log_events: [AtomicU64; 7],
 }
 
 /// A gauge of clients: one more while it lives.
@@ -469,6 +531,7 @@ impl Board {
                 evicted_firing: HashMap::new(),
                 evicted_order: VecDeque::new(),
                 evictions: 0,
+                rereading: HashMap::new(),
             }),
             head: watch::Sender::new(0),
             run: base36(nanos ^ u128::from(std::process::id())),

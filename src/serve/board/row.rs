@@ -107,6 +107,14 @@ impl PressureRecord {
         let text = std::str::from_utf8(bytes)
             .map_err(|_| "not a pressure record: not UTF-8".to_owned())?
             .trim();
+        // A raw line break can stand only between a JSON text's tokens (a string escapes its
+        // own): kept, it would cut the SSE line the record is sent in (an event stream breaks
+        // lines at CR and LF alike), so it is sent as a space.
+        let text: Cow<'_, str> = match text.contains(['\r', '\n']) {
+            true => Cow::Owned(text.replace(['\r', '\n'], " ")),
+            false => Cow::Borrowed(text),
+        };
+        let text = &*text;
         let raw = RawValue::from_string(text.to_owned())
             .map_err(|_| "not a pressure record: not JSON".to_owned())?;
         if !text.starts_with('{') {
@@ -243,6 +251,15 @@ mod tests {
         )
         .unwrap();
         assert_eq!(escaped.latest.pressure, Some(7));
+        // Line breaks between tokens (a topic's record may hold them) would cut an SSE line.
+        let broken = PressureRecord::parse(
+            b"{\"type\":\"context/pressure\",\r\"session\":\"s\",\n\"seq\":1}",
+        )
+        .unwrap();
+        assert_eq!(
+            broken.text.get(),
+            r#"{"type":"context/pressure", "session":"s", "seq":1}"#
+        );
         for (bad, why) in [
             (&b"nope"[..], "not JSON"),
             (b"[1]", "not a JSON object"),

@@ -329,19 +329,85 @@ fn a_session_s_history_is_served_whole_or_after_a_seq() {
     assert!(b.session("nobody", None).is_none());
 }
 
-/// A reset empties the board, and every page gets the (empty) whole board.
+/// A log read again from its start: its sessions leave the board (pages told `gone`), the
+/// others keep their rows and alert state; the re-read's records page no one, and at its end
+/// only what differs from before is said — nothing for a log read again as it was, a firing
+/// for a crossing it did not hold before, a resolution for an alert it no longer holds.
 #[test]
-fn a_reset_sends_every_page_the_whole_board() {
-    let b = board(Config::default());
-    b.batch(|c| apply(c, &rec("a", 1, 5)).unwrap());
+fn a_log_read_again_changes_only_its_sessions_and_pages_only_what_differs() {
+    let (b, outbox) = alerting(Config {
+        rules: vec![Rule::parse("until<20000").unwrap()],
+        ..Config::default()
+    });
+    let rx = || outbox.take(0);
+    let log = |id: &str| vec![rec(id, 1, 50_000), rec(id, 2, 10_000), rec(id, 3, 9_000)];
+    b.batch(|c| {
+        for id in ["a", "b", "c"] {
+            for r in log(id) {
+                apply(c, &r).unwrap();
+            }
+        }
+    });
+    assert_eq!(rx().len(), 3, "each crossed once");
     let Next::Board { version, .. } = b.next_after(None) else {
         panic!()
     };
-    b.batch(|c| c.reset("rewritten"));
-    let Next::Board { wire, .. } = b.next_after(Some(version)) else {
-        panic!("a reset sends the board")
+    let these = |ids: &[&str]| Sessions::These(ids.iter().map(|i| Arc::from(*i)).collect());
+    b.batch(|c| c.reread(&these(&["a", "b", "c"]), "x was truncated"));
+    let Next::Delta { wire, .. } = b.next_after(Some(version)) else {
+        panic!("a delta")
     };
-    assert_eq!(data(&wire)["rows"], serde_json::json!([]));
+    assert_eq!(
+        data(&wire)["gone"],
+        serde_json::json!(["a", "b", "c"]),
+        "{wire:?}"
+    );
+    assert_eq!(b.held().sessions, 0);
+    // a: read again as it was; b: now ends below the threshold; c: its log now empty.
+    b.batch(|c| {
+        for r in log("a") {
+            apply(c, &r).unwrap();
+        }
+        apply(c, &rec("b", 1, 50_000)).unwrap();
+    });
+    assert!(rx().is_empty(), "a re-read pages no one");
+    assert_eq!(b.counters.alerts_reread.load(Ordering::Relaxed), 1);
+    b.batch(|c| c.reread_done(&these(&["a", "b", "c"])));
+    let said = rx();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert_eq!(
+        (&*said[0].session, said[0].status),
+        ("b", AlertStatus::Resolved)
+    );
+    assert_eq!(b.held().firing, [1], "a fires still, the same alert");
+    // c comes back later still below the threshold: the same alert, not paged again.
+    b.batch(|c| apply(c, &rec("c", 9, 5_000)).unwrap());
+    assert!(rx().is_empty());
+    // A session untouched by a re-read keeps its row and state.
+    b.batch(|c| {
+        apply(c, &rec("d", 1, 5_000)).unwrap();
+        c.reread(&these(&["a"]), "y was replaced");
+    });
+    assert_eq!(rx().len(), 1, "d crossed");
+    let state = b.query(&query::Query {
+        all: true,
+        limit: usize::MAX,
+        ..query::Query::default()
+    });
+    let ids: Vec<String> = state
+        .sessions
+        .iter()
+        .map(|r| {
+            serde_json::from_str::<Value>(r.get()).unwrap()["session"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert!(
+        ids.contains(&"d".to_owned()) && !ids.contains(&"a".to_owned()),
+        "{ids:?}"
+    );
 }
 
 /// A record older than `idle` by its own stamp (a topic's history read again at a restart)

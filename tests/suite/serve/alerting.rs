@@ -256,3 +256,61 @@ fn alertmanager_hears_a_firing_alert_again_until_it_resolves() {
     assert_eq!(am.bodies().len(), n, "nothing sent again once resolved");
     assert_eq!(am.refused(), Vec::<String>::new());
 }
+
+/// A receiver down for a while loses nothing: each lane tries again, backing off, for as long
+/// as its notices wait (past the three tries that once gave them up), and once the receiver
+/// is back every notice arrives, each session's once and in order, none counted failed.
+/// `AGENT_FOLD_WEBHOOK_OUTAGE_SECS` holds the receiver down at least that long (the issue's
+/// 30 s outage); by default it is down until the lanes have tried 16 times in all.
+#[test]
+fn notices_wait_out_a_receiver_s_outage() {
+    let hook = Receiver::start(false).unwrap();
+    hook.set_down(true);
+    let url = format!("http://127.0.0.1:{}/hook", hook.port);
+    let mut s = alerting(&["--alert-webhook", &url]);
+    let sessions = 40;
+    let text: String = (0..sessions)
+        .map(|i| rec(&format!("s{i}"), 1, 50_000) + &rec(&format!("s{i}"), 2, 5_000))
+        .collect();
+    write(&mut s, &text);
+    let started = Instant::now();
+    let outage = std::env::var("AGENT_FOLD_WEBHOOK_OUTAGE_SECS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(0);
+    // Three tries per lane at most would turn away 12 connections, then give up.
+    wait_for(
+        "the lanes trying again while the receiver is down",
+        60 + outage,
+        || hook.turned_away() >= 16 && started.elapsed() >= Duration::from_secs(outage),
+        || format!("{} connections turned away", hook.turned_away()),
+    );
+    hook.set_down(false);
+    let back = Instant::now();
+    wait_for(
+        "every waiting notice delivered",
+        60,
+        || hook.bodies().len() >= sessions,
+        || format!("{} of {sessions}", hook.bodies().len()),
+    );
+    eprintln!(
+        "outage of {:.1} s ({} attempts turned away): every notice delivered {:.1} s after the \
+         receiver came back",
+        started.elapsed().as_secs_f64() - back.elapsed().as_secs_f64(),
+        hook.turned_away(),
+        back.elapsed().as_secs_f64()
+    );
+    let fired = hook.alerts();
+    assert_eq!(fired["until<20000"].len(), sessions, "{fired:?}");
+    assert!(fired["until<20000"].values().all(|n| *n == 1), "{fired:?}");
+    let m = s.metrics();
+    let notices = |o| {
+        sample(
+            &m,
+            "agent_fold_serve_alert_notices_total",
+            &[("receiver", "webhook"), ("outcome", o)],
+        )
+    };
+    assert_eq!(notices("delivered"), sessions as f64);
+    assert_eq!(notices("failed"), 0.0);
+}

@@ -537,3 +537,79 @@ fn a_stop_during_otlp_uploads_answers_no_500() {
     assert!(!answers.contains(&Some(500)), "{answers:?}");
     assert!(answers.contains(&Some(200)), "{answers:?}");
 }
+
+/// Issue 55: following a directory of 200 logs, truncating one (`: > s1.jsonl`, as log
+/// rotation does) emptied the board and read every log again, and the webhook heard every
+/// untouched session's alert a second time. Now the truncated log alone is read again: the
+/// other 199 rows stay, no notice comes twice, and the event is said once on stderr and in
+/// `/metrics`.
+#[test]
+fn truncating_one_of_200_followed_logs_leaves_the_others_and_pages_no_one_twice() {
+    let hook = Receiver::start(false).unwrap();
+    let url = format!("http://127.0.0.1:{}/hook", hook.port);
+    let root = scratch("tree-200");
+    let n = 200;
+    let log = |i: usize| root.join(format!("s{i}.jsonl"));
+    // Each session past half its window of 1,000 tokens by a reading: an alert each.
+    for i in 0..n {
+        let id = format!("s{i}");
+        let text = frame(&id, 0, "request/header", json!({"context_window": 1000}))
+            + &frame(
+                &id,
+                1,
+                "assistant/message",
+                json!({"message": "hi", "usage": {"input_tokens": 600, "output_tokens": 5}}),
+            );
+        append(&log(i), text.as_bytes());
+    }
+    let s = Server::start(&[
+        "--native",
+        // The frames' stamps are of 2026-11-29: not history by --idle.
+        "--idle",
+        "31536000",
+        "--alert",
+        "occupancy>0.5",
+        "--alert-webhook",
+        &url,
+        root.to_str().unwrap(),
+    ]);
+    let rows = |st: &Value| st["sessions"].as_array().map_or(0, Vec::len);
+    s.wait_state("200 sessions", |st| rows(st) == n);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while hook.bodies().len() < n {
+        assert!(Instant::now() < deadline, "{} notices", hook.bodies().len());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::fs::write(log(1), b"").unwrap();
+    s.wait_state("s1 gone", |st| session(st, "s1").is_none());
+    // A line past the truncation in another log: once the board shows it, the poll that saw
+    // the truncation and everything it read again are applied (one thread, in order).
+    let more = frame("s0", 2, "user/message", json!({"message": "y"}));
+    append(&log(0), more.as_bytes());
+    let state = s.wait_state("s0's new line", |st| seq_of(st, "s0") == Some(2));
+    assert_eq!(rows(&state), n - 1, "the other 199 rows stay");
+    let m = s.wait_metrics("no notice waiting", |m| {
+        sample(
+            m,
+            "agent_fold_serve_alert_notices_waiting",
+            &[("receiver", "webhook")],
+        ) == 0.0
+    });
+    let fired = hook.alerts();
+    assert_eq!(fired["occupancy>0.5"].len(), n, "{fired:?}");
+    assert!(
+        fired["occupancy>0.5"].values().all(|k| *k == 1),
+        "no notice twice: {fired:?}"
+    );
+    assert_eq!(hook.bodies().len(), n);
+    assert_eq!(
+        sample(
+            &m,
+            "agent_fold_serve_log_events_total",
+            &[("event", "truncated")]
+        ),
+        1.0
+    );
+    let said = s.stderr().matches("was truncated").count();
+    assert_eq!(said, 1, "said once: {}", s.stderr());
+}

@@ -292,6 +292,10 @@ fn a_rebinding_host_or_origin_is_refused_and_an_allowed_proxy_name_served() {
             "GET /state HTTP/1.1\r\nHost: 127.0.0.1:{}",
             port.wrapping_add(1)
         ),
+        // Issue 55: an empty Host, and a second one beside a good one, were served.
+        "GET /state HTTP/1.1\r\nHost:".to_owned(),
+        format!("GET /state HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nHost: attacker.test"),
+        format!("GET /state HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nHost: 127.0.0.1:{port}"),
     ] {
         let r = req(&bad);
         assert!(r.starts_with("HTTP/1.1 403"), "{bad:?}: {r}");
@@ -311,7 +315,7 @@ fn a_rebinding_host_or_origin_is_refused_and_an_allowed_proxy_name_served() {
     let m = s.metrics();
     assert_eq!(
         sample(&m, "agent_fold_serve_refusals_total", &[("reason", "host")]),
-        4.0
+        7.0
     );
     assert_eq!(
         sample(
@@ -505,5 +509,60 @@ fn a_line_on_stdin_that_never_ends_is_skipped_within_the_line_limit() {
             .is_some_and(|w| w.contains("on stdin: skipped up to its end")),
         "{status}"
     );
+    assert!(s.alive());
+}
+
+/// Issue 55: a record with a number out of `f64`'s range in any field (anyone who can produce
+/// to the topic can write one) was answered on `/api` and `/events`, then the next `/state`
+/// panicked ("number out of range") and the release build aborted, the fleet's board gone.
+/// Now every route answers, the record kept as it came (contract §5: huge numbers pass
+/// unchanged), and the server lives on.
+#[test]
+fn a_number_out_of_range_in_a_record_takes_no_route_down() {
+    let mut s = Server::start_with(&["-"], &[], Stdio::piped());
+    write(
+        &mut s,
+        concat!(
+            r#"{"type":"context/pressure","session":"x","seq":0,"pressureTokens":1e999}"#,
+            "\n",
+            r#"{"type":"context/pressure","session":"y","seq":0,"note":1e999,"untilCompactTokens":-1e999}"#,
+            "\n",
+        ),
+    );
+    // Both applied (read raw: `1e999` is valid JSON, but no `f64` for a `serde_json::Value`).
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let r = s.raw(&format!(
+            "GET /state HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n\r\n",
+            s.port
+        ));
+        if r.contains("\"records\":2") {
+            break;
+        }
+        assert!(s.alive(), "the server died: {r}");
+        assert!(Instant::now() < deadline, "both records applied: {r}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for _ in 0..2 {
+        for path in [
+            "/api/sessions",
+            "/state",
+            "/api/sessions/x",
+            "/metrics",
+            "/healthz",
+        ] {
+            let r = s.raw(&format!(
+                "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n\r\n",
+                s.port
+            ));
+            assert!(r.starts_with("HTTP/1.1 200"), "{path}: {r}");
+            if path == "/state" {
+                assert!(r.contains("1e999"), "kept as it came: {r}");
+            }
+        }
+        assert!(s.alive(), "the server lives on");
+    }
+    let board = s.events(None).next_of("board");
+    assert!(board.data.contains("1e999"), "{}", board.data);
     assert!(s.alive());
 }

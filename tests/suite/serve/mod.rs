@@ -353,20 +353,31 @@ fn a_vanished_log_is_reported_the_server_keeps_serving_and_recovers() {
     assert_eq!(seq_of(&s.state(), "s-1"), Some(1), "the last figures stay");
     assert_eq!(s.events(None).next().kind, "board");
 
-    // It comes back (another log): the pages reset, and it is read from its start.
+    // It comes back (another log): read from its start, its session rebuilt from it (seq 0
+    // stands, not taken for a re-delivery below the 1 it had), the pages told.
     let again = frame("s-1", 0, "request/header", json!({"context_window": 2000}))
         + &frame("s-2", 7, "user/message", json!({"message": "new"}));
     append(&log, again.as_bytes());
-    let (why, reset) = next_reset(&mut events);
-    assert!(
-        why.contains("came back"),
-        "the pages get the board again: {reset}"
-    );
     let state = s.wait_state("live again", |st| {
         st["status"]["state"] == "live" && seq_of(st, "s-2").is_some()
     });
+    let why = state["status"]["reset"].as_str().unwrap_or_default();
+    assert!(why.contains("came back"), "{why}");
     assert_eq!(state["sessions"].as_array().unwrap().len(), 2);
-    assert_eq!(state["status"]["records"], 2, "counted from the new start");
+    assert_eq!(
+        seq_of(&state, "s-1"),
+        Some(0),
+        "rebuilt from the log as it is now"
+    );
+    // The pages are told: a delta names s-1 (gone, or its row again).
+    let told = (0..50).any(|_| {
+        let d = events.next_of("delta").json();
+        agent_fold_testkit::strings_of(&d["rows"], "session").contains(&"s-1")
+            || d["gone"]
+                .as_array()
+                .is_some_and(|g| g.contains(&json!("s-1")))
+    });
+    assert!(told, "a delta names s-1");
 
     // Truncated to less than was read: read again from its start too.
     std::fs::write(
@@ -374,11 +385,18 @@ fn a_vanished_log_is_reported_the_server_keeps_serving_and_recovers() {
         frame("s-1", 0, "request/header", json!({"context_window": 5})),
     )
     .unwrap();
-    let (why, reset) = next_reset(&mut events);
-    assert!(why.contains("truncated"), "{reset}");
-    s.wait_state("only s-1", |st| {
+    let state = s.wait_state("only s-1", |st| {
         st["sessions"].as_array().unwrap().len() == 1 && session(st, "s-1").is_some()
     });
+    let why = state["status"]["reset"].as_str().unwrap_or_default();
+    assert!(why.contains("truncated"), "{why}");
+    let said = s.stderr();
+    assert_eq!(
+        said.matches("was truncated").count(),
+        1,
+        "said once: {said}"
+    );
+    assert_eq!(said.matches("came back").count(), 1, "said once: {said}");
 }
 
 #[test]
@@ -608,15 +626,4 @@ fn a_claude_code_session_directory_is_adapted_by_the_module() {
         assert_eq!(state["status"]["message"], "following (claude-code)");
         assert_eq!(state["status"]["skipped"], 0);
     }
-}
-
-/// The next whole board the pages get, and why they were reset (its `status.reset`; empty when
-/// it says nothing).
-fn next_reset(events: &mut harness::Events) -> (String, Value) {
-    let board = events.next_of("board").json();
-    let why = board["status"]["reset"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    (why, board)
 }
