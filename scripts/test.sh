@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Every test: the .wasm builds the tests run, formatting, clippy, the workspace's tests (unit,
 # insta snapshots, the .wasm in fluvio-smartengine, properties, the real logs, the services,
-# the status line, the meter in a browser) and a short fuzz smoke per target; then each
-# phase's time.
+# the status line, the meter in a browser, the agents' pinned releases in the lab) and a short
+# fuzz smoke per target; then each phase's time.
 #
 # What the tests need and a new machine may lack is installed here, and said: Debian's Chromium
 # and CJK fonts for the browser tests, the meter package's dev dependencies (TypeScript) for its
@@ -55,8 +55,9 @@ prerequisites() {
       (cd ui && npm ci --no-audit --no-fund --loglevel=error >&2)
       echo "$want" >"$stamp"
     fi
+    echo "test.sh: the lab (tests/suite/lab.rs) installs the agents' pinned releases (lab/package.json) into target/lab/ from the npm registry where missing" >&2
   else
-    echo "test.sh: skipped: the meter package's tests (tests/suite/browser/package.rs): no npm on PATH" >&2
+    echo "test.sh: skipped: the meter package's tests (tests/suite/browser/package.rs) and the lab (tests/suite/lab.rs): no npm on PATH" >&2
   fi
   if ! command -v fluvio >/dev/null || ! timeout 20 fluvio topic list >/dev/null 2>&1; then
     echo "test.sh: skipped: the live-cluster tests (tests/suite/serve/fluvio.rs; scripts/e2e-fluvio.sh is not run here): no fluvio on PATH that reaches a cluster" >&2

@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::accuracy::thousands;
-use crate::logs;
+use crate::{logs, settings};
 
 /// `agent-fold inspect`.
 #[derive(Debug, Clone, clap::Args)]
@@ -93,13 +93,27 @@ pub struct Census {
     pub windows: Vec<Sourced>,
     pub thresholds: Vec<Sourced>,
     pub warnings: Vec<String>,
+    /// What the agent's settings on this machine set (`crate::settings`), each with where it
+    /// came from: what `serve` and the status line read besides the log.
+    pub settings: Vec<String>,
 }
 
 pub fn main(args: &Args) -> Result<i32> {
     let mut all = Vec::new();
     for path in &args.paths {
         for file in logs::log_files(path)? {
-            all.push(census_file(&file, args.input)?);
+            let mut c = census_file(&file, args.input)?;
+            if let Some(input) = Input::parse(c.input).filter(|i| settings::read_for(*i)) {
+                let mut said = settings::for_agent(input, &settings::Homes::from_env(), None).said;
+                if said.is_empty() {
+                    said.push(
+                        "none of the agent's settings files here moves the compaction point".into(),
+                    );
+                }
+                said.push("the environment the agent was started with is not visible: a setting given only there is not read".into());
+                c.settings = said;
+            }
+            all.push(c);
         }
     }
     if args.json {
@@ -256,6 +270,7 @@ fn census_of(file: &Path, text: Text<'_>, input: Option<Input>) -> Result<Census
         windows: Vec::new(),
         thresholds: Vec::new(),
         warnings: Vec::new(),
+        settings: Vec::new(),
     };
     let mut first_not_object = None;
     let mut frames = Vec::new();
@@ -549,6 +564,9 @@ pub fn render(out: &mut String, c: &Census) {
             out,
             "  window: not named by the log (param capacity names it)"
         );
+    }
+    for s in &c.settings {
+        let _ = writeln!(out, "  settings on this machine: {s}");
     }
     for w in &c.warnings {
         let _ = writeln!(out, "  warning: {w}");

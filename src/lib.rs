@@ -24,5 +24,6 @@ pub mod relay;
 pub mod run;
 pub mod serve;
 pub mod service;
+pub mod settings;
 pub mod statusline;
 pub mod topics;

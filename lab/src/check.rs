@@ -26,6 +26,11 @@ pub struct Against {
     /// Where in the log: the frame's `seq` (0 where none applies).
     #[serde(default)]
     pub seq: u64,
+    /// For a compaction point: the reading before the last one the compaction came after. The
+    /// agent checked there and did not fire, so its point lies above it; a point in
+    /// `(floor, truth]` is the agent's rule, whatever one request added past it.
+    #[serde(default)]
+    pub floor: Option<u64>,
 }
 
 impl Against {
@@ -35,6 +40,11 @@ impl Against {
             return if self.shown == 0 { 0.0 } else { 1.0 };
         }
         (self.shown as f64 - self.truth as f64) / self.truth as f64
+    }
+
+    /// A compaction point between the reading where the agent did not fire and where it did.
+    pub fn bracketed(&self) -> bool {
+        self.floor.is_some_and(|f| f < self.shown) && self.shown <= self.truth
     }
 }
 
@@ -70,6 +80,9 @@ pub struct Scored {
     pub tools: Option<Against>,
     /// Before each automatic compaction, `compactAtTokens` against where it fired.
     pub compact_points: Vec<Against>,
+    /// Automatic compactions with no point shown before them.
+    #[serde(default)]
+    pub unpointed: usize,
     /// What the first request after each compaction carried, by label.
     pub put_back: Vec<Vec<(String, u64)>>,
     pub failed: Option<String>,
@@ -107,6 +120,7 @@ pub fn score(o: &Outcome) -> Result<Scored> {
         system: None,
         tools: None,
         compact_points: Vec::new(),
+        unpointed: 0,
         put_back: o
             .served
             .iter()
@@ -152,7 +166,14 @@ pub fn score(o: &Outcome) -> Result<Scored> {
         // The stand-ins send nothing a log does not show: the prior for what real providers
         // add unseen after a compaction (contract §3.4) is scored on the shared real logs, not
         // here.
-        let config = accuracy::config_for(input, &[("compact_restore".into(), "0".into())])?;
+        let mut params = vec![("compact_restore".to_owned(), "0".to_owned())];
+        // The settings the agent honours, read from its scratch home as `serve` and the status
+        // line read them where an agent runs.
+        let homes = agent_fold::settings::Homes::under(&o.dir.join("home"));
+        params.extend(
+            agent_fold::settings::for_agent(input, &homes, Some(&o.dir.join("work"))).params,
+        );
+        let config = accuracy::config_for(input, &params)?;
         let log = Log { input, ..log };
         let measured = log.measure(&config)?;
         s.readings += measured.total;
@@ -180,6 +201,7 @@ pub fn score(o: &Outcome) -> Result<Scored> {
                 shown,
                 truth: r.reading,
                 seq: r.seq,
+                floor: None,
             };
             if r.after_compaction {
                 s.after_compaction.push(against);
@@ -189,15 +211,18 @@ pub fn score(o: &Outcome) -> Result<Scored> {
                     shown: r.last,
                     truth: r.reading,
                     seq: r.seq,
+                    floor: None,
                 });
             }
         }
         for c in &measured.auto_compactions {
+            s.unpointed += usize::from(c.shown.is_none());
             if let Some(shown) = c.shown {
                 s.compact_points.push(Against {
                     shown,
                     truth: c.fired_at,
                     seq: c.seq,
+                    floor: c.prior,
                 });
             }
         }
@@ -214,6 +239,7 @@ pub fn score(o: &Outcome) -> Result<Scored> {
                         shown,
                         truth: t.estimated.system,
                         seq: 0,
+                        floor: None,
                     });
                 }
                 if let Some(shown) = n("toolsTokens") {
@@ -221,6 +247,7 @@ pub fn score(o: &Outcome) -> Result<Scored> {
                         shown,
                         truth: t.estimated.tools,
                         seq: 0,
+                        floor: None,
                     });
                 }
             }

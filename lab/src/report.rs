@@ -14,6 +14,9 @@ pub const BETWEEN: f64 = 0.03;
 pub const AFTER_COMPACTION: f64 = 0.10;
 /// The bound on the breakdown's rows against the request's shape.
 pub const ROWS: f64 = 0.05;
+/// A compaction point shown against where the agent fired, where it is not between the
+/// reading the agent did not fire at and the one it did (issue 54's bound).
+pub const COMPACT_POINT: f64 = 0.10;
 
 /// `median / max |error|` of a list, or `—`.
 fn spread(list: &[Against]) -> String {
@@ -34,7 +37,14 @@ fn list(list: &[Against]) -> String {
         return "—".into();
     }
     list.iter()
-        .map(|a| format!("{} ({})", a.shown, percent(a.error())))
+        .map(|a| {
+            let between = if a.bracketed() {
+                format!(", past {}", a.floor.unwrap_or_default())
+            } else {
+                String::new()
+            };
+            format!("{} ({}{between})", a.shown, percent(a.error()))
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -53,7 +63,7 @@ pub fn render(scored: &[Scored]) -> String {
         let _ = writeln!(out, "\n## {} {version}\n", agent.name());
         let _ = writeln!(
             out,
-            "| scenario | requests | compactions | readings | unknown kinds | between: median / max | stale meter | after each compaction | point shown (vs fired) | system / tools rows | s |"
+            "| scenario | requests | compactions | readings | unknown kinds | between: median / max | stale meter | after each compaction | point shown (vs fired; past the reading it held at) | system / tools rows | s |"
         );
         let _ = writeln!(out, "|---|---:|---:|---:|---|---|---|---|---|---|---:|");
         for s in &runs {

@@ -179,6 +179,10 @@ pub fn plan(scenario: Scenario, agent: Agent) -> Option<Plan> {
         // the compression without waiting and sends the prompt on, racing it (the summary lost
         // in three of three runs here).
         Scenario::ManualCompact if agent == Agent::GeminiCli => return None,
+        // OpenCode 1.18 compacts by hand only through its server (`POST
+        // /session/ID/summarize`) or its TUI; here the server's call did not reach the model
+        // within two minutes, so the lab leaves it out rather than wait.
+        Scenario::ManualCompact if agent == Agent::OpenCode => return None,
         Scenario::ManualCompact => {
             basic(&mut w);
             w.then(Action::Compact).turn(
@@ -276,8 +280,8 @@ fn growth(scenario: Scenario, agent: Agent) -> Option<Growth> {
         s
     };
     Some(match agent {
-        // Claude Code: its default 1M model; the point it honours being set:
-        // `CLAUDE_CODE_BLOCKING_LIMIT_OVERRIDE`, in its settings' `env`.
+        // Claude Code: its default 1M model; the point moved by its `autoCompactWindow`
+        // setting (100,000: compacting at 67,000).
         Agent::ClaudeCode if auto => Growth {
             settings: Settings::default(),
             files: 60,
@@ -287,9 +291,7 @@ fn growth(scenario: Scenario, agent: Agent) -> Option<Growth> {
         },
         Agent::ClaudeCode => Growth {
             settings: settings(&|s| {
-                s.claude_settings = Some(
-                    serde_json::json!({"env": {"CLAUDE_CODE_BLOCKING_LIMIT_OVERRIDE": "60000"}}),
-                );
+                s.claude_settings = Some(serde_json::json!({"autoCompactWindow": 100_000}));
             }),
             files: 10,
             large: 5,
@@ -434,21 +436,69 @@ fn write_files(work: &Path, files: &[(String, usize)]) -> Result<()> {
     Ok(())
 }
 
-/// This repository's Rust sources and Markdown documents, in a fixed order, as one text.
+/// The commit whose sources are the files the agents read: fixed, so that a scenario's
+/// figures do not move with every edit of this repository's documents (the lab's own commit).
+const CORPUS_COMMIT: &str = "1d2373c34068c47a9d0f1d7ef3d25d4343650d7f";
+
+/// The directories of the corpus: Rust sources and Markdown documents, code and prose.
+const CORPUS_DIRS: [&str; 5] = ["docs", "core/src", "src", "testkit/src", "tests/suite"];
+
+/// This repository's Rust sources and Markdown documents at [`CORPUS_COMMIT`], in a fixed
+/// order, as one text; where git or that commit is not at hand (an export, a shallow clone),
+/// the working tree's, said on stderr.
 fn corpus() -> Result<String> {
+    static AT_COMMIT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     let root = crate::install::pins_dir().join("..");
-    let mut files = Vec::new();
-    for dir in ["docs", "core/src", "src", "testkit/src", "tests/suite"] {
-        collect(&root.join(dir), &mut files)?;
-    }
+    let text = match AT_COMMIT.get_or_init(|| corpus_at(&root, CORPUS_COMMIT)) {
+        Some(text) => text.clone(),
+        None => {
+            eprintln!(
+                "lab: commit {CORPUS_COMMIT} is not in this clone: the agents read the working tree's sources (figures may differ from docs/lab.md)"
+            );
+            let mut files = Vec::new();
+            for dir in CORPUS_DIRS {
+                collect(&root.join(dir), &mut files)?;
+            }
+            files.sort();
+            let mut text = String::new();
+            for f in files {
+                text.push_str(&std::fs::read_to_string(&f).unwrap_or_default());
+                text.push('\n');
+            }
+            text
+        }
+    };
+    anyhow::ensure!(text.len() > 100_000, "the repository's sources are missing");
+    Ok(text)
+}
+
+/// The corpus files at `commit`, read with git, or `None`.
+fn corpus_at(root: &Path, commit: &str) -> Option<String> {
+    let git = |args: &[&str]| -> Option<Vec<u8>> {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(args)
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()?;
+        out.status.success().then_some(out.stdout)
+    };
+    let mut args = vec!["ls-tree", "-r", "--name-only", commit, "--"];
+    args.extend(CORPUS_DIRS);
+    let list = String::from_utf8(git(&args)?).ok()?;
+    let mut files: Vec<&str> = list
+        .lines()
+        .filter(|f| f.ends_with(".rs") || f.ends_with(".md"))
+        .collect();
     files.sort();
     let mut text = String::new();
     for f in files {
-        text.push_str(&std::fs::read_to_string(&f).unwrap_or_default());
+        let body = git(&["show", &format!("{commit}:{f}")])?;
+        text.push_str(&String::from_utf8_lossy(&body));
         text.push('\n');
     }
-    anyhow::ensure!(text.len() > 100_000, "the repository's sources are missing");
-    Ok(text)
+    Some(text)
 }
 
 fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
@@ -494,7 +544,7 @@ mod tests {
                     assert!(matches!(
                         (s, a),
                         (Scenario::Clear | Scenario::Subagent, _)
-                            | (Scenario::ManualCompact, Agent::GeminiCli)
+                            | (Scenario::ManualCompact, Agent::GeminiCli | Agent::OpenCode)
                     ));
                     continue;
                 };

@@ -96,6 +96,9 @@ pub struct AutoCompaction {
     pub seq: u64,
     /// The level it fired at (`preTokens`).
     pub fired_at: u64,
+    /// The provider's reading before the last one it came after: the agent checked there and
+    /// did not fire, so its point is above it (none after fewer than two readings).
+    pub prior: Option<u64>,
     /// `compactAtTokens` just before it (under the default method).
     pub shown: Option<u64>,
 }
@@ -198,6 +201,8 @@ pub fn measure(lines: &[Rec], frames: &[Rec], config: &Config) -> Result<Measure
     let mut first: HashMap<String, (u64, u64)> = HashMap::new();
     let mut boundary: HashMap<String, (Option<u64>, bool, bool)> = HashMap::new();
     let mut compacted: HashMap<String, bool> = HashMap::new();
+    // Per session, its last two readings since its last compaction (the older first).
+    let mut last_two: HashMap<String, [Option<u64>; 2]> = HashMap::new();
     for f in frames {
         let Some(v) = Frame::parse(&f.value) else {
             continue;
@@ -213,6 +218,7 @@ pub fn measure(lines: &[Rec], frames: &[Rec], config: &Config) -> Result<Measure
                     session: session.clone(),
                     seq,
                     fired_at,
+                    prior: last_two.get(&session).and_then(|r| r[0]),
                     shown: before(&by_method[0], &session, seq).and_then(|s| s.compact_at),
                 });
             }
@@ -220,12 +226,18 @@ pub fn measure(lines: &[Rec], frames: &[Rec], config: &Config) -> Result<Measure
                 session.clone(),
                 (post_tokens(&f.value), v.restore_shown(), v.restore_beyond()),
             );
+            last_two.remove(&session);
         }
         if v.kind() == Some(kind::ASSISTANT_MESSAGE)
             && let Some(usage) = v.usage()
         {
             out.total += 1;
             let reading = usage_tokens(usage);
+            // A request written as several lines repeats its reading: one reading.
+            let two = last_two.entry(session.clone()).or_default();
+            if two[1] != Some(reading) {
+                *two = [two[1], Some(reading)];
+            }
             let after_compaction = compacted.remove(&session).unwrap_or(false);
             let at = v.anchor_seq().filter(|a| *a < seq).map_or(seq, |a| a + 1);
             let shown = |m: usize| before(&by_method[m], &session, at);

@@ -100,21 +100,37 @@ fn alertname(rule: &str) -> &'static str {
         ("used", false) => "ContextUsedHigh",
         ("used", true) => "ContextUsedLow",
         ("pressure", false) => "ContextPressureHigh",
-        _ => "ContextPressureLow",
+        ("pressure", true) => "ContextPressureLow",
+        ("past", false) => "ContextCompactionOverdue",
+        ("past", true) => "ContextCompactionNotOverdue",
+        ("after", false) => "CompactionLeftTooMuch",
+        ("after", true) => "CompactionLeftLittle",
+        ("reclaimed", true) => "CompactionReclaimedLittle",
+        ("reclaimed", false) => "CompactionReclaimedMuch",
+        ("thrash", false) => "CompactionThrash",
+        _ => "CompactionRare",
     }
 }
 
 /// A figure in words.
 fn figure(rule: &str, v: f64) -> String {
-    if rule.starts_with("occupancy") {
-        format!("{:.1}% of the window", v * 100.0)
-    } else if rule.starts_with("until") {
-        format!(
-            "{} tokens before the next automatic compaction",
-            v.round() as i64
-        )
-    } else {
-        format!("{} tokens in context", v.round() as i64)
+    let field = rule.split(['<', '>']).next().unwrap_or("");
+    let tokens = v.round() as i64;
+    match field {
+        "occupancy" => format!("{:.1}% of the window", v * 100.0),
+        "until" => format!("{tokens} tokens before the next automatic compaction"),
+        "past" if rule.ends_with('%') => format!(
+            "{:.1}% past the point it compacts at, not compacted",
+            v * 100.0
+        ),
+        "past" => format!("{tokens} tokens past the point it compacts at, not compacted"),
+        "after" => format!("the last compaction left {:.1}% of the window", v * 100.0),
+        "reclaimed" => format!(
+            "the last compaction took off {:.1}% of the context",
+            v * 100.0
+        ),
+        "thrash" => format!("{tokens} compactions within the thrash window"),
+        _ => format!("{tokens} tokens in context"),
     }
 }
 
@@ -258,6 +274,30 @@ mod tests {
         assert_eq!(alertname("occupancy>0.9"), "ContextOccupancyHigh");
         assert_eq!(alertname("pressure>=180000"), "ContextPressureHigh");
         assert_eq!(figure("occupancy>0.9", 0.934), "93.4% of the window");
+        assert_eq!(alertname("past>5%"), "ContextCompactionOverdue");
+        assert_eq!(alertname("after>0.6"), "CompactionLeftTooMuch");
+        assert_eq!(alertname("reclaimed<0.1"), "CompactionReclaimedLittle");
+        assert_eq!(alertname("thrash>=3"), "CompactionThrash");
+        assert_eq!(
+            figure("past>5%", 0.0712),
+            "7.1% past the point it compacts at, not compacted"
+        );
+        assert_eq!(
+            figure("past>20000", 31_000.0),
+            "31000 tokens past the point it compacts at, not compacted"
+        );
+        assert_eq!(
+            figure("after>0.6", 0.655),
+            "the last compaction left 65.5% of the window"
+        );
+        assert_eq!(
+            figure("reclaimed<0.1", 0.02),
+            "the last compaction took off 2.0% of the context"
+        );
+        assert_eq!(
+            figure("thrash>=3", 3.0),
+            "3 compactions within the thrash window"
+        );
         assert_eq!(percent("a b/é"), "a%20b%2F%C3%A9");
     }
 }

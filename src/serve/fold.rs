@@ -12,6 +12,7 @@ use crate::flags::{BATCH, Format};
 use crate::logs::{self, DETECT_LINES};
 use crate::module::{Module, Source, check_wasm, with_emit};
 use crate::record::Rec;
+use crate::settings;
 
 /// What a batch of lines gave.
 #[derive(Debug, Default)]
@@ -92,11 +93,21 @@ impl ViewPair {
         }
     }
 
-    /// An instance of `view`, with `input` set when --input names the format.
+    /// An instance of `view`, with `input` set when --input names the format, and the
+    /// compaction point the agent's settings on this machine move (`crate::settings`), under
+    /// the user's own params.
     fn instance(&self, view: View) -> Result<Module> {
         let mut params: Vec<(String, String)> = self.params.clone();
         if let (Some(_), Some(input)) = (self.format, self.input) {
             params.push(("input".into(), input.name().into()));
+        }
+        if let Some(input) = self.input {
+            let found = settings::for_agent(input, &settings::Homes::from_env(), None);
+            for (k, v) in found.params {
+                if !params.iter().any(|(n, _)| *n == k) {
+                    params.push((k, v));
+                }
+            }
         }
         Module::new(&self.source, &with_emit(&params, view), None)
     }

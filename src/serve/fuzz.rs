@@ -3,7 +3,7 @@
 //! takes them and answers every route without a panic, each answer well-formed JSON (or
 //! Prometheus text), within its bounds.
 //!
-//! An input is lines. Its first byte picks the alert rules and the bounds; then each line is a
+//! An input is lines. Its first two bytes pick the alert rules and the bounds; then each line is a
 //! record read as a source reads one (`PressureRecord::parse`, then applied), unless it starts
 //! with `!`, when its second byte is an operation on the board:
 //! `!s` a sweep, `!r…`/`!d…` a log of the comma-separated sessions read again / caught up,
@@ -21,25 +21,32 @@ use super::outbox::Outbox;
 use super::{App, alertmanager};
 use crate::service::hosts::Hosts;
 
-/// The rules an input may pick (bit `i` of its first byte: rule `i`).
-const RULES: [&str; 6] = [
+/// The rules an input may pick (bits 0–5 of its first byte, 0–3 of its second).
+const RULES: [&str; 10] = [
     "until<20000",
     "occupancy>0.9",
     "used>150k",
     "pressure>=180000",
     "until<=0",
     "occupancy>=100%",
+    "past>5%",
+    "after>0.6",
+    "reclaimed<10%",
+    "thrash>=3",
 ];
 
 /// Panics when the board breaks a promise on `data` (see the module's notes).
 pub fn check_board(data: &[u8]) {
-    let Some((&first, rest)) = data.split_first() else {
+    let [first, second, rest @ ..] = data else {
         return;
     };
+    let (first, second) = (*first, *second);
+    // Rules 0–5 by the first byte's low bits, 6–9 by the second's.
+    let chosen = u32::from(first & 0x3f) | u32::from(second & 0x0f) << 6;
     let rules = RULES
         .iter()
         .enumerate()
-        .filter(|(i, _)| first & (1 << i) != 0)
+        .filter(|(i, _)| chosen & (1 << i) != 0)
         .filter_map(|(_, r)| board::alerts::Rule::parse(r).ok())
         .collect();
     let config = Config {
@@ -47,6 +54,7 @@ pub fn check_board(data: &[u8]) {
         max_sessions: if first & 0x80 != 0 { 3 } else { 64 },
         history_points: 1_000,
         rules,
+        thrash_window: std::time::Duration::from_secs(if second & 0x10 != 0 { 0 } else { 900 }),
     };
     let outbox = Outbox::new("fuzz", 2);
     let b = Board::new(config, "fuzz", None, vec![Arc::clone(&outbox)]);

@@ -12,6 +12,7 @@ pub mod fold;
 pub mod follow;
 #[cfg(any(test, feature = "test-doubles"))]
 pub mod fuzz;
+pub mod notice;
 pub mod outbox;
 pub mod page;
 pub mod source;
@@ -85,9 +86,15 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 4_194_304, value_parser = crate::flags::within(1_000..=100_000_000))]
     pub history_points: u64,
     /// Alert when a session crosses a rule, once per crossing: until<20000, occupancy>0.9,
-    /// used>150k, pressure>=180000 (repeatable; a tracing event, the webhook, /metrics)
+    /// used>150k, pressure>=180000; compaction going wrong: past>5% (past its compaction point
+    /// with no compaction), after>0.6 (a compaction left over 60% of the window), reclaimed<10%
+    /// (one took off under 10%), thrash>=3 (compactions within --thrash-window). Repeatable; a
+    /// tracing event, the webhook, Alertmanager, /metrics
     #[arg(long = "alert", value_name = "RULE", value_parser = alert_rule)]
     pub alerts: Vec<Rule>,
+    /// How far back a session's compactions count for a `thrash` rule (90s, 30m, 2h)
+    #[arg(long, value_name = "DURATION", value_parser = flags::duration, default_value = "15m")]
+    pub thrash_window: Duration,
     /// POST each alert as JSON to this http:// URL (bounded queue, retries and timeouts; never
     /// holds the board up)
     #[arg(long, value_name = "URL", value_parser = webhook::url, requires = "alerts")]
@@ -493,6 +500,7 @@ async fn serve(args: &Args, feeds: Feeds) -> Result<i32> {
         max_sessions: args.max_sessions as usize,
         history_points: args.history_points as usize,
         rules: args.alerts.clone(),
+        thrash_window: args.thrash_window,
     };
     let board = Board::new(config, &feeds.describe(), feeds.module(), receivers.clone());
     if let (Some(url), Some(outbox)) = (&args.alertmanager, &manager) {

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::Notify;
 
-use super::board::Alert;
+use super::notice::Alert;
 
 /// Notices waiting per receiver at most (over its lanes).
 pub const QUEUE: usize = 16_384;

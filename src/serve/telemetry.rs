@@ -78,6 +78,22 @@ pub(super) fn render(app: &App) -> String {
         "band",
         bands(&Bands::UNTIL, &held.bands.until),
     );
+    let compactions = app
+        .board
+        .counters
+        .compactions
+        .lock()
+        .map(|m| m.clone())
+        .unwrap_or_default();
+    let family = "agent_fold_serve_compactions_total";
+    t.family(
+        family,
+        counter,
+        "Compactions seen happening (a session's compactions grew), by agent and what set the last one off (auto, manual, unknown).",
+    );
+    for ((agent, trigger), n) in &compactions {
+        t.sample(family, &[("agent", agent), ("trigger", trigger)], *n as f64);
+    }
     let rules = &app.board.config().rules;
     if !rules.is_empty() {
         let by_rule = |values: Vec<f64>| rules.iter().map(|r| r.text.as_str()).zip(values);

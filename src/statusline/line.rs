@@ -7,7 +7,8 @@ use serde_json::Value;
 use super::Payload;
 
 /// Every field a template may name.
-pub(super) const FIELDS: [&str; 14] = [
+pub(super) const FIELDS: [&str; 15] = [
+    "compactions",
     "percent",
     "used",
     "window",
@@ -70,6 +71,13 @@ impl Fields {
                     .unwrap_or_default();
             }
             "mark" => return if self.projecting() { "~" } else { "" }.to_owned(),
+            // How many times the session compacted (contract §3.6), as a count.
+            "compactions" => {
+                return self
+                    .n("compactions")
+                    .map(|n| n.to_string())
+                    .unwrap_or_default();
+            }
             "model" => return self.model.clone().unwrap_or_default(),
             "session" => {
                 return self

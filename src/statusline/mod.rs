@@ -37,7 +37,7 @@ const CHUNK: usize = 1 << 20;
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
     /// The line's template: text with named fields in braces — {percent} {used} {window}
-    /// {until} {compact_at} {pressure} {mark} {model} {session} ({used_tokens},
+    /// {until} {compact_at} {pressure} {compactions} {mark} {model} {session} ({used_tokens},
     /// {window_tokens}, {until_tokens}, {compact_at_tokens}, {pressure_tokens}: plain integers)
     #[arg(long, value_name = "TEMPLATE")]
     pub format: Option<String>,
@@ -59,6 +59,9 @@ pub struct Payload {
     pub transcript: PathBuf,
     pub window: Option<u64>,
     pub model: Option<String>,
+    /// The session's working directory (`workspace.current_dir`, else `cwd`): where its
+    /// project settings are.
+    pub cwd: Option<PathBuf>,
 }
 
 impl Payload {
@@ -81,12 +84,16 @@ impl Payload {
                 .and_then(Value::as_u64)
                 .filter(|w| *w >= 1),
             model: s(v.pointer("/model/display_name")).or_else(|| s(v.pointer("/model/id"))),
+            cwd: s(v.pointer("/workspace/current_dir"))
+                .or_else(|| s(v.get("cwd")))
+                .map(PathBuf::from),
         })
     }
 }
 
 /// The module's params for a transcript: the pressure view over Claude Code lines, the window
-/// Claude Code reports as the capacity, and the user's own.
+/// Claude Code reports as the capacity, the compaction point its settings move (user and
+/// project, `crate::settings`), and the user's own over them.
 fn params(p: &Payload, user: &[(String, String)]) -> Vec<(String, String)> {
     let mut all: Vec<(String, String)> = user
         .iter()
@@ -95,10 +102,21 @@ fn params(p: &Payload, user: &[(String, String)]) -> Vec<(String, String)> {
         .collect();
     all.push(("emit".into(), "pressure".into()));
     all.push(("input".into(), "claude-code".into()));
+    let named = |k: &str, all: &[(String, String)]| all.iter().any(|(n, _)| n == k);
     if let Some(w) = p.window
-        && !user.iter().any(|(k, _)| k == "capacity")
+        && !named("capacity", &all)
     {
         all.push(("capacity".into(), w.to_string()));
+    }
+    let found = crate::settings::for_agent(
+        agent_fold_core::Input::ClaudeCode,
+        &crate::settings::Homes::from_env(),
+        p.cwd.as_deref(),
+    );
+    for (k, v) in found.params {
+        if !named(&k, &all) {
+            all.push((k, v));
+        }
     }
     all
 }

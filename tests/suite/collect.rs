@@ -19,8 +19,8 @@ use serde_json::{Value, json};
 
 use crate::common::real_data;
 use crate::harness::{
-    Response, Scratch, TIMEOUT, agent_fold, assert_otlp_counted, binary, empty_records, post,
-    proc_status, sample, scratch, succeeded,
+    Response, Scratch, TIMEOUT, agent_fold, assert_otlp_counted, empty_records, post, proc_status,
+    sample, scratch, succeeded,
 };
 
 /// A collector writing to `events.jsonl` in a scratch folder of its own, and where.
@@ -64,7 +64,7 @@ struct Collector {
 
 impl Collector {
     fn start(args: &[&str]) -> Collector {
-        let mut child = Command::new(binary())
+        let mut child = crate::harness::command()
             .arg("collect")
             .args(["--listen", "127.0.0.1:0"])
             .args(args)
@@ -504,7 +504,7 @@ fn a_listener_beyond_loopback_needs_a_token_and_a_bad_flag_is_refused_first() {
         (&["--out", "-", "--max-body", "10"], 2, "max-body"),
     ];
     for (args, code, says) in cases {
-        let out = Command::new(binary())
+        let out = crate::harness::command()
             .arg("collect")
             .args(*args)
             .output()

@@ -207,7 +207,7 @@ fn board_a_number_out_of_range_in_a_record() {
         r#"{"type":"context/pressure","session":"x","seq":0,"note":1e999}"#,
         r#"{"type":"context/error","session":"x","seq":0,"error":"e","n":-1e999}"#,
     ] {
-        let data = format!("\x0f{record}\n!e0\n");
+        let data = format!("\x0f\x00{record}\n!e0\n");
         agent_fold::serve::fuzz::check_board(data.as_bytes());
     }
 }

@@ -1,7 +1,6 @@
 //! `agent-fold serve` started as the binary it is, and talked to over plain HTTP: the URL it
-//! prints, GET requests, and a Server-Sent Events reader. Shared by tests/serve.rs and
-//! tests/browser.rs.
-#![allow(dead_code)]
+//! prints, GET requests, and a Server-Sent Events reader. Shared by the suite's `serve`,
+//! `browser`, `statusline` and `collect` modules.
 
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -25,6 +24,25 @@ pub(crate) fn binary() -> std::path::PathBuf {
         .unwrap_or_else(|| env!("CARGO_BIN_EXE_agent-fold").into())
 }
 
+/// The binary to run, the agents' homes (whose settings move compaction points, docs/serve.md)
+/// an empty directory: what it reads is the test's, never this machine's. A test's own `env`
+/// set after stands over these.
+pub(crate) fn command() -> Command {
+    static HOME: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    let home = HOME.get_or_init(|| {
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("no-agent-settings-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    });
+    let mut c = Command::new(binary());
+    c.env("HOME", home)
+        .env("CODEX_HOME", home.join(".codex"))
+        .env("CLAUDE_CONFIG_DIR", home.join(".claude"))
+        .env("XDG_CONFIG_HOME", home.join(".config"));
+    c
+}
+
 /// Makes a FIFO at `path`.
 pub(crate) fn mkfifo(path: &std::path::Path) {
     let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
@@ -40,7 +58,7 @@ pub(crate) fn agent_fold_within<S: AsRef<OsStr>>(
     stdin: &[u8],
     within: Duration,
 ) -> Option<Output> {
-    let mut child = Command::new(binary())
+    let mut child = command()
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -71,7 +89,7 @@ pub(crate) fn agent_fold<S: AsRef<OsStr>>(args: &[S], stdin: Option<&[u8]>) -> O
         Some(_) => Stdio::piped(),
         None => Stdio::null(),
     };
-    let mut child = Command::new(binary())
+    let mut child = command()
         .args(args)
         .stdin(input)
         .stdout(Stdio::piped())
@@ -111,7 +129,7 @@ pub(crate) struct Server {
 
 /// `agent-fold serve ARGS…` run to its end: its exit code and stderr (for refused flags).
 pub(crate) fn refused(args: &[&str]) -> (i32, String) {
-    let out = Command::new(binary())
+    let out = command()
         .arg("serve")
         .args(args)
         .stdin(Stdio::null())
@@ -136,7 +154,7 @@ impl Server {
 
     /// With extra environment variables and the given stdin.
     pub(crate) fn start_with(args: &[&str], env: &[(&str, &str)], stdin: Stdio) -> Server {
-        let mut child = Command::new(binary())
+        let mut child = command()
             .arg("serve")
             .args(args)
             .envs(env.iter().copied())

@@ -73,6 +73,25 @@ fn the_pinned_releases_through_every_scenario() {
                 "{at}: the first request after a compaction: {a:?}"
             );
         }
+        assert_eq!(
+            s.unpointed, 0,
+            "{at}: an automatic compaction with no point before it"
+        );
+        if matches!(s.scenario, Scenario::AutoCompact | Scenario::CompactWindow) {
+            assert!(
+                !s.compact_points.is_empty(),
+                "{at}: the agent was driven to its automatic compaction, and none was read"
+            );
+        }
+        for p in &s.compact_points {
+            assert!(
+                p.bracketed() || p.error().abs() <= report::COMPACT_POINT,
+                "{at}: the compaction point shown, {} for {} fired (the reading before {:?})",
+                p.shown,
+                p.truth,
+                p.floor
+            );
+        }
         for row in [&s.system, &s.tools].into_iter().flatten() {
             assert!(
                 row.error().abs() <= report::ROWS,

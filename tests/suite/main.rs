@@ -18,6 +18,7 @@ mod frames_properties;
 mod frames_snapshots;
 mod fuzz_regressions;
 mod hostile;
+mod lab;
 mod layering;
 mod long_session;
 mod params;

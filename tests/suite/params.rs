@@ -4,7 +4,6 @@
 //! there.
 
 use std::path::Path;
-use std::process::Command;
 
 use agent_fold_core::{Config, PARAMS, Param, ParamError};
 
@@ -102,7 +101,7 @@ fn the_contract_table_is_the_params_table() {
 #[test]
 fn every_host_tool_help_lists_every_param() {
     for sub in ["run", "relay", "serve", "statusline", "accuracy"] {
-        let out = Command::new(crate::harness::binary())
+        let out = crate::harness::command()
             .args([sub, "--help"])
             .output()
             .expect("run agent-fold");

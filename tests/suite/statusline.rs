@@ -225,6 +225,17 @@ fn real_transcripts_cut_at_every_compaction() {
         }
         let line = statusline(&["--cache-dir", &cache(&s)], &payload(&t, 200_000));
         assert!(line.stdout.contains("/200k"), "{name}: {}", line.stdout);
+        // `{compactions}`: one per boundary the transcript wrote.
+        let count = statusline(
+            &["--format", "{compactions}", "--cache-dir", &cache(&s)],
+            &payload(&t, 200_000),
+        );
+        assert_eq!(
+            count.stdout,
+            boundaries(&text).len().to_string(),
+            "{name}: {}",
+            count.stderr
+        );
     }
     assert!(checked >= 20, "{checked} cuts checked");
 }
@@ -389,4 +400,50 @@ fn a_fifo_as_the_transcript_is_refused_at_once() {
     assert_eq!(stdout.lines().count(), 1, "one line: {stdout:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("is a FIFO, not a regular file"), "{err}");
+}
+
+/// The project's own Claude Code settings move the point the line counts down to (docs/
+/// statusline.md): `autoCompactWindow` 100,000 compacts at 67,000; a user's `-e compact_at`
+/// stands over it; `DISABLE_AUTO_COMPACT` leaves no point.
+#[test]
+fn the_project_s_settings_move_the_compaction_point() {
+    let s = harness::scratch("settings");
+    let t = excerpt(&s);
+    let project = s.join("project");
+    std::fs::create_dir_all(project.join(".claude")).unwrap();
+    let with_cwd = |window: u64| {
+        let mut p: Value = serde_json::from_str(&payload(&t, window)).unwrap();
+        p["workspace"]["current_dir"] = json!(project);
+        p["cwd"] = json!(project);
+        p.to_string()
+    };
+    let dir = cache(&s);
+    let at = |extra: &[&str]| {
+        let args = [
+            &[
+                "--format",
+                "{compact_at_tokens}",
+                "--cache-dir",
+                dir.as_str(),
+            ],
+            extra,
+        ]
+        .concat();
+        statusline(&args, &with_cwd(200_000)).stdout
+    };
+    assert_eq!(at(&[]), "167000", "no settings: the default reserve");
+    let settings = project.join(".claude/settings.json");
+    std::fs::write(&settings, r#"{"autoCompactWindow": 100000}"#).unwrap();
+    assert_eq!(at(&[]), "67000");
+    assert_eq!(
+        at(&["-e", "compact_at=120000"]),
+        "120000",
+        "the user's param wins"
+    );
+    std::fs::write(
+        project.join(".claude/settings.local.json"),
+        r#"{"env": {"DISABLE_AUTO_COMPACT": "1"}}"#,
+    )
+    .unwrap();
+    assert_eq!(at(&[]), "", "no automatic compaction: no point");
 }

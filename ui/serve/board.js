@@ -35,6 +35,17 @@ export function ago(ms) {
 /** A long id as its head and tail (the whole on hover). */
 export const short = (id) => (id.length > 20 ? `${id.slice(0, 9)}…${id.slice(-6)}` : id);
 
+/** The last compaction in words ("last auto: 160,000 → 31,000 tokens"), "" when none yet. */
+export function compactionText(r) {
+  if (!r || !(num(r.compactions) > 0)) return '';
+  const before = num(r.lastCompactBeforeTokens);
+  const after = num(r.lastCompactAfterTokens);
+  const how = str(r.lastCompactTrigger) || 'compaction';
+  const figures = before == null && after == null ? ''
+    : `: ${before == null ? '?' : nf.format(before)} → ${after == null ? '?' : nf.format(after)} tokens`;
+  return `last ${how}${figures}`;
+}
+
 /** `~used / window`: used is the projection (marked ~), else the provider's reading. */
 export function usedText(e) {
   if (e.used == null) return '—';
@@ -51,6 +62,7 @@ const COLUMNS = [
   { key: 'occupancy', label: 'Used', first: 'desc', end: true },
   { key: 'used', label: 'Tokens / window', first: 'desc', end: true },
   { key: 'until', label: 'To compaction', first: 'asc', end: true },
+  { key: 'compactions', label: 'Compactions', short: 'Compacted', first: 'desc', end: true, cell: 'comp' },
   { key: 'active', label: 'Last activity', first: 'desc', end: true },
   { key: 'spark', label: 'History' },
   { key: 'alerts', label: 'Alerts', first: 'desc', short: '!' },
@@ -64,6 +76,7 @@ const SORT_VALUE = {
   occupancy: (e) => e.occ,
   used: (e) => e.used,
   until: (e) => e.until,
+  compactions: (e) => e.comp,
   active: (e) => e.active,
   alerts: (e) => e.alerts.length + (e.error ? 0.5 : 0),
 };
@@ -138,6 +151,8 @@ function derive(e, row) {
   e.used = e.projected ?? num(r?.pressureTokens);
   e.cap = num(r?.capacity);
   e.compactAt = num(r?.compactAtTokens);
+  e.comp = num(r?.compactions);
+  e.lastComp = compactionText(r);
   e.seq = num(row.seq) ?? num(r?.seq);
   const agent = str(row.agent);
   const model = str(row.model);
@@ -162,8 +177,8 @@ function derive(e, row) {
 const hay = (e) => (e.hay ??= `${e.session}\n${e.agent}\n${e.model}`.toLowerCase());
 
 // One row element, cloned from a prototype: its cells made once; `fill` re-points them.
-const CELLS = ['session', 'agent', 'model', 'ring', 'occ', 'used', 'until', 'active', 'spark', 'alert'];
-const TEXTS = ['session', 'agent', 'model', 'occ', 'used', 'until', 'active'];
+const CELLS = ['session', 'agent', 'model', 'ring', 'occ', 'used', 'until', 'comp', 'active', 'spark', 'alert'];
+const TEXTS = ['session', 'agent', 'model', 'occ', 'used', 'until', 'comp', 'active'];
 let prototype = null;
 function makeRow(board) {
   if (!prototype) {
@@ -226,6 +241,7 @@ function view(e) {
     occ: e.occ == null ? '—' : pct.format(e.occ),
     used: usedText(e),
     until: e.until == null ? '—' : nf.format(e.until),
+    comp: e.comp == null ? '—' : `${nf.format(e.comp)}×`,
     mark: e.cap > 0 && e.compactAt != null ? e.compactAt / e.cap : null,
     spark: sparkPaths(e.spark, e.cap, e.compactAt),
     tip: [alerts, warn].filter(Boolean).join(' · '),
@@ -282,7 +298,7 @@ export class Board {
     this.headers = new Map();
     for (const col of COLUMNS) {
       const h = document.createElement('span');
-      h.className = `cell c-${col.key === 'occupancy' ? 'occ' : col.key === 'alerts' ? 'alert' : col.key}`;
+      h.className = `cell c-${col.cell ?? (col.key === 'occupancy' ? 'occ' : col.key === 'alerts' ? 'alert' : col.key)}`;
       h.setAttribute('role', 'columnheader');
       if (col.first) {
         const b = document.createElement('button');
@@ -637,6 +653,8 @@ export class Board {
     setText(el, 'occ', v.occ);
     setText(el, 'used', v.used);
     setText(el, 'until', v.until);
+    setText(el, 'comp', v.comp);
+    if (el.text.compTitle !== e.lastComp) c.comp.title = el.text.compTitle = e.lastComp;
     setText(el, 'active', ago(e.active == null ? null : this.hooks.now() - e.active));
     drawSpark(c.sparkSvg, v.spark);
     if (el.text.tip !== v.tip) {

@@ -5,7 +5,7 @@
 // the session it fetches /api/sessions/{id}/history?after=SEQ, one request at a time.
 import { ContextMeter } from '@agent-fold/context-meter';
 import { SessionChart } from './chart.js';
-import { ago } from './board.js';
+import { ago, compactionText } from './board.js';
 
 const FRAMES_SHOWN = 8;
 const nf = new Intl.NumberFormat('en');
@@ -101,6 +101,7 @@ export class Detail {
     this.#row = row;
     this.#meta();
     this.#frames(row.folds);
+    this.#figures();
   }
 
   /** Fetches what the history has after the last point drawn (at most one request at a time). */
@@ -199,6 +200,14 @@ export class Detail {
       if (s.compactAtTokens != null) {
         parts.push(`auto-compacts at ~${nf.format(s.compactAtTokens)}${s.untilCompactTokens == null ? ''
           : ` (~${nf.format(s.untilCompactTokens)} to go)`}`);
+      }
+      // The count and the last compaction are the row's (the meter draws no such figure).
+      const rec = this.#row?.record;
+      const compactions = num(rec?.compactions);
+      if (compactions != null) {
+        const last = compactionText(rec);
+        parts.push(compactions === 0 ? 'not compacted yet'
+          : `compacted ${nf.format(compactions)}×${last ? ` (${last})` : ''}`);
       }
       if (s.seq != null) parts.push(`seq ${s.seq}`);
       if (s.timestamp) parts.push(when(s.timestamp));

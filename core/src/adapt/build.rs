@@ -206,12 +206,14 @@ pub(crate) struct Adapting<'s> {
     pub input: super::Input,
     /// Param `capacity` names the window: the adapter announces none it infers.
     pub window_known: bool,
+    /// Param `compact_at`, where given ([`super::Lines::compact_at`]).
+    pub compact_at: Option<u64>,
     pub st: &'s mut AdaptState,
     /// The frames' `session_id`.
     pub session: Option<String>,
     pub out: &'s mut Vec<Vec<u8>>,
-    /// The id (its fingerprint) the next main frame that joins the surface stands for, where
-    /// its own line names none (an OpenCode message's id, for its first part).
+    /// The id (its fingerprint) the main frames that join the surface belong to, where their
+    /// own line names none (an OpenCode message's id, for each of its parts).
     pub next_print: Option<u64>,
 }
 
@@ -296,7 +298,7 @@ impl Adapting<'_> {
                 Some((first, _)) => (first, seq),
                 None => (seq, seq),
             });
-            if let Some(p) = f.print.or(self.next_print.take()) {
+            if let Some(p) = f.print.or(self.next_print) {
                 self.st.remember(p, seq);
             }
         }

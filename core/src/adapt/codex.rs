@@ -73,7 +73,12 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
             // the next request carries.
             if kind == ASSISTANT_MESSAGE || kind == TOOL_CALL || kind == "assistant/reasoning" {
                 if !cx.st.request.responding {
+                    cx.st.before_response = cx.st.last_total.map(|t| (t, cx.st.since_chars));
+                    cx.st.response_text = None;
                     cx.st.since_chars = 0;
+                }
+                if kind == ASSISTANT_MESSAGE {
+                    cx.st.response_text = output_text(message);
                 }
                 cx.st.request.response();
             } else {
@@ -103,8 +108,18 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
             // Codex cannot have fired there: under half its threshold, or under the threshold
             // with nothing written since the reading (at a turn's start Codex compares the
             // reading alone).
-            let since = cx.st.since_chars.div_ceil(4);
-            match (cx.st.last_total, cx.st.user_turn, cx.st.compact_limit) {
+            // The compaction's own request, where its response (the summary) is the last one:
+            // the level is the one before it.
+            let summarised = cx.st.since_chars == 0
+                && str_at(payload, "message")
+                    .zip(cx.st.response_text)
+                    .is_some_and(|(m, (print, len))| ends_with_text(&m, print, len));
+            let (last_total, since_chars) = match cx.st.before_response {
+                Some((t, c)) if summarised => (Some(t), c),
+                _ => (cx.st.last_total, cx.st.since_chars),
+            };
+            let since = since_chars.div_ceil(4);
+            match (last_total, cx.st.user_turn, cx.st.compact_limit) {
                 (Some(total), false, Some(limit))
                     if total + since < limit / 2 || (since == 0 && total < limit) =>
                 {
@@ -123,6 +138,8 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
                 (None, ..) => {}
             }
             cx.st.since_chars = 0;
+            cx.st.before_response = None;
+            cx.st.response_text = None;
             start.extra_str("source_type", "compacted");
             cx.emit(start);
             let summary = at(payload, "message");
@@ -209,10 +226,30 @@ fn threshold(logged_window: u64, configured: Option<u64>) -> u64 {
     configured.map_or(own, |c| c.min(own))
 }
 
+/// The fingerprint and length in bytes of an assistant message's text (its `output_text`
+/// parts, joined), when it has any.
+fn output_text(content: &str) -> Option<(u64, u64)> {
+    let text: String = crate::json::elements(content)
+        .filter_map(|p| str_at(Some(p), "text"))
+        .collect();
+    (!text.is_empty()).then(|| (crate::hash::fnv1a(text.as_bytes()), text.len() as u64))
+}
+
+/// Whether `message` ends with the text of fingerprint `print` and `len` bytes.
+fn ends_with_text(message: &str, print: u64, len: u64) -> bool {
+    let bytes = message.as_bytes();
+    usize::try_from(len)
+        .ok()
+        .and_then(|n| bytes.len().checked_sub(n))
+        .is_some_and(|at| crate::hash::fnv1a(&bytes[at..]) == print)
+}
+
 /// A `request/header` announcing the window a line names, and the threshold it gives.
 fn window_header(cx: &mut Adapting, stamp: Option<&str>, w: u64, source_type: &str) -> FrameBuf {
     let mut h = cx.frame(REQUEST_HEADER, Id::Numbered, stamp, None);
-    let limit = threshold(w, cx.st.configured_limit);
+    // The limit the rollout names, else the one param `compact_at` says Codex was configured
+    // with (its `config.toml`, read where it runs).
+    let limit = threshold(w, cx.st.configured_limit.or(cx.compact_at));
     let levels = Announced {
         window: Some(w),
         auto_compact: (cx.st.compact_limit != Some(limit)).then_some(limit),
@@ -383,6 +420,84 @@ mod tests {
         assert!(starts[1].get("trigger").is_none() && level(starts[1]) == Some(20_010));
         // Nothing since a reading under the threshold: by hand.
         assert_eq!(starts[2]["trigger"], "manual");
+    }
+
+    /// A limit the rollout does not name but param `compact_at` does (Codex's `config.toml`,
+    /// read where it runs) is the threshold a compaction is told automatic by: one at 31,000
+    /// mid-turn is Codex's own, not one by hand under half its default threshold.
+    #[test]
+    fn a_configured_limit_the_rollout_does_not_name_tells_the_trigger() {
+        let config = crate::Config::from_params([
+            ("input", "codex"),
+            ("emit", "pressure"),
+            ("compact_at", "30000"),
+        ])
+        .unwrap();
+        let mut a = crate::adapt::Adapter::for_config(&config);
+        let lines = [
+            json!({"timestamp":"t0","type":"session_meta","payload":{"id":"cx"}}),
+            json!({"timestamp":"t","type":"event_msg","payload":{"type":"token_count","info":{
+                "total_token_usage":{"total_tokens":31_000},
+                "last_token_usage":{"input_tokens":30_990,"cached_input_tokens":0,"output_tokens":10,"total_tokens":31_000},
+                "model_context_window":258_400}}}),
+            json!({"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"x".repeat(400)}}),
+            json!({"timestamp":"t","type":"compacted","payload":{"message":"summary","replacement_history":[]}}),
+        ];
+        let texts: Vec<Vec<u8>> = lines
+            .iter()
+            .map(|l| serde_json::to_vec(l).unwrap())
+            .collect();
+        let out: Vec<Value> = a
+            .adapt_all(texts.iter().map(|t| (None, &t[..])))
+            .iter()
+            .map(|f| serde_json::from_slice(f).unwrap())
+            .collect();
+        let header = out
+            .iter()
+            .find(|f| f.get("auto_compact_tokens").is_some())
+            .unwrap();
+        assert_eq!(header["auto_compact_tokens"], 30_000);
+        let start = out.iter().find(|f| f["type"] == "compact/start").unwrap();
+        assert_eq!(start["trigger"], "auto", "{start}");
+        // Without the param the same compaction is under half the default threshold: by hand.
+        let plain = adapt(&lines);
+        let start = plain.iter().find(|f| f["type"] == "compact/start").unwrap();
+        assert_eq!(start["trigger"], "manual", "{start}");
+    }
+
+    /// Codex 0.171 writes the compaction's own response (the summary) and that request's
+    /// usage just before `compacted`, which carries the summary after its handoff prefix: the
+    /// level compared is the conversation's before it — the last response's total and the
+    /// tool output since — not the summarising request's.
+    #[test]
+    fn the_summarising_request_s_usage_is_not_the_level() {
+        let usage = |input: u64, output: u64| {
+            json!({"timestamp":"t","type":"event_msg","payload":{"type":"token_count","info":{
+                "total_token_usage":{"total_tokens":input + output},
+                "last_token_usage":{"input_tokens":input,"cached_input_tokens":0,"output_tokens":output,"total_tokens":input + output},
+                "model_context_window":258_400}}})
+        };
+        let summary = "<summary>the files were read</summary>";
+        let lines = [
+            json!({"timestamp":"t0","type":"session_meta","payload":{"id":"cx","model_auto_compact_token_limit":30_000}}),
+            json!({"timestamp":"t","type":"response_item","payload":{"type":"function_call","name":"exec","arguments":"{}","call_id":"c"}}),
+            json!({"timestamp":"t","type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"x".repeat(5_400)}}),
+            usage(28_930, 40),
+            json!({"timestamp":"t","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":summary}]}}),
+            usage(28_683, 173),
+            json!({"timestamp":"t","type":"compacted","payload":{"message":format!("Another model summarised: {summary}"),"replacement_history":[]}}),
+        ];
+        let out = adapt(&lines);
+        let start = out.iter().find(|f| f["type"] == "compact/start").unwrap();
+        assert_eq!(start["trigger"], "auto", "{start}");
+        let level = start["preTokens"].as_u64().unwrap();
+        assert!((30_000..30_400).contains(&level), "{start}");
+        // A last response that is not the summary is the conversation's own: its usage stands.
+        let mut other = lines.to_vec();
+        other[6] = json!({"timestamp":"t","type":"compacted","payload":{"message":"another summary","replacement_history":[]}});
+        let out = adapt(&other);
+        let start = out.iter().find(|f| f["type"] == "compact/start").unwrap();
+        assert_eq!(start["preTokens"], 28_856, "{start}");
     }
 
     #[test]

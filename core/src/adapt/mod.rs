@@ -152,11 +152,29 @@ pub(crate) struct Lines {
     pub input: Input,
     /// Param `capacity` names the window: no inferred one is announced.
     pub window_known: bool,
+    /// Param `compact_at` names the point the agent was configured to compact at (where it
+    /// runs, read from its settings: contract §3.5); an adapter that tells an automatic
+    /// compaction from one by hand by that point uses it where the log names none.
+    pub compact_at: Option<u64>,
     pub last: Option<Vec<u8>>,
     pub lines: u64,
 }
 
 impl Lines {
+    /// The lines of an instance of `config`: its input, and what its params say of the window
+    /// and the compaction point.
+    pub(crate) fn for_config(config: &crate::Config) -> Lines {
+        Lines {
+            input: config.input,
+            window_known: config.capacity.is_some(),
+            compact_at: match config.compact_at {
+                crate::config::CompactAt::Tokens(t) => Some(t),
+                _ => None,
+            },
+            ..Lines::default()
+        }
+    }
+
     /// Reads a line: its session is its record key, else the session it names, else the
     /// session of the line before (else the empty session).
     pub(crate) fn read<'a>(&self, key: Option<&[u8]>, bytes: &'a [u8]) -> LineRead<'a> {
@@ -243,6 +261,7 @@ impl Lines {
         let mut cx = Adapting {
             input: self.input,
             window_known: self.window_known,
+            compact_at: self.compact_at,
             st,
             session,
             out,
@@ -296,7 +315,7 @@ impl Adapter {
     /// The adapter an instance of `config` runs: the same frames, numbered alike.
     pub fn for_config(config: &crate::Config) -> Adapter {
         let mut a = Adapter::new(config.input, config.max_sessions);
-        a.lines.window_known = config.capacity.is_some();
+        a.lines = Lines::for_config(config);
         a
     }
 

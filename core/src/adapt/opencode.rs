@@ -147,9 +147,10 @@ fn remember_role(cx: &mut Adapting, id: &str, assistant: bool) {
 fn message(cx: &mut Adapting, info: &Line, parts: &[&str]) {
     if let (Some(id), Some(role)) = (info.str("id"), info.str("role")) {
         remember_role(cx, &id, role == "assistant");
-        // Its first node stands for it: a compaction that keeps the turns from it on names it.
-        cx.next_print = Some(fingerprint(&id));
     }
+    // Each of its nodes carries its id: a compaction that keeps the turns from it on names it,
+    // and replaces every node before its first (a tool's result included).
+    cx.next_print = info.str("id").map(|id| fingerprint(&id));
     let stamp = stamp_of(info);
     let stamp = stamp.as_deref();
     let model = info

@@ -35,6 +35,13 @@ pub(crate) struct AdaptState {
     /// Codex adds, estimated, to that response's total before it compares it with its
     /// threshold).
     pub since_chars: u64,
+    /// Codex: the level as it stood when the latest response began (`last_total` and
+    /// `since_chars` then), and the fingerprint and length in bytes of that response's text.
+    /// A response whose text the next `compacted` line ends with was the compaction's own
+    /// request (Codex 0.171 writes its summary and that request's usage just before
+    /// `compacted`): the level Codex compared with its threshold is the one before it.
+    pub before_response: Option<(u64, u64)>,
+    pub response_text: Option<(u64, u64)>,
     /// The latest surface nodes that came with a line id, in surface order: `(fingerprint of
     /// the id, seq)`, at most [`RECENT`]. A compaction that keeps its last messages verbatim
     /// names the first it keeps by id.
@@ -197,8 +204,8 @@ pub(crate) struct KeptSpan {
 }
 
 /// How many recent nodes a session remembers by id: a compaction that keeps more than this
-/// many messages is read as replacing them all (a figure a little low, never a corrupt span).
-pub(crate) const RECENT: usize = 16;
+/// many nodes is read as replacing them all (a figure a little low, never a corrupt span).
+pub(crate) const RECENT: usize = 64;
 
 impl AdaptState {
     pub(crate) fn take_seq(&mut self) -> u64 {
@@ -351,6 +358,12 @@ impl Checkpointed for Track {
             w.bool("userTurn", s.user_turn);
             w.uint("sinceChars", s.since_chars);
         }
+        if let Some((t, c)) = s.before_response {
+            w.raw("beforeResponse", &format!("[{t},{c}]"));
+        }
+        if let Some((p, n)) = s.response_text {
+            w.raw("responseText", &format!("[{p},{n}]"));
+        }
         let pairs: Vec<String> = s.recent.iter().map(|(p, q)| format!("[{p},{q}]")).collect();
         w.raw("recent", &format!("[{}]", pairs.join(",")));
         match s.keep {
@@ -439,6 +452,8 @@ impl Checkpointed for Track {
             "lastTotal" => b.state.last_total = m.read()?,
             "userTurn" => b.state.user_turn = m.read()?,
             "sinceChars" => b.state.since_chars = m.read()?,
+            "beforeResponse" => b.state.before_response = m.read()?,
+            "responseText" => b.state.response_text = m.read()?,
             "recent" => b.state.recent = m.read_bounded(RECENT, "nodes")?,
             "keep" => {
                 let keep: Option<(u64, u64)> = m.read()?;

@@ -66,11 +66,7 @@ impl Processor {
             malformed: config.malformed,
             folder: Folder::new(config),
             projector: Projector::new(config),
-            adapt: (config.input != Input::AgentFold).then(|| adapt::Lines {
-                input: config.input,
-                window_known: config.capacity.is_some(),
-                ..adapt::Lines::default()
-            }),
+            adapt: (config.input != Input::AgentFold).then(|| adapt::Lines::for_config(config)),
             sessions: Lru::new(config.max_sessions),
             epoch: 0,
         }

@@ -1,10 +1,15 @@
 //! `--alert RULE`: a session alerts once each time it crosses into a rule, never once per record.
 //!
 //! A rule is `FIELD OP NUMBER`: `until<20000` (untilCompactTokens), `occupancy>0.9` (or `90%`),
-//! `used>150k` (projectedTokens, else pressureTokens), `pressure>=180000`. A session *fires*
-//! when its value moves onto the rule's side while the rule is armed; it is armed again only
-//! once the value is back past the threshold by [`HYSTERESIS`] of it, so a value that wavers
-//! around the threshold alerts once. An unknown value (null) changes nothing.
+//! `used>150k` (projectedTokens, else pressureTokens), `pressure>=180000`; and for compaction
+//! going wrong (docs/serve.md, "Alerts"): `past>5%` (how far the session is past the point it
+//! compacts at, in tokens or a share of that point: compaction off, broken, or a setting the
+//! agent ignores), `after>0.6` (the context the last compaction left, a share of the window:
+//! it left too much), `reclaimed<10%` (what the last compaction took off, a share of what was
+//! there: it did not shrink it), `thrash>=3` (compactions within `--thrash-window`). A session
+//! *fires* when its value moves onto the rule's side while the rule is armed; it is armed again
+//! only once the value is back past the threshold by [`HYSTERESIS`] of it, so a value that
+//! wavers around the threshold alerts once. An unknown value (null) changes nothing.
 
 use std::fmt;
 
@@ -25,22 +30,59 @@ pub enum Field {
     Used,
     /// `pressureTokens`: the provider's last reading.
     Pressure,
+    /// What the meter shows less `compactAtTokens`: how far past its point the session is (in
+    /// tokens; with `%`, a share of the point).
+    Past,
+    /// `lastCompactAfterTokens` of the window (`capacity`).
+    After,
+    /// What the last compaction took off (`lastCompactBeforeTokens` less
+    /// `lastCompactAfterTokens`), a share of what was there.
+    Reclaimed,
+    /// Compactions within the board's thrash window.
+    Thrash,
 }
 
 impl Field {
-    const NAMES: [(&'static str, Field); 4] = [
+    const NAMES: [(&'static str, Field); 8] = [
         ("until", Field::Until),
         ("occupancy", Field::Occupancy),
         ("used", Field::Used),
         ("pressure", Field::Pressure),
+        ("past", Field::Past),
+        ("after", Field::After),
+        ("reclaimed", Field::Reclaimed),
+        ("thrash", Field::Thrash),
     ];
 
-    fn value(self, r: &Latest) -> Option<f64> {
+    /// Whether its values are shares (0.9, or 90%), not counts of tokens.
+    fn share(self) -> bool {
+        matches!(self, Field::Occupancy | Field::After | Field::Reclaimed)
+    }
+
+    /// Its value in a record; `relative`: a `past` rule written as a share of the point.
+    fn value(self, r: &Latest, relative: bool) -> Option<f64> {
         match self {
             Field::Until => r.until.map(|n| n as f64),
             Field::Occupancy => r.occupancy,
-            Field::Used => r.projected.or(r.pressure).map(|n| n as f64),
+            Field::Used => r.used().map(|n| n as f64),
             Field::Pressure => r.pressure.map(|n| n as f64),
+            Field::Past => {
+                let (used, at) = (r.used()? as f64, r.compact_at? as f64);
+                match relative {
+                    true if at > 0.0 => Some((used - at) / at),
+                    true => None,
+                    false => Some(used - at),
+                }
+            }
+            Field::After => match (r.last_after, r.capacity) {
+                (Some(a), Some(c)) if c > 0 => Some(a as f64 / c as f64),
+                _ => None,
+            },
+            Field::Reclaimed => match (r.last_before, r.last_after) {
+                (Some(b), Some(a)) if b > 0 => Some((b as f64 - a as f64) / b as f64),
+                _ => None,
+            },
+            Field::Thrash => r.recent_compactions.map(|n| n as f64),
         }
     }
 }
@@ -71,6 +113,8 @@ pub struct Rule {
     pub field: Field,
     pub op: Op,
     pub threshold: f64,
+    /// A `past` rule written as a share of the point (`past>5%`).
+    pub relative: bool,
     /// The rule as given, trimmed: how alerts, rows and metrics name it.
     pub text: String,
 }
@@ -85,13 +129,15 @@ impl fmt::Display for Rule {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RuleError {
     #[error(
-        "{0:?}: a rule is FIELD OP NUMBER, e.g. until<20000 or occupancy>0.9 (FIELD: until, occupancy, used, pressure; OP: <, <=, >, >=)"
+        "{0:?}: a rule is FIELD OP NUMBER, e.g. until<20000 or occupancy>0.9 (FIELD: until, occupancy, used, pressure, past, after, reclaimed, thrash; OP: <, <=, >, >=)"
     )]
     Shape(String),
-    #[error("{rule:?}: {field} is not one of until, occupancy, used, pressure")]
+    #[error(
+        "{rule:?}: {field} is not one of until, occupancy, used, pressure, past, after, reclaimed, thrash"
+    )]
     Field { rule: String, field: String },
     #[error(
-        "{rule:?}: {number:?} is not a number ≥ 0 (20000, 20k, 1.5M; for occupancy 0.9 or 90%)"
+        "{rule:?}: {number:?} is not a number ≥ 0 (20000, 20k, 1.5M; for occupancy, after and reclaimed 0.9 or 90%; for past 20k or 5%)"
     )]
     Number { rule: String, number: String },
 }
@@ -124,12 +170,14 @@ impl Rule {
             number: number.trim().to_owned(),
         };
         let number = number.trim();
+        let percent = field.share() || field == Field::Past;
         let (digits, scale) = match number.as_bytes().last() {
-            Some(b'%') if field == Field::Occupancy => (&number[..number.len() - 1], 0.01),
-            Some(b'k' | b'K') if field != Field::Occupancy => (&number[..number.len() - 1], 1e3),
-            Some(b'M') if field != Field::Occupancy => (&number[..number.len() - 1], 1e6),
+            Some(b'%') if percent => (&number[..number.len() - 1], 0.01),
+            Some(b'k' | b'K') if !field.share() => (&number[..number.len() - 1], 1e3),
+            Some(b'M') if !field.share() => (&number[..number.len() - 1], 1e6),
             _ => (number, 1.0),
         };
+        let relative = field == Field::Past && number.ends_with('%');
         let threshold = digits
             .trim()
             .parse::<f64>()
@@ -137,12 +185,14 @@ impl Rule {
             .filter(|v| v.is_finite() && *v >= 0.0)
             .ok_or_else(bad)?
             * scale;
-        if name.is_empty() || (field == Field::Occupancy && threshold > 10.0) {
+        if name.is_empty() || ((field.share() || relative) && threshold > 10.0) {
             return Err(bad());
         }
         let op_text = op.text();
-        let shown = if field == Field::Occupancy {
+        let shown = if field.share() {
             format!("{name}{op_text}{threshold}")
+        } else if relative {
+            format!("{name}{op_text}{}%", (threshold * 1e4).round() / 1e2)
         } else {
             format!("{name}{op_text}{}", threshold.round() as u64)
         };
@@ -150,6 +200,7 @@ impl Rule {
             field,
             op,
             threshold,
+            relative,
             text: shown,
         })
     }
@@ -175,7 +226,7 @@ impl Rule {
 
     /// The rule's value for a record, when known.
     pub fn value(&self, r: &Latest) -> Option<f64> {
-        self.field.value(r)
+        self.field.value(r, self.relative)
     }
 }
 
@@ -288,5 +339,110 @@ mod tests {
         assert!(f.has(0));
         f.step(&rules, &occ(0.85));
         assert!(!f.has(0));
+    }
+
+    #[test]
+    fn compaction_rules_read_their_units() {
+        let p = Rule::parse("past>5%").unwrap();
+        assert_eq!(
+            (p.field, p.threshold, p.relative),
+            (Field::Past, 0.05, true)
+        );
+        assert_eq!(p.text, "past>5%");
+        let t = Rule::parse("past > 20k").unwrap();
+        assert_eq!(
+            (t.threshold, t.relative, t.text.as_str()),
+            (20_000.0, false, "past>20000")
+        );
+        assert_eq!(Rule::parse("after>60%").unwrap().text, "after>0.6");
+        assert_eq!(Rule::parse("reclaimed<0.1").unwrap().threshold, 0.1);
+        assert_eq!(Rule::parse("thrash>=3").unwrap().text, "thrash>=3");
+        for bad in [
+            "after>20k",
+            "reclaimed<50",
+            "thrash>3%",
+            "past>2000%",
+            "after>1M",
+        ] {
+            assert!(Rule::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// Past the point by the margin fires; the compaction's drop clears it; unknown point
+    /// (compaction off by a setting read) changes nothing.
+    #[test]
+    fn past_the_point_fires_and_a_compaction_clears_it() {
+        let rules = [
+            Rule::parse("past>5%").unwrap(),
+            Rule::parse("past>10k").unwrap(),
+        ];
+        let at = |used: u64, compact_at: Option<u64>| Latest {
+            projected: Some(used),
+            compact_at,
+            ..Latest::default()
+        };
+        let mut f = Firing::default();
+        assert!(f.step(&rules, &at(160_000, Some(167_000))).is_empty());
+        assert!(
+            f.step(&rules, &at(174_000, Some(167_000))).is_empty(),
+            "4.2%, 7k past"
+        );
+        assert_eq!(f.step(&rules, &at(178_000, Some(167_000))), [0, 1]);
+        assert!(
+            f.step(&rules, &at(400_000, None)).is_empty(),
+            "no point: no change"
+        );
+        assert_eq!(f.0, 0b11);
+        assert_eq!(f.step_both(&rules, &at(40_000, Some(167_000))).1, [0, 1]);
+    }
+
+    #[test]
+    fn a_compaction_that_left_too_much_or_took_little_fires_until_a_good_one() {
+        let rules = [
+            Rule::parse("after>0.6").unwrap(),
+            Rule::parse("reclaimed<10%").unwrap(),
+        ];
+        let last = |before: u64, after: u64| Latest {
+            capacity: Some(200_000),
+            compactions: Some(1),
+            last_before: Some(before),
+            last_after: Some(after),
+            ..Latest::default()
+        };
+        let mut f = Firing::default();
+        assert!(f.step(&rules, &Latest::default()).is_empty(), "none yet");
+        assert!(
+            f.step(&rules, &last(170_000, 30_000)).is_empty(),
+            "a good one"
+        );
+        assert_eq!(
+            f.step(&rules, &last(170_000, 160_000)),
+            [0, 1],
+            "80%, took 5.9%"
+        );
+        assert!(f.step(&rules, &last(170_000, 160_000)).is_empty(), "once");
+        let (fired, cleared) = f.step_both(&rules, &last(165_000, 118_000));
+        assert_eq!(
+            (fired, cleared),
+            (vec![], vec![1]),
+            "59% is within the margin; took 28%"
+        );
+        let (fired, cleared) = f.step_both(&rules, &last(165_000, 60_000));
+        assert_eq!((fired, cleared), (vec![], vec![0]), "30% of the window");
+        assert_eq!(f.0, 0);
+    }
+
+    #[test]
+    fn thrash_counts_the_window() {
+        let rules = [Rule::parse("thrash>=3").unwrap()];
+        let recent = |n: u64| Latest {
+            recent_compactions: Some(n),
+            ..Latest::default()
+        };
+        let mut f = Firing::default();
+        assert!(f.step(&rules, &recent(2)).is_empty());
+        assert_eq!(f.step(&rules, &recent(3)), [0]);
+        assert!(f.step(&rules, &recent(4)).is_empty());
+        assert_eq!(f.step_both(&rules, &recent(2)).1, [0]);
     }
 }

@@ -239,6 +239,7 @@ impl Changes<'_> {
                     folds: VecDeque::new(),
                     firing,
                     fired_at: Vec::new(),
+                    compacted_at: VecDeque::new(),
                     order,
                     row: None,
                     version: 0,
@@ -285,7 +286,7 @@ impl Changes<'_> {
     /// A pressure record (`context/pressure` or `context/error`, contract §3), parsed before the
     /// lock by [`PressureRecord::parse`]. One older than its session's latest (a re-delivery)
     /// changes nothing and is `false`.
-    pub fn pressure(&mut self, r: PressureRecord) -> bool {
+    pub fn pressure(&mut self, mut r: PressureRecord) -> bool {
         let (now, board) = (self.now, self.board);
         // Activity is the record's own stamp, never ahead of the clock; else now.
         let at = r.stamp_ms.map_or(now, |t| t.min(now));
@@ -312,11 +313,34 @@ impl Changes<'_> {
         } else {
             s.error = None;
             s.record = Some(Arc::clone(&r.text));
-            s.latest = r.latest;
+            // Compactions seen happening: counted, and kept for a `thrash` rule (a session
+            // first seen with some counts none: they came before the board saw it).
+            let latest = &mut r.latest;
+            if let (Some(new), Some(old)) = (latest.compactions, s.latest.compactions)
+                && new > old
+            {
+                board
+                    .counters
+                    .compacted(s.agent.as_deref(), latest.last_trigger, new - old);
+                for _ in 0..(new - old).min(COMPACTIONS_KEPT as u64) {
+                    if s.compacted_at.len() == COMPACTIONS_KEPT {
+                        s.compacted_at.pop_front();
+                    }
+                    s.compacted_at.push_back(at);
+                }
+            }
+            let window = board.config.thrash_window.as_millis() as i64;
+            latest.recent_compactions = Some(
+                s.compacted_at
+                    .iter()
+                    .filter(|t| **t > at.saturating_sub(window))
+                    .count() as u64,
+            );
+            s.latest = *latest;
             if let Some(seq) = r.seq {
                 points = s.history.add(r.latest.figures(seq));
             }
-            let (c, ended) = s.firing.step_both(&board.config.rules, &r.latest);
+            let (c, ended) = s.firing.step_both(&board.config.rules, &s.latest);
             // An alert ends with the start it had (the crossing's stamp, when the board saw
             // it); a new one starts at this record.
             cleared = ended

@@ -30,6 +30,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::sync::watch;
 
+pub use super::notice::{Alert, AlertStatus};
 use super::outbox::Outbox;
 
 use alerts::{Firing, Rule};
@@ -111,6 +112,8 @@ pub struct Config {
     pub history_points: usize,
     /// `--alert` rules.
     pub rules: Vec<Rule>,
+    /// How far back a session's compactions count toward a `thrash` rule.
+    pub thrash_window: Duration,
 }
 
 impl Default for Config {
@@ -120,67 +123,7 @@ impl Default for Config {
             max_sessions: 20_000,
             history_points: 4 << 20,
             rules: Vec::new(),
-        }
-    }
-}
-
-/// What an alert notice says of its alert.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AlertStatus {
-    /// A session crossed into the rule.
-    Firing,
-    /// It crossed back out of one it fired: the alert is over.
-    Resolved,
-}
-
-/// One alert notice: a session crossed into a rule, or back out of one it fired (see
-/// [`alerts`]).
-#[derive(Debug, Clone, Serialize)]
-pub struct Alert {
-    pub status: AlertStatus,
-    pub rule: String,
-    pub session: Arc<str>,
-    pub agent: Option<Arc<str>>,
-    pub model: Option<Arc<str>>,
-    pub value: f64,
-    pub threshold: f64,
-    pub seq: Option<u64>,
-    /// The record that crossed (or crossed back).
-    pub record: Arc<RawValue>,
-    /// When the board saw it, milliseconds since 1970.
-    pub at: i64,
-    /// When the alert began: the stamp of the record that crossed into the rule (ms since
-    /// 1970; the record's own time, never ahead of the clock).
-    pub since: i64,
-    /// Earlier notices of this session folded into this one, unsent, past the receiver's bound
-    /// (`outbox`); absent when none.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub merged: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-#[cfg(test)]
-impl Alert {
-    /// A firing notice of `until<20000` for `session` at `seq`, carrying `record`: the
-    /// receivers' tests.
-    pub(crate) fn firing(session: &str, seq: u64, record: String) -> Alert {
-        Alert {
-            status: AlertStatus::Firing,
-            rule: "until<20000".into(),
-            session: session.into(),
-            agent: None,
-            model: None,
-            value: 1.0,
-            threshold: 20_000.0,
-            seq: Some(seq),
-            record: RawValue::from_string(record).expect("a JSON record").into(),
-            at: 0,
-            since: 0,
-            merged: 0,
+            thrash_window: Duration::from_secs(15 * 60),
         }
     }
 }
@@ -205,6 +148,9 @@ struct Session {
     firing: Firing,
     /// When each firing rule crossed (rule, stamp in ms): an alert's start, for re-sends.
     fired_at: Vec<(u8, i64)>,
+    /// When its latest compactions came (ms), the latest [`COMPACTIONS_KEPT`]: what a `thrash`
+    /// rule counts.
+    compacted_at: VecDeque<i64>,
     /// Where it stands in [`Inner::by_activity`].
     order: (i64, u64),
     /// The row encoded as of a version.
@@ -384,6 +330,41 @@ pub struct Counters {
     pub alerts_reread: AtomicU64,
     /// A followed log's files truncated, replaced, … per [`LogEvent`].
     pub log_events: [AtomicU64; 7],
+    /// Compactions seen happening (a session's `compactions` grew), by agent and trigger, at
+    /// most [`COMPACTION_AGENTS`] agents (the rest counted as `other`).
+    pub compactions: Mutex<BTreeMap<(String, &'static str), u64>>,
+}
+
+/// A session's compaction times kept for a `thrash` rule.
+pub const COMPACTIONS_KEPT: usize = 16;
+/// Agents the compaction counters name; a record's `agent` beyond them counts as `other`.
+pub const COMPACTION_AGENTS: usize = 32;
+
+impl Counters {
+    /// `n` compactions of `agent`'s session, set off by `trigger` (the last one's).
+    pub(crate) fn compacted(
+        &self,
+        agent: Option<&str>,
+        trigger: Option<agent_fold_core::Trigger>,
+        n: u64,
+    ) {
+        let mut m = self.compactions.lock().unwrap_or_else(|e| e.into_inner());
+        let agent = agent.unwrap_or("unknown");
+        let known = m.keys().any(|(a, _)| a == agent);
+        let agents = m
+            .keys()
+            .map(|(a, _)| a)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
+        let agent = if known || agents < COMPACTION_AGENTS {
+            agent
+        } else {
+            "other"
+        };
+        let trigger = trigger.map_or("unknown", agent_fold_core::Trigger::word);
+        let count = m.entry((agent.to_owned(), trigger)).or_default();
+        *count = count.saturating_add(n);
+    }
 }
 
 /// A gauge of clients: one more while it lives.

@@ -30,6 +30,14 @@ pub struct Latest {
     pub until: Option<u64>,
     pub compact_at: Option<u64>,
     pub message: Option<u64>,
+    /// `compactions`, and the last one's trigger and size before and after (contract §3.6).
+    pub compactions: Option<u64>,
+    pub last_trigger: Option<agent_fold_core::Trigger>,
+    pub last_before: Option<u64>,
+    pub last_after: Option<u64>,
+    /// The session's compactions within the board's thrash window: the board counts them (no
+    /// record carries it).
+    pub recent_compactions: Option<u64>,
 }
 
 impl Latest {
@@ -166,6 +174,13 @@ impl PressureRecord {
                 until: m.get("untilCompactTokens"),
                 compact_at: m.get("compactAtTokens"),
                 message: m.get("messageTokens"),
+                compactions: m.get("compactions"),
+                last_trigger: m
+                    .get::<String>("lastCompactTrigger")
+                    .and_then(|t| agent_fold_core::Trigger::named(&t)),
+                last_before: m.get("lastCompactBeforeTokens"),
+                last_after: m.get("lastCompactAfterTokens"),
+                recent_compactions: None,
             },
             text: Arc::from(raw),
         })

@@ -413,6 +413,49 @@ fn a_real_compaction_drops_the_ring_before_the_next_reading() {
         "the ring drops at once: {occupancy} -> {dropped}"
     );
     assert_ne!(after["dash"], before["dash"]);
+    // The count and the reclaim, in the detail's figures and on the session's row.
+    let says = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    assert!(
+        !says(&before["figures"]).contains("compacted 1×"),
+        "{}",
+        before["figures"]
+    );
+    let figures = says(&after["figures"]);
+    assert!(figures.contains("compacted 1× (last "), "{figures}");
+    let [was, left] = [
+        &want["lastCompactBeforeTokens"],
+        &want["lastCompactAfterTokens"],
+    ];
+    if let (Some(was), Some(left)) = (was.as_u64(), left.as_u64()) {
+        let fmt = |n: u64| {
+            let s = n.to_string();
+            let mut out = String::new();
+            for (i, c) in s.chars().enumerate() {
+                if i > 0 && (s.len() - i).is_multiple_of(3) {
+                    out.push(',');
+                }
+                out.push(c);
+            }
+            out
+        };
+        let words = format!("{} → {} tokens", fmt(was), fmt(left));
+        assert!(figures.contains(&words), "{figures} lacks {words}");
+    }
+    // The log's lines are months old: its session is idle, and a row once "show idle" is on.
+    js(
+        &mut b,
+        "(() => { const t = document.getElementById('show-idle'); if (!t.checked) t.click(); return t.checked; })()",
+    );
+    b.wait_for(&format!("!!{}", row(id))).unwrap();
+    let cell = js(
+        &mut b,
+        &format!(
+            "(() => {{ const r = {}; return r && [r.querySelector('.c-comp').textContent, r.querySelector('.c-comp').title]; }})()",
+            row(id)
+        ),
+    );
+    assert_eq!(cell[0], "1×", "{cell}");
+    assert!(says(&cell[1]).starts_with("last "), "{cell}");
     assert!(
         js(&mut b, &format!("{}.open", meter(id))) == json!(true),
         "the panel stayed open"

@@ -2,7 +2,6 @@
 //! natively and in Fluvio's engine invocation by invocation, outputs rendered as text for
 //! snapshots; the frames view's checks in [`frames`], the pressure view's in [`pressure`].
 //! Every helper takes the module's params as given, so any view's tests may use them.
-#![allow(dead_code)]
 
 pub(crate) mod fluvio;
 pub(crate) mod frames;

@@ -274,13 +274,6 @@ pub(crate) fn surface_sum(session: &Value) -> u64 {
         .sum()
 }
 
-/// A fresh processor holding a checkpoint's state: a fork of `p`.
-pub(crate) fn fork(params: &[(&str, &str)], p: &Processor) -> Processor {
-    let mut q = processor(params);
-    q.restore(&p.checkpoint()).expect("a checkpoint restores");
-    q
-}
-
 /// A generated session of `ops` steps, drawn from consecutive sub-seeds. Even seeds start at
 /// seq 0 (complete); odd ones where the draw says (one in four of those joins mid-stream).
 pub(crate) fn gen_session(seed: u64, ops: usize) -> agent_fold_testkit::GenSession {

@@ -314,3 +314,162 @@ fn notices_wait_out_a_receiver_s_outage() {
     assert_eq!(notices("delivered"), sessions as f64);
     assert_eq!(notices("failed"), 0.0);
 }
+
+/// A pressure record of session `c/1` stamped `ago` seconds back: what the meter shows, the
+/// point, and the compactions so far with the last one's tokens before and after.
+fn compacting(seq: u64, ago: u64, used: u64, compactions: u64, last: Option<(u64, u64)>) -> String {
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        - ago * 1_000_000_000;
+    let mut r = json!({"type": "context/pressure", "session": "c/1", "seq": seq,
+           "timestamp": agent_fold_core::time::format(stamp),
+           "pressureTokens": used, "projectedTokens": used, "capacity": 200000,
+           "compactAtTokens": 167000, "untilCompactTokens": 167_000u64.saturating_sub(used),
+           "compactions": compactions,
+           "agent": "codex", "model": "gpt-5.5", "stateVersion": 5});
+    if let Some((before, after)) = last {
+        r["lastCompactTrigger"] = json!("auto");
+        r["lastCompactBeforeTokens"] = json!(before);
+        r["lastCompactAfterTokens"] = json!(after);
+    }
+    r.to_string() + "\n"
+}
+
+/// The three ways compaction goes wrong (docs/serve.md, "Alerts"), each firing then resolving
+/// on the webhook and on Alertmanager's v2 endpoint: past its point with no compaction, a
+/// compaction that left too much and took off too little, and three within the thrash window —
+/// cleared by a good compaction, and by the window passing. `/metrics` counts the compactions
+/// by agent and trigger.
+#[test]
+fn compaction_going_wrong_fires_and_resolves_on_both_receivers() {
+    let hook = Receiver::start(false).unwrap();
+    let am = Receiver::alertmanager().unwrap();
+    let (hook_url, am_url) = (
+        format!("http://127.0.0.1:{}/hook", hook.port),
+        format!("http://127.0.0.1:{}/", am.port),
+    );
+    let all = [
+        "--alert",
+        "past>5%",
+        "--alert",
+        "after>0.6",
+        "--alert",
+        "reclaimed<10%",
+        "--alert",
+        "thrash>=3",
+        "--thrash-window",
+        "10m",
+        "--alert-webhook",
+        &hook_url,
+        "--alertmanager",
+        &am_url,
+        "-",
+    ];
+    let mut s = Server::start_with(&all, &[], Stdio::piped());
+    let steps = [
+        compacting(1, 1800, 150_000, 0, None),
+        // 7.8% past 167,000 and no compaction.
+        compacting(2, 1740, 180_000, 0, None),
+        // A compaction that left 85% of the window, taking off 5.6%: past clears (1.8%).
+        compacting(3, 1680, 170_000, 1, Some((180_000, 170_000))),
+        // A good one: 10% of the window left, 88% taken off.
+        compacting(4, 1620, 20_000, 2, Some((171_000, 20_000))),
+        // A third within ten minutes: thrash.
+        compacting(5, 1560, 15_000, 3, Some((60_000, 15_000))),
+        // Now, half an hour on: none within the window.
+        compacting(6, 0, 30_000, 3, Some((60_000, 15_000))),
+    ];
+    write(&mut s, &steps.concat());
+    let want = [
+        ("firing", "past>5%", 2),
+        ("firing", "after>0.6", 3),
+        ("firing", "reclaimed<0.1", 3),
+        ("resolved", "past>5%", 3),
+        ("resolved", "after>0.6", 4),
+        ("resolved", "reclaimed<0.1", 4),
+        ("firing", "thrash>=3", 5),
+        ("resolved", "thrash>=3", 6),
+    ];
+    wait_for(
+        "every notice on both",
+        30,
+        || hook.bodies().len() >= want.len() && am.bodies().len() >= want.len(),
+        || format!("{:?} {:?} {:?}", hook.bodies(), am.bodies(), am.refused()),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let mut got: Vec<_> = hook
+        .bodies()
+        .iter()
+        .map(|n| {
+            (
+                n["status"].as_str().unwrap().to_owned(),
+                n["rule"].as_str().unwrap().to_owned(),
+                n["seq"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    got.sort_by_key(|(status, rule, seq)| (*seq, status.clone(), rule.clone()));
+    let mut want: Vec<_> = want
+        .iter()
+        .map(|(s, r, q)| (s.to_string(), r.to_string(), *q))
+        .collect();
+    want.sort_by_key(|(status, rule, seq)| (*seq, status.clone(), rule.clone()));
+    assert_eq!(got, want, "each fires once and resolves once");
+
+    assert_eq!(am.refused(), Vec::<String>::new(), "every body is v2");
+    let names: std::collections::BTreeSet<_> = am
+        .bodies()
+        .iter()
+        .map(|a| a["labels"]["alertname"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        names.into_iter().collect::<Vec<_>>(),
+        [
+            "CompactionLeftTooMuch",
+            "CompactionReclaimedLittle",
+            "CompactionThrash",
+            "ContextCompactionOverdue"
+        ]
+    );
+    let summary = |name: &str| {
+        am.bodies()
+            .iter()
+            .find(|a| a["labels"]["alertname"] == name)
+            .map(|a| a["annotations"]["summary"].as_str().unwrap().to_owned())
+            .unwrap()
+    };
+    assert!(
+        summary("ContextCompactionOverdue").contains("7.8% past the point it compacts at"),
+        "{}",
+        summary("ContextCompactionOverdue")
+    );
+    assert!(summary("CompactionLeftTooMuch").contains("left 85.0% of the window"));
+    assert!(summary("CompactionThrash").contains("3 compactions within the thrash window"));
+    // Each alert's resolution is the same alert (its labels) with its end passed.
+    for name in [
+        "ContextCompactionOverdue",
+        "CompactionLeftTooMuch",
+        "CompactionThrash",
+    ] {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
+        let t = |v: &Value| agent_fold_core::time::parse(v.as_str().unwrap()).unwrap() / 1_000_000;
+        let last = am
+            .bodies()
+            .into_iter()
+            .rfind(|a| a["labels"]["alertname"] == name)
+            .unwrap();
+        assert!(t(&last["endsAt"]) <= now, "{name} resolved: {last}");
+    }
+    let m = s.metrics();
+    let compactions = sample(
+        &m,
+        "agent_fold_serve_compactions_total",
+        &[("agent", "codex"), ("trigger", "auto")],
+    );
+    assert_eq!(compactions, 3.0, "three compactions seen happening");
+}

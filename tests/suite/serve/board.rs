@@ -95,6 +95,50 @@ fn a_directory_of_logs_is_followed_file_by_file() {
     s.wait_state("the new log's session", |st| seq_of(st, "f-2") == Some(0));
 }
 
+/// A Codex rollout followed where Codex runs: `$CODEX_HOME/config.toml` names the limit the
+/// rollout never does, and the session's point is that limit — the record the module gives
+/// with `compact_at` set to it — where without the file it is the default.
+#[test]
+fn codex_s_configured_limit_is_the_point_serve_shows() {
+    let rollout =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/adapt/codex.jsonl");
+    let text = std::fs::read(&rollout).unwrap();
+    let records = agent_fold::jsonl::records(&text);
+    let configured = last_pressure(&records, &[("input", "codex"), ("compact_at", "150000")]);
+    let default = last_pressure(&records, &[("input", "codex")]);
+    assert_ne!(
+        default["compactAtTokens"], 150_000,
+        "the default is not the limit"
+    );
+    let id = configured["session"].as_str().unwrap().to_owned();
+    for (config, want) in [(true, &configured), (false, &default)] {
+        let root = scratch("codex-home");
+        let logs = root.join("sessions/2026/03/03");
+        std::fs::create_dir_all(&logs).unwrap();
+        std::fs::copy(&rollout, logs.join("rollout-2026-03-03T10-00-00-x.jsonl")).unwrap();
+        if config {
+            std::fs::write(
+                root.join("config.toml"),
+                "model = \"gpt-5.3-codex\"\nmodel_auto_compact_token_limit = 150000\n",
+            )
+            .unwrap();
+        }
+        let s = Server::start_with(
+            &["--native", logs.to_str().unwrap()],
+            &[("CODEX_HOME", root.to_str().unwrap())],
+            Stdio::null(),
+        );
+        let state = s.wait_state("the rollout's last record", |st| {
+            seq_of(st, &id) == want["seq"].as_u64()
+        });
+        let row = session(&state, &id).unwrap();
+        assert_eq!(&row["record"], want, "config.toml {config}");
+        if config {
+            assert_eq!(row["record"]["compactAtTokens"], 150_000);
+        }
+    }
+}
+
 /// Ranked by how close each session is to compacting, sorted and filtered on request, a page at
 /// a time; a parameter that does not read is refused in words, an unknown session is 404, and
 /// a session's history comes whole or after a seq.

@@ -6,7 +6,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -363,7 +363,7 @@ fn devices_fifos_and_files_that_are_not_webassembly_are_refused_before_the_url()
         );
     }
     // `run` refuses a device, and reads a FIFO as a stream.
-    let out = Command::new(super::harness::binary())
+    let out = super::harness::command()
         .args(["run", "--native", "/dev/zero"])
         .output()
         .unwrap();
@@ -381,7 +381,7 @@ fn devices_fifos_and_files_that_are_not_webassembly_are_refused_before_the_url()
                 .unwrap();
         })
     };
-    let out = Command::new(super::harness::binary())
+    let out = super::harness::command()
         .args(["run", "--native", fifo_s])
         .stderr(Stdio::piped())
         .output()
