@@ -1,0 +1,144 @@
+//! The real OpenCode (the lab's pinned release, `lab/package-lock.json`) against the lab's
+//! local stand-in for its model API: `serve` follows the database OpenCode writes while it
+//! writes it; each turn's reading is on the board within 2 s of the turn's end; OpenCode never
+//! says its database is busy; the session read from the database equals its `opencode
+//! export`. It needs Node.js, npm and the registry: without them it says so and passes
+//! (under `CI=true` it fails: [`crate::common::skip`]).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agent_fold_lab::agents::{Agent, Session};
+use agent_fold_lab::install::{self, Releases};
+use agent_fold_lab::model::Model;
+use agent_fold_lab::scenario::{self, Action, Scenario};
+use rusqlite::{Connection, OpenFlags};
+use serde_json::Value;
+
+use super::pressure_of;
+use crate::common::skip;
+use crate::harness::{Server, row_of, scratch};
+
+/// The last reading OpenCode recorded in `session` (its last assistant message with tokens:
+/// input + cache read + cache write), read as any reader would.
+fn recorded(db: &std::path::Path, session: &str) -> Option<u64> {
+    let c = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY).ok()?;
+    let mut st = c
+        .prepare("SELECT data FROM message WHERE session_id = ?1 ORDER BY id DESC")
+        .ok()?;
+    let rows: Vec<String> = st
+        .query_map([session], |r| r.get(0))
+        .ok()?
+        .flatten()
+        .collect();
+    rows.iter().find_map(|d| {
+        let v: Value = serde_json::from_str(d).ok()?;
+        let t = &v["tokens"];
+        let n =
+            t["input"].as_u64()? + t["cache"]["read"].as_u64()? + t["cache"]["write"].as_u64()?;
+        (v["role"] == "assistant" && v["summary"] != true && n > 0).then_some(n)
+    })
+}
+
+#[test]
+fn the_real_opencode_is_followed_as_it_writes_its_database() {
+    let npm = std::process::Command::new("npm")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !npm {
+        return skip("OpenCode's database, written by OpenCode itself: no npm on PATH");
+    }
+    let installed = match install::install(Releases::Pinned, &|s| eprintln!("{s}")) {
+        Ok(i) => i,
+        Err(e) => return skip(&format!("the lab's agents do not install here: {e:#}")),
+    };
+    let agent = Agent::OpenCode;
+    let plan = scenario::plan(Scenario::Basic, agent).expect("OpenCode has the basic scenario");
+    let dir = scratch("opencode-lab");
+    let work = dir.join("work");
+    for (name, chars) in &plan.files {
+        let path = work.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let line = "The lab keeps its notes short; this line is filler text.\n";
+        std::fs::write(&path, line.repeat(chars / line.len() + 1)).unwrap();
+    }
+    std::fs::write(work.join("notes.txt"), "The answer is 42.\n").unwrap();
+    let model = Arc::new(Model::new(
+        plan.script.clone(),
+        &work,
+        &dir.join("requests.jsonl"),
+    ));
+    let serving = Arc::clone(&model);
+    let stand_in =
+        agent_fold_lab::http::Server::start(move |req| agent.serve(&serving, req)).unwrap();
+    let mut session = Session::new(
+        agent,
+        &installed.bin(agent),
+        &dir,
+        &stand_in.url(),
+        plan.settings.clone(),
+        &install::lab_dir().join("cache"),
+    )
+    .unwrap();
+    let turns: Vec<(&String, Option<&str>)> = plan
+        .actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Turn { prompt, model } => Some((prompt, model.as_deref())),
+            _ => None,
+        })
+        .collect();
+    session.turn(turns[0].0, turns[0].1).unwrap();
+    let id = session.id.clone().unwrap();
+    let db = session
+        .logs()
+        .unwrap()
+        .pop()
+        .expect("OpenCode wrote opencode.db");
+    assert!(db.ends_with("opencode/opencode.db"), "{}", db.display());
+    // The database's directory, as a user names OpenCode's data directory.
+    let data = db.parent().unwrap().to_str().unwrap().to_owned();
+    let s = Server::start(&["-e", "capacity=200000", &data]);
+    let first = recorded(&db, &id).expect("a reading after the first turn");
+    s.wait_state("the first turn", |st| {
+        row_of(&st["sessions"], &id).is_some_and(|r| r["record"]["pressureTokens"] == first)
+    });
+    let mut slowest = Duration::ZERO;
+    for (prompt, on) in &turns[1..] {
+        session.turn(prompt, *on).unwrap();
+        let t0 = Instant::now();
+        let last = recorded(&db, &id).unwrap();
+        s.wait_state("the turn's reading", |st| {
+            row_of(&st["sessions"], &id).is_some_and(|r| r["record"]["pressureTokens"] == last)
+        });
+        slowest = slowest.max(t0.elapsed());
+    }
+    println!(
+        "OpenCode {}: each turn's reading on the board within {slowest:?} of the turn's end",
+        installed.versions.get(&agent).cloned().unwrap_or_default()
+    );
+    assert!(slowest < Duration::from_secs(2), "{slowest:?}");
+    assert!(session.ran.iter().all(|r| r.ok), "{:?}", session.ran);
+    for e in std::fs::read_dir(&dir).unwrap().flatten() {
+        let said = std::fs::read_to_string(e.path()).unwrap_or_default();
+        for busy in ["database is locked", "SQLITE_BUSY", "database is busy"] {
+            assert!(!said.contains(busy), "{}: {busy}", e.path().display());
+        }
+    }
+    drop(s);
+    // The database and the export of the same session: the same pressure records.
+    let export = session.export().unwrap();
+    let from_db = pressure_of(&dir, &db, &["--session", &id]);
+    let from_export = pressure_of(&dir, &export, &[]);
+    assert!(!from_db.is_empty());
+    assert_eq!(from_db, from_export);
+    assert_eq!(
+        from_db
+            .iter()
+            .rev()
+            .find_map(|p| p["pressureTokens"].as_u64()),
+        recorded(&db, &id),
+        "the readings OpenCode recorded"
+    );
+}
