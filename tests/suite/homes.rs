@@ -170,8 +170,9 @@ fn serve_with_no_source_follows_every_agents_home() {
     let homes = four_homes(&home);
     let env = env_of(&home);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    // Native: four homes are a dozen module instances, each seconds to compile as .wasm.
     let s = Server::start_with(
-        &["-e", "capacity=200000"],
+        &["--native", "-e", "capacity=200000"],
         &env,
         std::process::Stdio::null(),
     );
@@ -204,7 +205,7 @@ fn serve_with_no_source_follows_every_agents_home() {
     // Two of the four: the others said missing, where they were looked for.
     std::fs::remove_dir_all(home.join(".codex")).unwrap();
     std::fs::remove_dir_all(home.join(".local")).unwrap();
-    let s = Server::start_with(&[], &env, std::process::Stdio::null());
+    let s = Server::start_with(&["--native"], &env, std::process::Stdio::null());
     s.wait_state("Claude Code's session", |st| {
         row_of(&st["sessions"], sessions[0]).is_some()
     });
@@ -225,7 +226,7 @@ fn serve_with_no_source_follows_every_agents_home() {
     let codex_home = elsewhere.join("codex").display().to_string();
     env2.retain(|(k, _)| *k != "CODEX_HOME");
     env2.push(("CODEX_HOME", &codex_home));
-    let s = Server::start_with(&[], &env2, std::process::Stdio::null());
+    let s = Server::start_with(&["--native"], &env2, std::process::Stdio::null());
     s.wait_state("Codex's session from CODEX_HOME", |st| {
         row_of(&st["sessions"], sessions[1]).is_some()
     });

@@ -126,10 +126,18 @@ fn the_real_opencode_is_followed_as_it_writes_its_database() {
             assert!(!said.contains(busy), "{}: {busy}", e.path().display());
         }
     }
+    // Followed as it was written or read whole: the same figures.
+    let from_db = pressure_of(&dir, &db, &["--session", &id]);
+    let state = s.state();
+    let board = &row_of(&state["sessions"], &id).unwrap()["record"];
+    assert_eq!(
+        board,
+        from_db.last().unwrap(),
+        "the board's last record is run's"
+    );
     drop(s);
     // The database and the export of the same session: the same pressure records.
     let export = session.export().unwrap();
-    let from_db = pressure_of(&dir, &db, &["--session", &id]);
     let from_export = pressure_of(&dir, &export, &[]);
     assert!(!from_db.is_empty());
     assert_eq!(from_db, from_export);

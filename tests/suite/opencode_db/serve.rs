@@ -87,6 +87,15 @@ fn serve_follows_a_database_as_its_writer_appends() {
     s.wait_state("the burst's last step", |st| reading(st, a) == Some(last));
     println!("{commits} commits in 2 s beside the server, none refused");
     assert!(!s.stderr().contains("busy"), "{}", s.stderr());
+    // Followed a few rows at a time or read whole: the same figures.
+    let run = super::pressure_of(&dir, &db, &["--session", a]);
+    let state = s.state();
+    let board = &row_of(&state["sessions"], a).unwrap()["record"];
+    assert_eq!(
+        board,
+        run.last().unwrap(),
+        "the board's last record is run's"
+    );
 }
 
 #[test]
