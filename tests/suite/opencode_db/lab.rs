@@ -5,7 +5,9 @@
 //! export`. It needs Node.js, npm and the registry: without them it says so and passes
 //! (under `CI=true` it fails: [`crate::common::skip`]).
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agent_fold_lab::agents::{Agent, Session};
@@ -38,6 +40,37 @@ fn recorded(db: &std::path::Path, session: &str) -> Option<u64> {
             t["input"].as_u64()? + t["cache"]["read"].as_u64()? + t["cache"]["write"].as_u64()?;
         (v["role"] == "assistant" && v["summary"] != true && n > 0).then_some(n)
     })
+}
+
+/// Each completed assistant step of `session`: its reading and when OpenCode completed it
+/// (`time.completed`, milliseconds since the epoch).
+fn completed(db: &std::path::Path, session: &str) -> Vec<(u64, u128)> {
+    let c = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    let mut st = c
+        .prepare("SELECT data FROM message WHERE session_id = ?1 ORDER BY id")
+        .unwrap();
+    let rows: Vec<String> = st
+        .query_map([session], |r| r.get(0))
+        .unwrap()
+        .flatten()
+        .collect();
+    rows.iter()
+        .filter_map(|d| {
+            let v: Value = serde_json::from_str(d).ok()?;
+            let t = &v["tokens"];
+            let n = t["input"].as_u64()?
+                + t["cache"]["read"].as_u64()?
+                + t["cache"]["write"].as_u64()?;
+            let at = v["time"]["completed"].as_u64()?;
+            (v["role"] == "assistant" && n > 0).then_some((n, u128::from(at)))
+        })
+        .collect()
+}
+
+fn now_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
 }
 
 #[test]
@@ -104,20 +137,49 @@ fn the_real_opencode_is_followed_as_it_writes_its_database() {
     s.wait_state("the first turn", |st| {
         row_of(&st["sessions"], &id).is_some_and(|r| r["record"]["pressureTokens"] == first)
     });
+    // While OpenCode runs: when the board first shows each reading, by the wall clock
+    // OpenCode stamps its messages with.
+    let seen: Mutex<BTreeMap<u64, u128>> = Mutex::new(BTreeMap::new());
+    let done = AtomicBool::new(false);
     let mut slowest = Duration::ZERO;
-    for (prompt, on) in &turns[1..] {
-        session.turn(prompt, *on).unwrap();
-        let t0 = Instant::now();
-        let last = recorded(&db, &id).unwrap();
-        s.wait_state("the turn's reading", |st| {
-            row_of(&st["sessions"], &id).is_some_and(|r| r["record"]["pressureTokens"] == last)
+    let started = now_ms();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                let state = s.state();
+                if let Some(t) = row_of(&state["sessions"], &id)
+                    .and_then(|r| r["record"]["pressureTokens"].as_u64())
+                {
+                    seen.lock().unwrap().entry(t).or_insert_with(now_ms);
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
         });
-        slowest = slowest.max(t0.elapsed());
-    }
+        for (prompt, on) in &turns[1..] {
+            session.turn(prompt, *on).unwrap();
+            let t0 = Instant::now();
+            let last = recorded(&db, &id).unwrap();
+            s.wait_state("the turn's reading", |st| {
+                row_of(&st["sessions"], &id).is_some_and(|r| r["record"]["pressureTokens"] == last)
+            });
+            slowest = slowest.max(t0.elapsed());
+        }
+        done.store(true, Ordering::Relaxed);
+    });
+    let seen = seen.into_inner().unwrap();
+    let lags: Vec<u128> = completed(&db, &id)
+        .into_iter()
+        .filter(|(_, at)| *at >= started)
+        .filter_map(|(tokens, at)| Some(seen.get(&tokens)?.saturating_sub(at)))
+        .collect();
+    let version = installed.versions.get(&agent).cloned().unwrap_or_default();
     println!(
-        "OpenCode {}: each turn's reading on the board within {slowest:?} of the turn's end",
-        installed.versions.get(&agent).cloned().unwrap_or_default()
+        "OpenCode {version}: {} steps seen on the board {lags:?} ms after OpenCode completed \
+         them; each turn's last within {slowest:?} of the turn's end",
+        lags.len()
     );
+    assert!(!lags.is_empty(), "no step seen as it completed");
+    assert!(lags.iter().all(|l| *l < 2_000), "{lags:?}");
     assert!(slowest < Duration::from_secs(2), "{slowest:?}");
     assert!(session.ran.iter().all(|r| r.ok), "{:?}", session.ran);
     for e in std::fs::read_dir(&dir).unwrap().flatten() {
