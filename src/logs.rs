@@ -253,14 +253,15 @@ pub fn names_database(path: &Path) -> bool {
             .is_some_and(|x| x == "db" || x == "sqlite" || x == "sqlite3")
 }
 
-/// The OpenCode database a log path names: the file itself when it is an SQLite database, or
-/// the `opencode.db` a directory holds (`$XDG_DATA_HOME/opencode`).
+/// The OpenCode database a log path names: the file itself when it is an SQLite database or
+/// named as one ([`names_database`]: a damaged one is then refused in words when opened, never
+/// read as lines), or the `opencode.db` a directory holds (`$XDG_DATA_HOME/opencode`).
 pub fn database(path: &Path) -> Option<PathBuf> {
     if path.is_dir() {
         let db = path.join(crate::opencode_db::FILE_NAME);
         return is_database(&db).then_some(db);
     }
-    is_database(path).then(|| path.to_owned())
+    (is_database(path) || (path.is_file() && names_database(path))).then(|| path.to_owned())
 }
 
 /// [`read_records`] of a path [`readable`] took.

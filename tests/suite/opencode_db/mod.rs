@@ -468,6 +468,15 @@ fn a_corrupt_database_is_refused_in_words() {
             "{cmd:?}: {err}"
         );
     }
+    // A file named as a database that is none: refused as one, not read as lines.
+    let named = dir.join("notes.db");
+    std::fs::write(&named, "{\"a\":1}\n").unwrap();
+    for cmd in ["inspect", "run"] {
+        let out = agent_fold(&[cmd, named.to_str().unwrap()], None);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{cmd}");
+        assert!(err.contains("is not an SQLite database"), "{cmd}: {err}");
+    }
     // An SQLite database of another program's.
     let other = dir.join("other.db");
     Connection::open(&other)
