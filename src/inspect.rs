@@ -29,7 +29,11 @@ pub struct Args {
     /// One JSON document (an array, one object a file) instead of text
     #[arg(long)]
     pub json: bool,
-    /// A log file, or a Claude Code session directory (its transcript beside it)
+    /// With an OpenCode database: this session only (every session without it)
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// A log file, a Claude Code session directory (its transcript beside it), or OpenCode's
+    /// database (opencode.db, or the directory holding it: each session as its export)
     #[arg(required = true, value_name = "LOG")]
     pub paths: Vec<PathBuf>,
 }
@@ -101,6 +105,16 @@ pub struct Census {
 pub fn main(args: &Args) -> Result<i32> {
     let mut all = Vec::new();
     for path in &args.paths {
+        if let Some(db) = logs::database(path) {
+            all.push(census_database(&db, args.session.as_deref(), args.input)?);
+            continue;
+        }
+        if args.session.is_some() {
+            bail!(
+                "{} is not an OpenCode database: --session picks one session of one (opencode.db)",
+                path.display()
+            );
+        }
         for file in logs::log_files(path)? {
             let mut c = census_file(&file, args.input)?;
             if let Some(input) = Input::parse(c.input).filter(|i| settings::read_for(*i)) {
@@ -145,6 +159,15 @@ pub fn census_file(file: &Path, input: Option<Input>) -> Result<Census> {
     census_of(file, Text::File(file), input)
 }
 
+/// The census of an OpenCode database: each session (or `session` alone) as its export
+/// document ([`crate::opencode_db`]), a record each (a long session's in several, each within
+/// [`LINE_BYTES`]), numbered from 1 as lines are.
+pub fn census_database(db: &Path, session: Option<&str>, input: Option<Input>) -> Result<Census> {
+    let records = logs::read_records_in(db, session)?;
+    let values: Vec<&[u8]> = records.iter().map(|r| &r.value[..]).collect();
+    census_of(db, Text::Records(&values), input)
+}
+
 /// The longest line the census reads: `serve`'s bound, what one invocation of the module takes
 /// (a longer one is skipped and counted).
 pub const LINE_BYTES: usize = crate::module::INVOCATION_BYTES;
@@ -157,6 +180,8 @@ enum Text<'a> {
     Memory(&'a [u8]),
     /// A regular file, opened again for each reading.
     File(&'a Path),
+    /// Records read already (an OpenCode database's documents), numbered from 1.
+    Records(&'a [&'a [u8]]),
 }
 
 impl Text<'_> {
@@ -178,6 +203,13 @@ impl Text<'_> {
         match self {
             Text::Document(t) => {
                 take((1, Ok(*t)));
+            }
+            Text::Records(records) => {
+                for (i, r) in records.iter().enumerate() {
+                    if !take((i as u64 + 1, Ok(*r))) {
+                        break;
+                    }
+                }
             }
             Text::Memory(t) => crate::jsonl::read_lines(*t, LINE_BYTES, "", &mut take)?,
             Text::File(path) => {
@@ -374,7 +406,8 @@ fn census_of(file: &Path, text: Text<'_>, input: Option<Input>) -> Result<Census
             c.not_objects
         ));
     }
-    if sessions.len() > 1 {
+    // A database holds a user's every session: many are what it is.
+    if sessions.len() > 1 && !matches!(text, Text::Records(_)) {
         c.warnings
             .push(format!("{} sessions in one file", sessions.len()));
     }

@@ -1,6 +1,7 @@
-//! Agents' own logs as the runner reads them: a file, stdin, or a Claude Code session
-//! directory (the main transcript beside it and its `subagents/`), and the adapters that turn
-//! their lines into frames.
+//! Agents' own logs as the runner reads them: a file, stdin, a Claude Code session directory
+//! (the main transcript beside it and its `subagents/`) or OpenCode's database, what format
+//! each is (the one place a log's format is told: [`detect`], [`is_database`]), and the
+//! adapters that turn their lines into frames.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
@@ -68,10 +69,12 @@ pub const TREE_FILES: usize = 100_000;
 /// How deep below a directory of logs files are looked for.
 pub const TREE_DEPTH: usize = 8;
 
-/// Every log below `root` — `*.jsonl`, and `*.json` (Gemini CLI's chats, OpenCode's storage;
-/// a JSON file that is no agent's log is left alone when read) — symbolic links not followed,
-/// [`TREE_DEPTH`] levels at most, [`TREE_FILES`] files at most (past it the rest are left out,
-/// with a warning), sorted.
+/// Every log below `root` — `*.jsonl`, `*.json` (Gemini CLI's chats, OpenCode's storage; a
+/// JSON file that is no agent's log is left alone when read) and OpenCode's `opencode.db` —
+/// symbolic links not followed, [`TREE_DEPTH`] levels at most, [`TREE_FILES`] files at most
+/// (past it the rest are left out, with a warning), sorted. The `storage/` beside an
+/// `opencode.db` is left out: OpenCode ≥ 1.2 moved what it held into the database, and its
+/// sessions would be read twice.
 pub fn tree_files(root: &Path) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     let mut dirs = vec![(root.to_owned(), 0)];
@@ -80,15 +83,19 @@ pub fn tree_files(root: &Path) -> Result<Vec<PathBuf>> {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
+        let beside_db = dir.join(crate::opencode_db::FILE_NAME).is_file();
         for e in entries.flatten() {
             let Ok(kind) = e.file_type() else { continue };
             let path = e.path();
             if kind.is_dir() && depth < TREE_DEPTH {
-                dirs.push((path, depth + 1));
+                if !(beside_db && e.file_name() == "storage") {
+                    dirs.push((path, depth + 1));
+                }
             } else if kind.is_file()
-                && path
+                && (path
                     .extension()
                     .is_some_and(|x| x == "jsonl" || x == "json")
+                    || e.file_name() == crate::opencode_db::FILE_NAME)
             {
                 if files.len() == TREE_FILES {
                     tracing::warn!(
@@ -209,14 +216,66 @@ pub fn readable(path: &Path) -> Result<bool> {
 }
 
 /// Reads a log path as records, one a line (a FIFO to its end) or one a document
-/// ([`jsonl::document`]); a directory as [`log_files`] merged.
+/// ([`jsonl::document`]); a directory as [`log_files`] merged; an OpenCode database (or the
+/// directory holding one) as every session's export document ([`crate::opencode_db`]).
 pub fn read_records(path: &Path) -> Result<Vec<Rec>> {
+    read_records_in(path, None)
+}
+
+/// [`read_records`], of one session of an OpenCode database when `session` names one (a log
+/// that is no database refuses it).
+pub fn read_records_in(path: &Path, session: Option<&str>) -> Result<Vec<Rec>> {
     readable(path)?;
-    read_files(path)
+    read_files(path, session)
+}
+
+/// The first bytes of every SQLite database file (sqlite.org/fileformat.html, 1.3).
+const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+
+/// Whether the file at `path` is an SQLite database, by its first bytes (an agent's database:
+/// OpenCode's `opencode.db`). One that cannot be read is none.
+pub fn is_database(path: &Path) -> bool {
+    use std::io::Read;
+    let Ok((f, _)) = open_regular(path) else {
+        return false;
+    };
+    let mut head = [0u8; 16];
+    f.take(16).read_exact(&mut head).is_ok() && &head == SQLITE_MAGIC
+}
+
+/// Whether a path's name is a database's (`opencode.db`, `*.db`, `*.sqlite`): a path that does
+/// not exist yet is waited for as a database, not as lines.
+pub fn names_database(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|n| n == crate::opencode_db::FILE_NAME)
+        || path
+            .extension()
+            .is_some_and(|x| x == "db" || x == "sqlite" || x == "sqlite3")
+}
+
+/// The OpenCode database a log path names: the file itself when it is an SQLite database or
+/// named as one ([`names_database`]: a damaged one is then refused in words when opened, never
+/// read as lines), or the `opencode.db` a directory holds (`$XDG_DATA_HOME/opencode`).
+pub fn database(path: &Path) -> Option<PathBuf> {
+    if path.is_dir() {
+        let db = path.join(crate::opencode_db::FILE_NAME);
+        return is_database(&db).then_some(db);
+    }
+    (is_database(path) || (path.is_file() && names_database(path))).then(|| path.to_owned())
 }
 
 /// [`read_records`] of a path [`readable`] took.
-fn read_files(path: &Path) -> Result<Vec<Rec>> {
+fn read_files(path: &Path, session: Option<&str>) -> Result<Vec<Rec>> {
+    if let Some(db) = database(path) {
+        let db = crate::opencode_db::Db::open(&db)?;
+        return Ok(db.records(session, crate::module::INVOCATION_BYTES)?);
+    }
+    if session.is_some() {
+        bail!(
+            "{} is not an OpenCode database: --session picks one session of one (opencode.db)",
+            path.display()
+        );
+    }
     let mut files = Vec::new();
     for f in log_files(path)? {
         let text = std::fs::read(&f).with_context(|| format!("reading {}", f.display()))?;
@@ -244,6 +303,11 @@ pub struct Stream {
 impl LogReader {
     /// Opens a log path (`None`: stdin): a FIFO or stdin as a stream, anything else read whole.
     pub fn open(path: Option<&Path>) -> Result<LogReader> {
+        LogReader::open_in(path, None)
+    }
+
+    /// [`LogReader::open`], of one session of an OpenCode database when `session` names one.
+    pub fn open_in(path: Option<&Path>, session: Option<&str>) -> Result<LogReader> {
         let stream = |r: Box<dyn std::io::Read>| {
             LogReader::Stream(Stream {
                 reader: Box::new(std::io::BufReader::with_capacity(1 << 20, r)),
@@ -253,14 +317,17 @@ impl LogReader {
             })
         };
         let Some(path) = path else {
+            if session.is_some() {
+                bail!("--session picks one session of an OpenCode database, not of stdin");
+            }
             return Ok(stream(Box::new(std::io::stdin())));
         };
-        if readable(path)? {
+        if readable(path)? && session.is_none() {
             let f =
                 std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
             return Ok(stream(Box::new(f)));
         }
-        Ok(LogReader::Whole(read_files(path)?.into_iter()))
+        Ok(LogReader::Whole(read_files(path, session)?.into_iter()))
     }
 
     /// Lines in all, when known before they are read.

@@ -32,13 +32,18 @@ pub struct Args {
     /// Records replayed through look_back before the input
     #[arg(long, value_name = "FILE")]
     pub lookback: Option<PathBuf>,
-    /// The log is an agent's own (claude-code, claude-stream, codex, otel, gemini-cli, opencode;
-    /// agent-fold: frames already; auto to detect it): its lines are adapted to frames here, --batch lines to an invocation,
-    /// before the module sees them (the same output as the module's own -e input=FORMAT). A
-    /// claude-code DIR is a session directory: the transcript beside it and its
+    /// The log's format: an agent's own (claude-code, claude-stream, codex, otel, gemini-cli,
+    /// opencode), agent-fold (frames already), or auto (the default without -e input=…: told by
+    /// its first lines). An agent's lines are adapted to frames here, --batch lines to an
+    /// invocation, before the module sees them (the same output as the module's own -e
+    /// input=FORMAT). A claude-code DIR is a session directory: the transcript beside it and its
     /// subagents/*.jsonl, merged by time
     #[arg(long = "input", value_name = "FORMAT", value_parser = format)]
     pub format: Option<Format>,
+    /// With an OpenCode database (opencode.db, or the directory holding it): this session only
+    /// (every session without it)
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
     /// Also run an emit=pressure instance and write its records to FILE
     #[arg(long, value_name = "FILE")]
     pub pressure_out: Option<PathBuf>,
@@ -53,8 +58,9 @@ pub struct Args {
     #[arg(long, value_name = "FILE", conflicts_with = "wasm")]
     pub checkpoint_out: Option<PathBuf>,
     /// The log: a JSONL file, a JSON document (a Gemini CLI saved chat, an `opencode export`:
-    /// one record), a Claude Code session directory, a FIFO, or - for stdin (the last two read as
-    /// a stream, a record a line: pipe a document through `jq -c .`)
+    /// one record), a Claude Code session directory, OpenCode's database (each session as its
+    /// export), a FIFO, or - for stdin (the last two read as a stream, a record a line: pipe a
+    /// document through `jq -c .`)
     #[arg(value_name = "INPUT")]
     pub input: Option<PathBuf>,
 }
@@ -161,25 +167,65 @@ fn progress_bar(len: Option<usize>) -> indicatif::ProgressBar {
     pb
 }
 
+/// A log whose first lines ([`logs::DETECT_LINES`]) do not tell its format: said on stderr, and
+/// read as agent-fold frames — unless a pressure output was asked for (`--pressure-out`,
+/// `--plot`, `-e emit=pressure`), which such lines would leave empty: then refused. An empty
+/// log is no log of any format: nothing is said.
+fn untold(args: &Args, config: &Config, input: &logs::LogReader) -> Result<Option<Input>> {
+    if input.known_len() == Some(0) {
+        return Ok(None);
+    }
+    let name = args
+        .log()
+        .map_or_else(|| "stdin".to_owned(), |p| p.display().to_string());
+    let why = format!(
+        "{name}: its first {} lines do not tell its format (none is an agent's log line this \
+         build knows, nor an agent-fold frame)",
+        logs::DETECT_LINES
+    );
+    if args.format == Some(Format::Auto)
+        || args.pressure_out.is_some()
+        || args.plot.is_some()
+        || config.view == View::Pressure
+    {
+        bail!(
+            "{why}: name it with --input FORMAT ({})",
+            Input::NAMES.join(", ")
+        );
+    }
+    tracing::warn!(
+        "{why}: its lines go to the module as agent-fold frames (--input FORMAT names another)"
+    );
+    Ok(None)
+}
+
 /// `agent-fold run`. Returns the summary of the main instance's run.
 pub fn run(args: &Args) -> Result<Summary> {
     let config = args.config()?;
     let source = args.source();
-    let mut input = logs::LogReader::open(args.log())?;
-    // The log's format: adapted here with --input; with -e input=… the module adapts, and a
-    // shadow adapter here sees the same frames for the summary and the plot's marks.
-    let format = match args.format {
+    let mut input = logs::LogReader::open_in(args.log(), args.session.as_deref())?;
+    let module_adapts = args.params.iter().any(|(k, _)| k == "input");
+    if args.format.is_some() && module_adapts {
+        bail!("--input adapts the log here, -e input=… in the module: choose one (same output)");
+    }
+    // The log's format: adapted here, told by its first lines unless --input names it; with
+    // -e input=… the module adapts, and a shadow adapter here sees the same frames for the
+    // summary and the plot's marks.
+    let told = match args.format {
+        Some(f) => Some(f),
+        None if module_adapts => None,
+        None => Some(Format::Auto),
+    };
+    let format = match told {
         Some(Format::Is(f)) => Some(f),
-        Some(Format::Auto) => Some(input.detect()?.ok_or_else(|| {
-            anyhow!("--input auto: cannot tell the log's format from its first lines")
-        })?),
+        Some(Format::Auto) => match input.detect()? {
+            Some(f) => Some(f),
+            None => untold(args, &config, &input)?,
+        },
         None => Some(config.input),
     }
     .filter(|f| *f != Input::AgentFold);
-    let adapt_here = args.format.is_some();
-    if adapt_here && args.params.iter().any(|(k, _)| k == "input") {
-        bail!("--input adapts the log here, -e input=… in the module: choose one (same output)");
-    }
+    let adapt_here = told.is_some();
     let mut adapter = format.map(|input| {
         Adapter::for_config(&Config {
             input,

@@ -46,7 +46,11 @@ pub struct Args {
     /// out): what comes back at a compaction, per agent; one table for all
     #[arg(long)]
     pub cross_validate: bool,
-    /// A log file, or a Claude Code session directory (its transcript beside it)
+    /// With an OpenCode database: this session only (every session without it)
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// A log file, a Claude Code session directory (its transcript beside it), or OpenCode's
+    /// database (opencode.db, or the directory holding it: each session as its export)
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
 }
@@ -300,7 +304,12 @@ pub struct Log {
 impl Log {
     /// Reads a log path; its format from `input`, else detected.
     pub fn read(path: &Path, input: Option<Input>) -> Result<Log> {
-        let lines = logs::read_records(path)?;
+        Log::read_in(path, None, input)
+    }
+
+    /// [`Log::read`], of one session of an OpenCode database when `session` names one.
+    pub fn read_in(path: &Path, session: Option<&str>, input: Option<Input>) -> Result<Log> {
+        let lines = logs::read_records_in(path, session)?;
         let input = match input.or_else(|| logs::detect(&lines)) {
             Some(i) => i,
             None => bail!(
@@ -336,7 +345,17 @@ pub fn measure_path(
     input: Option<Input>,
     params: &[(String, String)],
 ) -> Result<(Input, AccuracySummary)> {
-    let log = Log::read(path, input)?;
+    measure_session(path, None, input, params)
+}
+
+/// [`measure_path`], of one session of an OpenCode database when `session` names one.
+pub fn measure_session(
+    path: &Path,
+    session: Option<&str>,
+    input: Option<Input>,
+    params: &[(String, String)],
+) -> Result<(Input, AccuracySummary)> {
+    let log = Log::read_in(path, session, input)?;
     let measured = log.measure(&config_for(log.input, params)?)?;
     Ok((log.input, summarize(&measured)))
 }
@@ -347,7 +366,7 @@ pub fn main(args: &Args) -> Result<i32> {
         let logs = args
             .paths
             .iter()
-            .map(|p| Log::read(p, args.input))
+            .map(|p| Log::read_in(p, args.session.as_deref(), args.input))
             .collect::<Result<Vec<_>>>()?;
         print!(
             "{}",
@@ -356,7 +375,8 @@ pub fn main(args: &Args) -> Result<i32> {
         return Ok(0);
     }
     for (i, path) in args.paths.iter().enumerate() {
-        let (input, summary) = measure_path(path, args.input, &args.params)?;
+        let (input, summary) =
+            measure_session(path, args.session.as_deref(), args.input, &args.params)?;
         let label = path.file_name().map_or_else(
             || path.display().to_string(),
             |n| n.to_string_lossy().into_owned(),

@@ -121,7 +121,13 @@ impl ViewPair {
                 self.held.append(&mut lines);
                 self.input = match logs::detect(&self.held) {
                     Some(f) => Some(f),
-                    None if self.held.len() >= DETECT_LINES => Some(Input::AgentFold),
+                    None if self.held.len() >= DETECT_LINES => {
+                        tracing::warn!(
+                            "the log's first {DETECT_LINES} lines do not tell its format: read \
+                             as agent-fold frames (--input FORMAT names another)"
+                        );
+                        Some(Input::AgentFold)
+                    }
                     None => return Ok(BatchOutput::default()),
                 };
                 lines = std::mem::take(&mut self.held);

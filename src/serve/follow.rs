@@ -16,6 +16,16 @@
 //! no one for what it paged already. Each such event, a file vanishing, and one unreadable or
 //! readable again, is said once (`events`).
 //!
+//! OpenCode's database (`opencode.db`, given, found in a directory given, or below one) is a
+//! log of many sessions: each poll asks it what changed (`PRAGMA data_version`, never a write:
+//! [`crate::opencode_db`]) and reads the messages settled since, each session's as a document
+//! of its export's shape keyed by the session. It is looked at every poll (no backing off: a
+//! look costs a `stat` and one statement), so a turn shows within a poll or two. A database
+//! replaced (another inode), back after vanishing, or holding another database's sessions is
+//! read again from its start as a file is; one that vanished keeps its sessions; one that is no
+//! database, a damaged one or another program's is refused in words (`unreadable`, said once)
+//! and looked at again each poll, every other file followed on.
+//!
 //! A `*.json` file is a document written whole each time (Gemini CLI's saved chat, OpenCode's
 //! storage files, `opencode export`): when its size, time or inode changed it is read again
 //! whole, as one record — never a reset: its adapter applies each of its messages once. One
@@ -40,6 +50,7 @@ use anyhow::{Result, bail};
 use crate::jsonl::{self, Splitter};
 use crate::logs;
 use crate::module::INVOCATION_BYTES;
+use crate::opencode_db;
 use crate::record::Rec;
 
 pub use super::board::{LogEvent, Sessions};
@@ -149,8 +160,10 @@ impl Learned {
 /// A followed log: a file, a session directory, or a directory of logs.
 pub struct Follow {
     root: PathBuf,
-    /// A directory of logs (not one session's): each file a log of its own.
+    /// A directory of logs (not one session's): each file a log of its own; or OpenCode's
+    /// database, a log of many sessions (`db`).
     tree: bool,
+    db: bool,
     tails: BTreeMap<PathBuf, Tail>,
     /// A directory of logs: the files as last listed, and the polls made.
     listed: Vec<PathBuf>,
@@ -200,6 +213,9 @@ struct Tail {
     group: Option<u64>,
     /// The last read failed (said once, until a read succeeds).
     unreadable: bool,
+    /// OpenCode's database, not a file of lines; its reader once open.
+    db: bool,
+    follower: Option<Box<opencode_db::Follower>>,
 }
 
 /// What `stat` says of a file, to tell an idle one.
@@ -257,12 +273,25 @@ impl Default for Tail {
             learned: Learned::default(),
             group: None,
             unreadable: false,
+            db: false,
+            follower: None,
         }
     }
 }
 
 impl Tail {
+    /// A file's tail: a database's when `db`.
+    fn new(db: bool) -> Tail {
+        Tail {
+            db,
+            ..Tail::default()
+        }
+    }
+
     fn read(&mut self, path: &Path) -> std::io::Result<TailStep> {
+        if self.db {
+            return self.read_db(path);
+        }
         let name = path.display();
         let meta = match std::fs::metadata(path) {
             Ok(m) => m,
@@ -349,6 +378,71 @@ impl Tail {
                 Err(why) => skipped.push(why),
             });
         Ok(TailStep::Lines(lines, skipped, more))
+    }
+}
+
+impl Tail {
+    /// OpenCode's database: what changed since the last poll, each session's settled messages
+    /// as a document keyed by the session (at most [`READ_BYTES`] a poll; then `more`). The
+    /// file replaced, back after vanishing, or holding another database's sessions starts
+    /// again; gone, the reader is closed (no deleted file held open).
+    fn read_db(&mut self, path: &Path) -> std::io::Result<TailStep> {
+        let name = path.display();
+        let meta = match std::fs::metadata(path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                self.follower = None;
+                return Ok(TailStep::Missing);
+            }
+            Err(e) => return Err(e),
+        };
+        if !meta.is_file() {
+            self.follower = None;
+            return Err(std::io::Error::other(format!(
+                "{name} is not a regular file: it cannot be followed"
+            )));
+        }
+        let id = logs::file_id(&meta);
+        if self.pos > 0 {
+            if self.gone {
+                return Ok(TailStep::Restart(
+                    LogEvent::CameBack,
+                    format!("{name} came back"),
+                ));
+            }
+            if self.id.is_some() && id != self.id {
+                return Ok(TailStep::Restart(
+                    LogEvent::Replaced,
+                    format!("{name} was replaced"),
+                ));
+            }
+        }
+        let follower = match &mut self.follower {
+            Some(f) => f,
+            None => {
+                self.opens += 1;
+                let f = opencode_db::Follower::open(path).map_err(std::io::Error::other)?;
+                self.follower.insert(Box::new(f))
+            }
+        };
+        let step = match follower.poll(LINE_BYTES, READ_BYTES as usize) {
+            Ok(step) => step,
+            Err(e) => {
+                // Opened again at the next poll: a reader that failed holds nothing.
+                self.follower = None;
+                return Err(std::io::Error::other(e));
+            }
+        };
+        if step.rewritten && self.pos > 0 {
+            return Ok(TailStep::Restart(
+                LogEvent::Rewritten,
+                format!("{name} was rewritten: it holds another database's sessions"),
+            ));
+        }
+        self.gone = false;
+        self.id = id;
+        self.pos = self.pos.max(1) + step.records.len() as u64;
+        Ok(TailStep::Lines(step.records, step.skipped, step.more))
     }
 }
 
@@ -456,10 +550,19 @@ impl Tail {
 }
 
 impl Follow {
+    /// Follows `root`: a log, a session directory, a directory of logs, or OpenCode's database
+    /// (the file, the directory holding `opencode.db`, or a database path not written yet).
     pub fn new(root: &Path) -> Follow {
+        let db = logs::database(root)
+            .or_else(|| (!root.exists() && logs::names_database(root)).then(|| root.to_owned()));
+        let (root, db) = match db {
+            Some(p) => (p, true),
+            None => (root.to_owned(), false),
+        };
         Follow {
-            root: root.to_owned(),
-            tree: logs::is_tree(root),
+            tree: db || logs::is_tree(&root),
+            db,
+            root,
             tails: BTreeMap::new(),
             listed: Vec::new(),
             polls: 0,
@@ -621,7 +724,11 @@ impl Follow {
     fn poll_tree(&mut self) -> Polled {
         let mut events = Vec::new();
         if self.polls.is_multiple_of(RELIST) {
-            match logs::tree_files(&self.root) {
+            let listing = match self.db {
+                true => Ok(vec![self.root.clone()]),
+                false => logs::tree_files(&self.root),
+            };
+            match listing {
                 Ok(files) => self.listed = files,
                 Err(e) => {
                     return Polled {
@@ -652,9 +759,18 @@ impl Follow {
         let mut restarts = Vec::new();
         let mut done = Vec::new();
         for path in &self.listed {
-            let tail = self.tails.entry(path.clone()).or_default();
+            let db = self.db
+                || path
+                    .file_name()
+                    .is_some_and(|n| n == opencode_db::FILE_NAME);
+            let tail = self
+                .tails
+                .entry(path.clone())
+                .or_insert_with(|| Tail::new(db));
             let every = 1u64 << tail.quiet.min(BACKOFF);
-            if tail.pos > 0 && !tail.unreadable && !self.polls.is_multiple_of(every) {
+            // A database is asked at every poll: a look is one statement, and a turn shows
+            // within a second.
+            if !tail.db && tail.pos > 0 && !tail.unreadable && !self.polls.is_multiple_of(every) {
                 continue;
             }
             match tail.read(path) {
@@ -663,7 +779,7 @@ impl Follow {
                     tail.quiet = if lines.is_empty() { tail.quiet + 1 } else { 0 };
                     skipped.extend(skips);
                     more |= again;
-                    if let Some(lines) = tail.told(lines, is_document(path))
+                    if let Some(lines) = tail.told(path, lines, is_document(path))
                         && let Some(format) = tail.format
                         && !lines.is_empty()
                     {
@@ -834,6 +950,7 @@ impl Follow {
                     learned: std::mem::take(&mut t.learned),
                     group: reading.then_some(group),
                     opens: t.opens,
+                    db: t.db,
                     ..Tail::default()
                 };
             }
@@ -847,7 +964,12 @@ impl Tail {
     /// A directory's file: its new lines once its format is told (keyed by the session its
     /// lines name), else `None` while they wait; after [`logs::DETECT_LINES`] lines that do not
     /// tell, the file is read as agent-fold frames — a document that does not tell is none.
-    fn told(&mut self, lines: Vec<Rec>, document: bool) -> Option<Vec<Rec>> {
+    fn told(&mut self, path: &Path, lines: Vec<Rec>, document: bool) -> Option<Vec<Rec>> {
+        if self.db {
+            // OpenCode's documents, each keyed by its own session already.
+            self.format = Some(Input::OpenCode);
+            return Some(lines);
+        }
         if self.format.is_none() {
             self.format = lines.iter().find_map(|r| Input::detect(&r.value));
             if document && self.format.is_none() {
@@ -857,6 +979,14 @@ impl Tail {
             self.held.extend(lines);
             if self.format.is_none() && self.held.len() < logs::DETECT_LINES {
                 return None;
+            }
+            if self.format.is_none() {
+                // Never silent (docs/adapters.md, "Telling a log's format").
+                tracing::warn!(
+                    "{}: its first {} lines do not tell its format: read as agent-fold frames",
+                    path.display(),
+                    logs::DETECT_LINES
+                );
             }
             let format = *self.format.get_or_insert(Input::AgentFold);
             let held = std::mem::take(&mut self.held);

@@ -132,10 +132,14 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
     /// The agent log to follow: a JSONL file, a JSON document rewritten whole (a Gemini CLI
-    /// chat), a Claude Code session directory, or a directory of logs (~/.claude/projects,
-    /// ~/.codex/sessions, ~/.gemini/tmp, OpenCode's storage), or - for pressure records on stdin
-    /// (e.g. piped from `fluvio consume agent-events-pressure`)
-    #[arg(value_name = "SOURCE", required_unless_present_any = ["topic", "otlp"])]
+    /// chat), a Claude Code session directory, a directory of logs (~/.claude/projects,
+    /// ~/.codex/sessions, ~/.gemini/tmp), OpenCode's database (opencode.db, or the directory
+    /// holding it), or - for pressure records on stdin (e.g. piped from `fluvio consume
+    /// agent-events-pressure`). None (and no --topic or --otlp): every agent's home this
+    /// machine has — Claude Code's projects ($CLAUDE_CONFIG_DIR, else ~/.claude), Codex's
+    /// sessions ($CODEX_HOME, else ~/.codex), Gemini CLI's chats (~/.gemini/tmp), OpenCode's
+    /// database ($XDG_DATA_HOME, else ~/.local/share)
+    #[arg(value_name = "SOURCE")]
     pub log: Option<PathBuf>,
 }
 
@@ -152,9 +156,9 @@ impl Args {
                 },
             })),
             (None, Some(p)) if p.as_os_str() == "-" => Some(Err(Feed::Stdin)),
-            (None, Some(p)) => Some(Ok(p.clone())),
+            (None, Some(p)) => Some(Ok(vec![(None, p.clone())])),
             (None, None) if self.otlp.is_some() => None,
-            (None, None) => bail!("give a SOURCE (a log, or - for stdin), --topic or --otlp"),
+            (None, None) => Some(Ok(found_homes(&crate::homes::here())?)),
         };
         if self.topic.is_none() && (self.look_back.is_some() || self.since.is_some()) {
             bail!("--look-back and --since say where --topic starts: they go with --topic");
@@ -202,22 +206,67 @@ impl Args {
         let feed = match log {
             None => None,
             Some(Err(feed)) => Some(feed),
-            Some(Ok(path)) => {
+            Some(Ok(paths)) => {
                 let format = match (self.format, has_input) {
                     (Some(f), _) => Some(f),
                     (None, true) => None,
                     (None, false) => Some(Format::Auto),
                 };
-                follow::followable(&path)?;
-                let views = ViewPair::new(source, self.params.to_vec(), format)?;
-                Some(Feed::Log {
-                    path,
-                    views: Box::new(views),
-                })
+                let mut logs = Vec::new();
+                for (agent, path) in paths {
+                    follow::followable(&path)?;
+                    let views = ViewPair::new(source.clone(), self.params.to_vec(), format)?;
+                    logs.push(source::LogFeed {
+                        path,
+                        agent,
+                        views: Box::new(views),
+                    });
+                }
+                Some(Feed::Logs(logs))
             }
         };
         Ok(Feeds { feed, otlp })
     }
+}
+
+/// `serve` with no source: the agents' homes this machine has, each said on stderr, found or
+/// not; none found is refused, naming where each was looked for.
+fn found_homes(homes: &[crate::homes::Home]) -> Result<Vec<(Option<&'static str>, PathBuf)>> {
+    let mut found = Vec::new();
+    for h in homes {
+        if h.found {
+            tracing::info!(
+                agent = h.agent,
+                "following {}'s sessions: {}",
+                h.agent,
+                h.path.display()
+            );
+            found.push((Some(h.agent), h.path.clone()));
+        } else {
+            tracing::info!(
+                agent = h.agent,
+                "no {} sessions here: {} is not there",
+                h.agent,
+                h.path.display()
+            );
+        }
+    }
+    if found.is_empty() {
+        let looked: Vec<String> = homes
+            .iter()
+            .map(|h| format!("{} ({})", h.agent, h.path.display()))
+            .collect();
+        bail!(
+            "no agent's sessions on this machine: looked for {}; give a SOURCE (a log, or - for \
+             stdin), --topic or --otlp",
+            if looked.is_empty() {
+                "none (no HOME)".to_owned()
+            } else {
+                looked.join(", ")
+            }
+        );
+    }
+    Ok(found)
 }
 
 /// What the board is fed from: a source, OTLP events, or both.

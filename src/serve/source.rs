@@ -36,8 +36,27 @@ pub enum Feed {
     Topic { topic: String, look_back: LookBack },
     /// Pressure records, one JSON a line, on stdin.
     Stdin,
-    /// An agent log (file or session directory) followed and folded.
-    Log { path: PathBuf, views: Box<ViewPair> },
+    /// Agent logs (a file, a session directory, a directory of logs, OpenCode's database; with
+    /// no source, every agent's home found), followed and folded.
+    Logs(Vec<LogFeed>),
+}
+
+/// One followed log: where, whose home it is (when `serve` found it), and the module instances
+/// over it.
+pub struct LogFeed {
+    pub path: PathBuf,
+    pub agent: Option<&'static str>,
+    pub views: Box<ViewPair>,
+}
+
+impl LogFeed {
+    /// The log as the status line names it: its path, after the agent whose home it is.
+    fn describe(&self) -> String {
+        match self.agent {
+            Some(a) => format!("{a}: {}", self.path.display()),
+            None => self.path.display().to_string(),
+        }
+    }
 }
 
 impl Feed {
@@ -46,14 +65,18 @@ impl Feed {
         match self {
             Feed::Topic { topic, .. } => format!("Fluvio topic {topic}"),
             Feed::Stdin => "stdin".to_owned(),
-            Feed::Log { path, .. } => path.display().to_string(),
+            Feed::Logs(logs) => logs
+                .iter()
+                .map(LogFeed::describe)
+                .collect::<Vec<_>>()
+                .join("; "),
         }
     }
 
     /// The module that folds, when there is one.
     pub fn module(&self) -> Option<String> {
         match self {
-            Feed::Log { views, .. } => Some(views.module()),
+            Feed::Logs(logs) => logs.first().map(|l| l.views.module()),
             _ => None,
         }
     }
@@ -68,8 +91,8 @@ impl Feed {
             Feed::Stdin => {
                 std::thread::spawn(move || read_stdin(&board));
             }
-            Feed::Log { path, views } => {
-                std::thread::spawn(move || follow(path, *views, &board));
+            Feed::Logs(logs) => {
+                std::thread::spawn(move || follow(logs, &board));
             }
         }
     }
@@ -339,15 +362,18 @@ fn named<'a>(
         .filter_map(|k| std::str::from_utf8(k).ok())
 }
 
-/// Follows the log for ever, running what it gains through the module.
-fn follow(path: PathBuf, base: ViewPair, board: &Board) {
-    let mut log = Follow::new(&path);
-    let mut views = Views {
-        base,
-        pairs: BTreeMap::new(),
-    };
-    let mut wait = POLL;
-    loop {
+/// One followed log with its module instances.
+struct Followed {
+    agent: Option<&'static str>,
+    log: Follow,
+    views: Views,
+}
+
+impl Followed {
+    /// One poll: what the log gained, run through the module, applied to the board. Returns
+    /// whether it was quiet, and the log's state and words for the status line.
+    fn step(&mut self, board: &Board) -> (bool, SourceState, String) {
+        let (log, views) = (&mut self.log, &mut self.views);
         let polled = log.poll();
         let quiet = polled.lines.is_empty()
             && polled.by_file.iter().all(|f| f.lines.is_empty())
@@ -393,6 +419,22 @@ fn follow(path: PathBuf, base: ViewPair, board: &Board) {
                 Err(e) => failed = Some(format!("the module failed: {e:#}")),
             }
         }
+        let (state, message) = match (polled.problem.or(failed), polled.waiting) {
+            (Some(p), _) => (SourceState::Error, p),
+            (None, Some(w)) => (SourceState::Starting, w),
+            (None, None) if log.is_tree() => (
+                SourceState::Live,
+                format!("following {} logs ({})", polled.files, views.formats()),
+            ),
+            (None, None) if views.base.waiting() => (
+                SourceState::Starting,
+                "waiting for the log's first lines, to tell its format".to_owned(),
+            ),
+            (None, None) => (
+                SourceState::Live,
+                format!("following ({})", views.formats()),
+            ),
+        };
         board.batch(|b| {
             for (event, what) in &polled.events {
                 b.log_event(*event, what);
@@ -411,23 +453,60 @@ fn follow(path: PathBuf, base: ViewPair, board: &Board) {
             for sessions in &polled.reread_done {
                 b.reread_done(sessions);
             }
-            match (polled.problem.or(failed), polled.waiting) {
-                (Some(p), _) => b.status(SourceState::Error, p),
-                (None, Some(w)) => b.status(SourceState::Starting, w),
-                (None, None) if log.is_tree() => b.status(
-                    SourceState::Live,
-                    format!("following {} logs ({})", polled.files, views.formats()),
-                ),
-                (None, None) if views.base.waiting() => b.status(
-                    SourceState::Starting,
-                    "waiting for the log's first lines, to tell its format",
-                ),
-                (None, None) => b.status(
-                    SourceState::Live,
-                    format!("following ({})", views.formats()),
-                ),
-            }
         });
+        (quiet, state, message)
+    }
+}
+
+/// What the status line says of several logs: the worst state among them (an error, else one
+/// still starting, else live), and each log's words after the agent whose home it is.
+fn status_of(states: Vec<(Option<&'static str>, SourceState, String)>) -> (SourceState, String) {
+    let rank = |s: SourceState| match s {
+        SourceState::Error => 0,
+        SourceState::Starting => 1,
+        SourceState::Live => 2,
+        SourceState::Ended => 3,
+    };
+    let state = states
+        .iter()
+        .map(|(_, s, _)| *s)
+        .min_by_key(|s| rank(*s))
+        .unwrap_or(SourceState::Starting);
+    let words: Vec<String> = states
+        .into_iter()
+        .map(|(agent, _, m)| match agent {
+            Some(a) => format!("{a}: {m}"),
+            None => m,
+        })
+        .collect();
+    (state, words.join("; "))
+}
+
+/// Follows the logs for ever, running what each gains through its module instances; the
+/// status line says how each stands.
+fn follow(logs: Vec<LogFeed>, board: &Board) {
+    let mut all: Vec<Followed> = logs
+        .into_iter()
+        .map(|l| Followed {
+            agent: l.agent,
+            log: Follow::new(&l.path),
+            views: Views {
+                base: *l.views,
+                pairs: BTreeMap::new(),
+            },
+        })
+        .collect();
+    let mut wait = POLL;
+    loop {
+        let mut quiet = true;
+        let mut states = Vec::with_capacity(all.len());
+        for f in &mut all {
+            let (q, state, message) = f.step(board);
+            quiet &= q;
+            states.push((f.agent, state, message));
+        }
+        let (state, message) = status_of(states);
+        board.batch(|b| b.status(state, message));
         if quiet {
             std::thread::sleep(wait);
             wait = (wait * 2).min(IDLE_POLL);
