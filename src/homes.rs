@@ -26,12 +26,90 @@ pub struct Home {
     pub found: bool,
 }
 
-/// Every agent's home, as `env` (the process environment, in the tool) places them; `None`
-/// when no home directory is known (`HOME` unset) and no variable places it.
+/// Where the agents' own directories are: from an environment (this process's, or a
+/// test's), an agent's variable over its place under `HOME`. The one place they are worked
+/// out: the sessions `serve` follows ([`homes`]) and the settings that move a compaction
+/// point (`settings`) are both under them.
+#[derive(Debug, Clone, Default)]
+pub struct Homes {
+    pub home: Option<PathBuf>,
+    pub claude_config_dir: Option<PathBuf>,
+    pub codex_home: Option<PathBuf>,
+    pub xdg_config_home: Option<PathBuf>,
+    pub xdg_data_home: Option<PathBuf>,
+}
+
+impl Homes {
+    /// From `env`; a variable set but empty counts as unset, as the agents read it.
+    pub fn from_vars(env: impl Fn(&str) -> Option<OsString>) -> Homes {
+        let var = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        Homes {
+            home: var("HOME"),
+            claude_config_dir: var("CLAUDE_CONFIG_DIR"),
+            codex_home: var("CODEX_HOME"),
+            xdg_config_home: var("XDG_CONFIG_HOME"),
+            xdg_data_home: var("XDG_DATA_HOME"),
+        }
+    }
+
+    /// This process's environment.
+    pub fn from_env() -> Homes {
+        Homes::from_vars(|name| std::env::var_os(name))
+    }
+
+    /// A scratch home holding every agent's own (the lab's).
+    pub fn under(home: &Path) -> Homes {
+        Homes {
+            home: Some(home.to_owned()),
+            claude_config_dir: None,
+            codex_home: Some(home.join(".codex")),
+            xdg_config_home: Some(home.join("xdg-config")),
+            xdg_data_home: Some(home.join("xdg-data")),
+        }
+    }
+
+    fn under_home(&self, rel: &str) -> Option<PathBuf> {
+        Some(self.home.as_ref()?.join(rel))
+    }
+
+    /// Claude Code's directory: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+    pub fn claude(&self) -> Option<PathBuf> {
+        self.claude_config_dir
+            .clone()
+            .or_else(|| self.under_home(".claude"))
+    }
+
+    /// Codex's: `$CODEX_HOME`, else `~/.codex`.
+    pub fn codex(&self) -> Option<PathBuf> {
+        self.codex_home
+            .clone()
+            .or_else(|| self.under_home(".codex"))
+    }
+
+    /// Gemini CLI's: `~/.gemini`.
+    pub fn gemini(&self) -> Option<PathBuf> {
+        self.under_home(".gemini")
+    }
+
+    /// `$XDG_CONFIG_HOME`, else `~/.config` (OpenCode's settings are under it).
+    pub fn xdg_config(&self) -> Option<PathBuf> {
+        self.xdg_config_home
+            .clone()
+            .or_else(|| self.under_home(".config"))
+    }
+
+    /// `$XDG_DATA_HOME`, else `~/.local/share` (OpenCode's sessions are under it).
+    pub fn xdg_data(&self) -> Option<PathBuf> {
+        self.xdg_data_home
+            .clone()
+            .or_else(|| self.under_home(".local/share"))
+    }
+}
+
+/// Every agent's home, as `env` (the process environment, in the tool) places them; none
+/// where no home directory is known (`HOME` unset) and no variable places it.
 pub fn homes(env: impl Fn(&str) -> Option<OsString>) -> Vec<Home> {
-    let var = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-    let home = var("HOME");
-    let under = |rel: &str| home.as_ref().map(|h| h.join(rel));
+    let dirs = Homes::from_vars(env);
     let mut out = Vec::new();
     let mut add = |agent: &'static str, path: Option<PathBuf>, found: fn(&Path) -> bool| {
         if let Some(path) = path {
@@ -44,21 +122,20 @@ pub fn homes(env: impl Fn(&str) -> Option<OsString>) -> Vec<Home> {
     };
     add(
         "Claude Code",
-        var("CLAUDE_CONFIG_DIR")
-            .map(|d| d.join("projects"))
-            .or_else(|| under(".claude/projects")),
+        dirs.claude().map(|d| d.join("projects")),
         Path::is_dir,
     );
     add(
         "Codex",
-        var("CODEX_HOME")
-            .map(|d| d.join("sessions"))
-            .or_else(|| under(".codex/sessions")),
+        dirs.codex().map(|d| d.join("sessions")),
         Path::is_dir,
     );
-    add("Gemini CLI", under(".gemini/tmp"), Path::is_dir);
-    let data = var("XDG_DATA_HOME").or_else(|| under(".local/share"));
-    let opencode = data.map(|d| d.join("opencode")).map(|d| {
+    add(
+        "Gemini CLI",
+        dirs.gemini().map(|d| d.join("tmp")),
+        Path::is_dir,
+    );
+    let opencode = dirs.xdg_data().map(|d| d.join("opencode")).map(|d| {
         let db = d.join(opencode_db::FILE_NAME);
         let storage = d.join("storage");
         // The database where there is one (or neither: it is what OpenCode writes now).

@@ -28,59 +28,7 @@ use std::path::{Path, PathBuf};
 use agent_fold_core::Input;
 use serde_json::Value;
 
-/// Where an agent's homes are: the environment this process runs in, or a test's.
-#[derive(Debug, Clone, Default)]
-pub struct Homes {
-    pub home: Option<PathBuf>,
-    pub claude_config_dir: Option<PathBuf>,
-    pub codex_home: Option<PathBuf>,
-    pub xdg_config_home: Option<PathBuf>,
-}
-
-impl Homes {
-    /// This process's environment.
-    pub fn from_env() -> Homes {
-        let var = |k: &str| {
-            std::env::var_os(k)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        };
-        Homes {
-            home: var("HOME"),
-            claude_config_dir: var("CLAUDE_CONFIG_DIR"),
-            codex_home: var("CODEX_HOME"),
-            xdg_config_home: var("XDG_CONFIG_HOME"),
-        }
-    }
-
-    /// A scratch home holding every agent's own (the lab's).
-    pub fn under(home: &Path) -> Homes {
-        Homes {
-            home: Some(home.to_owned()),
-            claude_config_dir: None,
-            codex_home: Some(home.join(".codex")),
-            xdg_config_home: Some(home.join("xdg-config")),
-        }
-    }
-
-    fn claude(&self) -> Option<PathBuf> {
-        self.claude_config_dir
-            .clone()
-            .or_else(|| Some(self.home.as_ref()?.join(".claude")))
-    }
-
-    fn codex(&self) -> Option<PathBuf> {
-        self.codex_home
-            .clone()
-            .or_else(|| Some(self.home.as_ref()?.join(".codex")))
-    }
-
-    fn xdg_config(&self) -> Option<PathBuf> {
-        self.xdg_config_home
-            .clone()
-            .or_else(|| Some(self.home.as_ref()?.join(".config")))
-    }
-}
+pub use crate::homes::Homes;
 
 /// What the settings say: module params, and where each came from.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -304,9 +252,8 @@ fn codex(homes: &Homes) -> Found {
 fn gemini(homes: &Homes, project: Option<&Path>) -> Found {
     let mut found = Found::default();
     let mut files: Vec<PathBuf> = homes
-        .home
-        .as_ref()
-        .map(|h| h.join(".gemini/settings.json"))
+        .gemini()
+        .map(|g| g.join("settings.json"))
         .into_iter()
         .collect();
     if let Some(p) = project {

@@ -372,7 +372,7 @@ struct Followed {
 impl Followed {
     /// One poll: what the log gained, run through the module, applied to the board. Returns
     /// whether it was quiet, and the log's state and words for the status line.
-    fn step(&mut self, board: &Board) -> (bool, SourceState, String) {
+    fn step(&mut self, board: &Board, states: &mut [Status], at: usize) -> bool {
         let (log, views) = (&mut self.log, &mut self.views);
         let polled = log.poll();
         let quiet = polled.lines.is_empty()
@@ -435,7 +435,12 @@ impl Followed {
                 format!("following ({})", views.formats()),
             ),
         };
+        // The status line changes in the same batch as the rows: a page never shows this
+        // poll's rows beside the last poll's words.
+        states[at] = (self.agent, state, message);
+        let (state, message) = status_of(states);
         board.batch(|b| {
+            b.status(state, message);
             for (event, what) in &polled.events {
                 b.log_event(*event, what);
             }
@@ -454,13 +459,16 @@ impl Followed {
                 b.reread_done(sessions);
             }
         });
-        (quiet, state, message)
+        quiet
     }
 }
 
 /// What the status line says of several logs: the worst state among them (an error, else one
 /// still starting, else live), and each log's words after the agent whose home it is.
-fn status_of(states: Vec<(Option<&'static str>, SourceState, String)>) -> (SourceState, String) {
+/// One log's standing: the agent whose home it is, its state and words.
+type Status = (Option<&'static str>, SourceState, String);
+
+fn status_of(states: &[Status]) -> (SourceState, String) {
     let rank = |s: SourceState| match s {
         SourceState::Error => 0,
         SourceState::Starting => 1,
@@ -473,10 +481,10 @@ fn status_of(states: Vec<(Option<&'static str>, SourceState, String)>) -> (Sourc
         .min_by_key(|s| rank(*s))
         .unwrap_or(SourceState::Starting);
     let words: Vec<String> = states
-        .into_iter()
+        .iter()
         .map(|(agent, _, m)| match agent {
             Some(a) => format!("{a}: {m}"),
-            None => m,
+            None => m.clone(),
         })
         .collect();
     (state, words.join("; "))
@@ -496,17 +504,16 @@ fn follow(logs: Vec<LogFeed>, board: &Board) {
             },
         })
         .collect();
+    let mut states: Vec<Status> = all
+        .iter()
+        .map(|f| (f.agent, SourceState::Starting, "starting".to_owned()))
+        .collect();
     let mut wait = POLL;
     loop {
         let mut quiet = true;
-        let mut states = Vec::with_capacity(all.len());
-        for f in &mut all {
-            let (q, state, message) = f.step(board);
-            quiet &= q;
-            states.push((f.agent, state, message));
+        for (at, f) in all.iter_mut().enumerate() {
+            quiet &= f.step(board, &mut states, at);
         }
-        let (state, message) = status_of(states);
-        board.batch(|b| b.status(state, message));
         if quiet {
             std::thread::sleep(wait);
             wait = (wait * 2).min(IDLE_POLL);

@@ -306,10 +306,9 @@ fn served_page_shows_each_session_and_follows_the_log_live() {
         1,
         "the board started again with the log"
     );
-    assert_eq!(
-        js(&mut b, "document.getElementById('status').dataset.state"),
-        "live"
-    );
+    // The status line follows within a poll of the rows.
+    b.wait_for("document.getElementById('status').dataset.state === 'live'")
+        .unwrap();
 }
 
 /// The module's last pressure record over the first `n` lines, read at once.

@@ -529,7 +529,8 @@ fn flags_are_checked_before_the_server_starts() {
             2,
             "cannot be used with",
         ),
-        (&[], 2, "SOURCE"),
+        // No source: every agent's home, and none here (HOME is the test's empty one).
+        (&[], 1, "no agent's sessions on this machine"),
         (
             &["-e", "capacity=5", "-"],
             1,
