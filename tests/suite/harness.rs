@@ -40,6 +40,16 @@ pub(crate) fn command() -> Command {
         .env("CODEX_HOME", home.join(".codex"))
         .env("CLAUDE_CONFIG_DIR", home.join(".claude"))
         .env("XDG_CONFIG_HOME", home.join(".config"));
+    // The Fluvio profile stays this machine's (the live-cluster tests reach its cluster through
+    // it): under the scratch HOME the client would find none.
+    let fluvio = std::env::var_os("FLV_PROFILE_PATH")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".fluvio/config"))
+        });
+    if let Some(profile) = fluvio.filter(|p| p.is_file()) {
+        c.env("FLV_PROFILE_PATH", profile);
+    }
     c
 }
 
