@@ -330,17 +330,8 @@ impl Tail {
         }
         let id = logs::file_id(&meta);
         if self.pos > 0 {
-            if self.gone {
-                return Ok(TailStep::Restart(
-                    LogEvent::CameBack,
-                    format!("{name} came back"),
-                ));
-            }
-            if self.id.is_some() && id != self.id {
-                return Ok(TailStep::Restart(
-                    LogEvent::Replaced,
-                    format!("{name} was replaced"),
-                ));
+            if let Some(step) = self.back_or_replaced(&name, id) {
+                return Ok(step);
             }
             if meta.len() < self.pos {
                 return Ok(TailStep::Restart(
@@ -386,6 +377,23 @@ impl Tail {
     /// as a document keyed by the session (at most [`READ_BYTES`] a poll; then `more`). The
     /// file replaced, back after vanishing, or holding another database's sessions starts
     /// again; gone, the reader is closed (no deleted file held open).
+    /// A file read before that is back after vanishing, or another file now (its id
+    /// changed): read again from its start, paging no one twice (docs/serve.md).
+    fn back_or_replaced(
+        &self,
+        name: &impl std::fmt::Display,
+        id: Option<(u64, u64)>,
+    ) -> Option<TailStep> {
+        if self.gone {
+            return Some(TailStep::Restart(
+                LogEvent::CameBack,
+                format!("{name} came back"),
+            ));
+        }
+        (self.id.is_some() && id != self.id)
+            .then(|| TailStep::Restart(LogEvent::Replaced, format!("{name} was replaced")))
+    }
+
     fn read_db(&mut self, path: &Path) -> std::io::Result<TailStep> {
         let name = path.display();
         let meta = match std::fs::metadata(path) {
@@ -403,19 +411,10 @@ impl Tail {
             )));
         }
         let id = logs::file_id(&meta);
-        if self.pos > 0 {
-            if self.gone {
-                return Ok(TailStep::Restart(
-                    LogEvent::CameBack,
-                    format!("{name} came back"),
-                ));
-            }
-            if self.id.is_some() && id != self.id {
-                return Ok(TailStep::Restart(
-                    LogEvent::Replaced,
-                    format!("{name} was replaced"),
-                ));
-            }
+        if self.pos > 0
+            && let Some(step) = self.back_or_replaced(&name, id)
+        {
+            return Ok(step);
         }
         let follower = match &mut self.follower {
             Some(f) => f,
