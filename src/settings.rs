@@ -109,20 +109,26 @@ pub fn for_agent(input: Input, homes: &Homes, project: Option<&Path>) -> Found {
     }
 }
 
+/// An agent's settings files in the order it reads them, later over earlier: the user's,
+/// then each of `in_project` under the project's directory.
+fn layered(user: Option<PathBuf>, project: Option<&Path>, in_project: &[&str]) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = user.into_iter().collect();
+    if let Some(p) = project {
+        files.extend(in_project.iter().map(|rel| p.join(rel)));
+    }
+    files
+}
+
 /// Claude Code's reserve below the window it compacts at: 20,000 of output and 13,000.
 const CLAUDE_RESERVE: f64 = 33_000.0;
 const CLAUDE_OUTPUT: f64 = 20_000.0;
 
 fn claude(homes: &Homes, project: Option<&Path>) -> Found {
-    let mut files: Vec<PathBuf> = homes
-        .claude()
-        .map(|d| d.join("settings.json"))
-        .into_iter()
-        .collect();
-    if let Some(p) = project {
-        files.push(p.join(".claude/settings.json"));
-        files.push(p.join(".claude/settings.local.json"));
-    }
+    let files = layered(
+        homes.claude().map(|d| d.join("settings.json")),
+        project,
+        &[".claude/settings.json", ".claude/settings.local.json"],
+    );
     // Later files stand over earlier ones, key by key.
     let (mut window, mut pct, mut one_m_off, mut off) = (None, None, None, None);
     for f in &files {
@@ -251,14 +257,11 @@ fn codex(homes: &Homes) -> Found {
 
 fn gemini(homes: &Homes, project: Option<&Path>) -> Found {
     let mut found = Found::default();
-    let mut files: Vec<PathBuf> = homes
-        .gemini()
-        .map(|g| g.join("settings.json"))
-        .into_iter()
-        .collect();
-    if let Some(p) = project {
-        files.push(p.join(".gemini/settings.json"));
-    }
+    let files = layered(
+        homes.gemini().map(|g| g.join("settings.json")),
+        project,
+        &[".gemini/settings.json"],
+    );
     for f in &files {
         let Some(v) = json(f) else { continue };
         let t = v
@@ -284,14 +287,11 @@ fn gemini(homes: &Homes, project: Option<&Path>) -> Found {
 
 fn opencode(homes: &Homes, project: Option<&Path>) -> Found {
     let mut found = Found::default();
-    let mut files: Vec<PathBuf> = homes
-        .xdg_config()
-        .map(|d| d.join("opencode/opencode.json"))
-        .into_iter()
-        .collect();
-    if let Some(p) = project {
-        files.push(p.join("opencode.json"));
-    }
+    let files = layered(
+        homes.xdg_config().map(|d| d.join("opencode/opencode.json")),
+        project,
+        &["opencode.json"],
+    );
     let mut merged = serde_json::Map::new();
     let mut last = String::new();
     for f in &files {
