@@ -115,6 +115,12 @@ pub(crate) fn passed_unknown(input: Input, line: &Line) -> bool {
     treatment == Treatment::Unknown
 }
 
+/// Whether a record is Gemini CLI's: a document or a recording's header (`sessionId` and
+/// `projectHash`).
+pub(crate) fn is_gemini_chat(line: &Line) -> bool {
+    line.get("sessionId").is_some() && line.get("projectHash").is_some()
+}
+
 fn looked_up(name: &str, read: &[&str], passed: &[&str]) -> Treatment {
     if read.contains(&name) {
         Treatment::Read
@@ -423,7 +429,7 @@ fn gemini_cli(line: &Line) -> (String, Treatment) {
     if line.get("messages").is_some() {
         return ("chat".to_owned(), Treatment::Read);
     }
-    if super::gemini_cli::is_chat(line) {
+    if is_gemini_chat(line) {
         return ("header".to_owned(), Treatment::Read);
     }
     // A recording's patches: `$set` of the whole `messages` (the history rewritten: at a

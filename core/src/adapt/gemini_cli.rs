@@ -23,6 +23,7 @@
 //! exact path, `input=otel`).
 
 use super::build::{Adapting, FrameBuf, Id, fingerprint};
+use super::census;
 use super::document::{self, Said, Usage};
 use super::line::{Line, at, str_at, uint_at};
 use crate::frame::kind::{
@@ -55,12 +56,6 @@ pub(crate) fn compress_at(window: u64) -> u64 {
 /// The session a chat names: its `sessionId` (the document's, or the recording's header).
 pub(crate) fn session_of(line: &Line) -> Option<String> {
     line.str("sessionId").map(|s| s.into_owned())
-}
-
-/// Whether a record is Gemini CLI's: a document or a recording's header (`sessionId` and
-/// `projectHash`).
-pub(crate) fn is_chat(line: &Line) -> bool {
-    line.get("sessionId").is_some() && line.get("projectHash").is_some()
 }
 
 pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
@@ -100,7 +95,7 @@ pub(crate) fn adapt(cx: &mut Adapting, line: &Line) {
             message(cx, line);
             document::applied_next(cx.st, &id);
         }
-        _ if is_chat(line) => announce(cx, line.get("startTime"), None),
+        _ if census::is_gemini_chat(line) => announce(cx, line.get("startTime"), None),
         _ => cx.pass_through(line, None, Id::Numbered, line.get("timestamp"), None),
     }
 }

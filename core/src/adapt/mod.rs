@@ -43,7 +43,7 @@ impl Input {
             return Some(Input::Codex);
         }
         // Before Claude Code's: a Gemini CLI chat names its `sessionId` too.
-        if gemini_cli::is_chat(&l) {
+        if census::is_gemini_chat(&l) {
             return Some(Input::GeminiCli);
         }
         if opencode::is_opencode(&l) {

@@ -228,7 +228,10 @@ impl Refused {
 fn version_of(raw: &RawValue) -> Result<u64, CheckpointError> {
     match crate::json::uint(raw.get()) {
         Some(n @ 1..=STATE_VERSION) => Ok(n),
-        _ => Err(CheckpointError::Version(raw.get().to_owned())),
+        _ => Err(CheckpointError::Version {
+            found: raw.get().to_owned(),
+            latest: STATE_VERSION,
+        }),
     }
 }
 

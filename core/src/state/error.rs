@@ -11,12 +11,10 @@ pub enum CheckpointError {
     /// No `stateVersion`.
     #[error("checkpoint refused: `stateVersion` is missing")]
     MissingVersion,
-    /// A `stateVersion` this build does not read, as the JSON text found.
-    #[error(
-        "checkpoint refused: stateVersion {0} is not one this build reads (1 to {latest})",
-        latest = super::checkpoint::STATE_VERSION
-    )]
-    Version(String),
+    /// A `stateVersion` this build does not read, as the JSON text found, and the newest it
+    /// reads.
+    #[error("checkpoint refused: stateVersion {found} is not one this build reads (1 to {latest})")]
+    Version { found: String, latest: u64 },
     /// A checkpoint of the other view.
     #[error("checkpoint refused: this is a {found} checkpoint; the instance serves {serves}")]
     View { found: String, serves: &'static str },
