@@ -1,6 +1,8 @@
 //! The flags the subcommands share: `-e KEY=VALUE` (a module param) and `--input FORMAT`.
 
-use agent_fold_core::Input;
+use agent_fold_core::{Input, ParamError};
+
+use crate::params::ModuleParams;
 
 /// Records (log lines) per invocation unless `--batch` says otherwise: what `run` and `serve`
 /// hand the module at a time.
@@ -16,16 +18,10 @@ pub struct Params {
     pub params: Vec<(String, String)>,
 }
 
-impl std::ops::Deref for Params {
-    type Target = Vec<(String, String)>;
-    fn deref(&self) -> &Self::Target {
-        &self.params
-    }
-}
-
-impl From<Vec<(String, String)>> for Params {
-    fn from(params: Vec<(String, String)>) -> Self {
-        Params { params }
+impl Params {
+    /// The params typed, a bad one refused before any work, naming it.
+    pub fn settle(&self) -> Result<ModuleParams, ParamError> {
+        ModuleParams::parse(self.params.iter().map(|(k, v)| (k.as_str(), v.as_str())))
     }
 }
 

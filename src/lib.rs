@@ -21,6 +21,7 @@ pub mod logs;
 pub mod module;
 pub mod opencode_db;
 pub mod otlp;
+pub mod params;
 pub mod plot;
 pub mod record;
 pub mod relay;

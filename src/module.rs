@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use agent_fold_core::{Processor, View};
+use agent_fold_core::{Config, Processor};
 use agent_fold_smartmodule::wire::{Output, Preamble, record_len};
 use anyhow::{Context as _, Result, anyhow, bail};
 use fluvio_smartengine::metrics::SmartModuleChainMetrics;
@@ -61,10 +61,10 @@ pub fn read_wasm(path: &Path) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Checks a `.wasm` the way a start would: read, compiled, and initialised with `params`.
-pub fn check_wasm(path: &Path, params: &[(String, String)]) -> Result<()> {
+/// Checks a `.wasm` the way a start would: read, compiled, and initialised with `config`.
+pub fn check_wasm(path: &Path, config: &Config) -> Result<()> {
     let bytes = read_wasm(path)?;
-    Instance::new(&bytes, params, None)
+    Instance::new(&bytes, &engine_params(config)?, None)
         .with_context(|| format!("the SmartModule {} does not load", path.display()))?;
     Ok(())
 }
@@ -129,7 +129,7 @@ impl Instance {
     /// offsets from `history_base` on (in calls of [`INVOCATION_BYTES`] at most).
     pub fn new(
         wasm: &[u8],
-        params: &[(String, String)],
+        params: &[(impl AsRef<str>, impl AsRef<str>)],
         history: Option<(&[Rec], i64)>,
     ) -> Result<Self> {
         let mut instance = Instance::in_store(wasm, params, None)?;
@@ -145,14 +145,14 @@ impl Instance {
     /// engine's default, 1 GB, when `None`).
     pub fn in_store(
         wasm: &[u8],
-        params: &[(String, String)],
+        params: &[(impl AsRef<str>, impl AsRef<str>)],
         store_bytes: Option<usize>,
     ) -> Result<Self> {
         let engine = SmartEngine::new();
         let mut config = SmartModuleConfig::builder();
         config.smartmodule_names(vec!["agent-fold".to_string()]);
         for (k, v) in params {
-            config.param(k.clone(), v.clone());
+            config.param(k.as_ref(), v.as_ref());
         }
         // The engine calls a module's look_back only when the config asks for one; how many
         // records it names matters to an SPU only (the records come from the caller here).
@@ -263,15 +263,15 @@ pub fn native_process(p: &mut Processor, records: &[Rec], base_offset: i64) -> R
     Ok(emitted(records, emits))
 }
 
-/// `params` for a view: any `emit` they name is replaced by `emit=VIEW`.
-pub fn with_emit(params: &[(String, String)], view: View) -> Vec<(String, String)> {
-    let mut out: Vec<_> = params
-        .iter()
-        .filter(|(k, _)| k != "emit")
-        .cloned()
-        .collect();
-    out.push(("emit".into(), view.name().into()));
-    out
+/// The strings the engine hands the module's `init` for `config` (a SmartModule's params are
+/// strings); `learn_restore` is no param, so a config without it runs natively only.
+pub fn engine_params(config: &Config) -> Result<Vec<(&'static str, String)>> {
+    if !config.learn_restore {
+        bail!(
+            "a config that does not learn what its agent restores runs in the native library only"
+        );
+    }
+    Ok(config.params())
 }
 
 /// The module for `--wasm FILE` / `--native`: a named `.wasm`, the native library, else the
@@ -312,18 +312,12 @@ pub enum Module {
 }
 
 impl Module {
-    /// An instance with `params`, its `history` (at the offsets from `history_base`) replayed
+    /// An instance of `config`, its `history` (at the offsets from `history_base`) replayed
     /// through `look_back`.
-    pub fn new(
-        source: &Source,
-        params: &[(String, String)],
-        history: Option<(&[Rec], i64)>,
-    ) -> Result<Module> {
+    pub fn new(source: &Source, config: &Config, history: Option<(&[Rec], i64)>) -> Result<Module> {
         match source {
             Source::Native => {
-                let p =
-                    Processor::from_params(params.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
-                let mut m = Module::Native(Box::new(p));
+                let mut m = Module::Native(Box::new(Processor::new(config)));
                 if let Some((h, base)) = history {
                     m.look_back(h, base, INVOCATION_BYTES)?;
                 }
@@ -331,7 +325,7 @@ impl Module {
             }
             Source::Wasm(path) => Ok(Module::Wasm(Box::new(Instance::new(
                 &read_wasm(path)?,
-                params,
+                &engine_params(config)?,
                 history,
             )?))),
         }
@@ -397,8 +391,14 @@ mod tests {
         let garbage = dir.join("garbage.wasm");
         std::fs::write(&garbage, b"\0asm\x01\0\0\0garbage").unwrap();
         let bytes = read_wasm(&garbage).unwrap();
-        assert!(Instance::new(&bytes, &[], None).is_err(), "no module in it");
-        let err = format!("{:#}", check_wasm(&garbage, &[]).unwrap_err());
+        assert!(
+            Instance::new(&bytes, &Config::default().params(), None).is_err(),
+            "no module in it"
+        );
+        let err = format!(
+            "{:#}",
+            check_wasm(&garbage, &Config::default()).unwrap_err()
+        );
         assert!(err.contains("does not load"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -10,6 +10,7 @@ use anyhow::{Context, Result, anyhow, bail};
 
 use crate::flags::{Format, format};
 use crate::module::{self, Module, Source};
+use crate::params::Told;
 use crate::record::Rec;
 use crate::{checkpoint, logs, plot};
 
@@ -66,12 +67,10 @@ pub struct Args {
 }
 
 impl Args {
-    /// The module params as the module reads them (checked here, so that a bad one fails before
+    /// The module's config as the params give it (checked here, so that a bad one fails before
     /// any work, naming the param).
     pub fn config(&self) -> Result<Config> {
-        Ok(Config::from_params(
-            self.params.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-        )?)
+        Ok(self.params.settle()?.config().clone())
     }
 
     /// Which module runs: checkpoints are the native library's; a fresh clone without a build
@@ -201,31 +200,23 @@ fn untold(args: &Args, config: &Config, input: &logs::LogReader) -> Result<Optio
 
 /// `agent-fold run`. Returns the summary of the main instance's run.
 pub fn run(args: &Args) -> Result<Summary> {
-    let config = args.config()?;
-    let source = args.source();
-    let mut input = logs::LogReader::open_in(args.log(), args.session.as_deref())?;
-    let module_adapts = args.params.iter().any(|(k, _)| k == "input");
-    if args.format.is_some() && module_adapts {
-        bail!("--input adapts the log here, -e input=… in the module: choose one (same output)");
-    }
+    let params = args.params.settle()?;
+    let config = params.config().clone();
     // The log's format: adapted here, told by its first lines unless --input names it; with
     // -e input=… the module adapts, and a shadow adapter here sees the same frames for the
     // summary and the plot's marks.
-    let told = match args.format {
-        Some(f) => Some(f),
-        None if module_adapts => None,
-        None => Some(Format::Auto),
-    };
+    let told = Told::settle(args.format, &params)?;
+    let source = args.source();
+    let mut input = logs::LogReader::open_in(args.log(), args.session.as_deref())?;
     let format = match told {
-        Some(Format::Is(f)) => Some(f),
-        Some(Format::Auto) => match input.detect()? {
+        Told::Detect => match input.detect()? {
             Some(f) => Some(f),
             None => untold(args, &config, &input)?,
         },
-        None => Some(config.input),
+        Told::Flag(f) | Told::Param(f) => Some(f),
     }
     .filter(|f| *f != Input::AgentFold);
-    let adapt_here = told.is_some();
+    let adapt_here = !matches!(told, Told::Param(_));
     let mut adapter = format.map(|input| {
         Adapter::for_config(&Config {
             input,
@@ -246,20 +237,20 @@ pub fn run(args: &Args) -> Result<Summary> {
     let main_history = history
         .as_ref()
         .map(|(lines, adapted, b)| (adapted.as_deref().unwrap_or(&lines[..]), *b));
-    let mut main = Module::new(&source, &args.params, main_history)?;
+    let mut main = Module::new(&source, &config, main_history)?;
     // The pressure view reads the log's own lines and adapts them itself, as a relay over the
     // topic does: the agent's defaults (contract §3.4, §3.5) come with its `input`.
-    let pressure_params = || {
-        let mut p = module::with_emit(&args.params, View::Pressure);
+    let pressure_config = || {
+        let mut p = params.clone();
         if let (true, Some(f)) = (adapt_here, format) {
-            p.push(("input".to_owned(), f.name().to_owned()));
+            p.input_under(f);
         }
-        p
+        p.view(View::Pressure)
     };
     // The log's own lines, as the pressure instance adapts them itself.
     let pressure_history = history.as_ref().map(|(lines, _, b)| (&lines[..], *b));
     let mut pressure = match args.pressure_out.is_some() || args.plot.is_some() {
-        true => Some(Module::new(&source, &pressure_params(), pressure_history)?),
+        true => Some(Module::new(&source, &pressure_config(), pressure_history)?),
         false => None,
     };
     // Where the log goes on: 0, or where a checkpoint left it.

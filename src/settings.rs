@@ -25,25 +25,38 @@
 
 use std::path::{Path, PathBuf};
 
-use agent_fold_core::Input;
+use agent_fold_core::{CompactAt, Input};
 use serde_json::Value;
 
 pub use crate::homes::Homes;
 
-/// What the settings say: module params, and where each came from.
+/// What the settings say: the window and the compaction point they set (module params
+/// `capacity` and `compact_at`, laid under the user's own by `crate::params`), and where each
+/// came from.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Found {
-    pub params: Vec<(String, String)>,
+    pub capacity: Option<u64>,
+    pub compact_at: Option<CompactAt>,
     /// `compact_at=150000 from ~/.codex/config.toml model_auto_compact_token_limit`.
     pub said: Vec<String>,
 }
 
 impl Found {
-    fn set(&mut self, key: &str, value: String, from: String) {
-        self.params.retain(|(k, _)| k != key);
+    fn capacity(&mut self, tokens: u64, from: String) {
+        self.capacity = Some(tokens);
+        self.say("capacity", tokens.to_string(), from);
+    }
+
+    /// The point at `tokens`, or none when the agent's automatic compaction is off.
+    fn compact_at(&mut self, tokens: Option<u64>, from: String) {
+        self.compact_at = Some(tokens.map_or(CompactAt::Never, CompactAt::Tokens));
+        let shown = tokens.map_or_else(|| "none".to_owned(), |n| n.to_string());
+        self.say("compact_at", shown, from);
+    }
+
+    fn say(&mut self, key: &str, value: String, from: String) {
         self.said.retain(|s| !s.starts_with(&format!("{key}=")));
         self.said.push(format!("{key}={value} from {from}"));
-        self.params.push((key.to_owned(), value));
     }
 }
 
@@ -159,13 +172,13 @@ fn claude(homes: &Homes, project: Option<&Path>) -> Found {
     }
     let mut found = Found::default();
     if let Some((true, from)) = off {
-        found.set("compact_at", "none".into(), from);
+        found.compact_at(None, from);
         return found;
     }
     let mut capacity = None;
     if let Some((true, from)) = one_m_off {
         capacity = Some(200_000.0);
-        found.set("capacity", "200000".into(), from);
+        found.capacity(200_000, from);
     }
     // The window the point is taken from: the configured one (100k to 1M), else the model's
     // (only known here when set above).
@@ -196,7 +209,7 @@ fn claude(homes: &Homes, project: Option<&Path>) -> Found {
         }
     }
     if window.is_some() || capacity.is_none() || at != base - CLAUDE_RESERVE {
-        found.set("compact_at", format!("{}", at.round() as u64), said);
+        found.compact_at(Some(at.round() as u64), said);
     }
     found
 }
@@ -235,20 +248,12 @@ fn codex(homes: &Homes) -> Found {
     let own = window.as_ref().map(|(w, _)| w * 9 / 10);
     match (limit, own) {
         (Some((l, from)), Some(o)) if o < l => {
-            found.set(
-                "compact_at",
-                o.to_string(),
-                format!("90% of {}", window.unwrap().1),
-            );
+            found.compact_at(Some(o), format!("90% of {}", window.unwrap().1));
             let _ = from;
         }
-        (Some((l, from)), _) => found.set("compact_at", l.to_string(), from),
+        (Some((l, from)), _) => found.compact_at(Some(l), from),
         (None, Some(o)) => {
-            found.set(
-                "compact_at",
-                o.to_string(),
-                format!("90% of {}", window.unwrap().1),
-            );
+            found.compact_at(Some(o), format!("90% of {}", window.unwrap().1));
         }
         (None, None) => {}
     }
@@ -275,11 +280,7 @@ fn gemini(homes: &Homes, project: Option<&Path>) -> Found {
             });
         if let Some((t, key)) = t.filter(|(t, _)| *t > 0.0 && *t <= 1.0) {
             let at = (t * 1_048_576.0).round() as u64;
-            found.set(
-                "compact_at",
-                at.to_string(),
-                format!("{} {key}", f.display()),
-            );
+            found.compact_at(Some(at), format!("{} {key}", f.display()));
         }
     }
     found
@@ -305,11 +306,7 @@ fn opencode(homes: &Homes, project: Option<&Path>) -> Found {
     }
     let v = Value::Object(merged);
     if v.pointer("/compaction/auto") == Some(&Value::Bool(false)) {
-        found.set(
-            "compact_at",
-            "none".into(),
-            format!("{last} compaction.auto"),
-        );
+        found.compact_at(None, format!("{last} compaction.auto"));
         return found;
     }
     let Some((provider, model)) = v
@@ -336,8 +333,8 @@ fn opencode(homes: &Homes, project: Option<&Path>) -> Found {
         None => context.saturating_sub(output),
     };
     let from = format!("{last} provider.{provider}.models.{model}.limit");
-    found.set("capacity", context.to_string(), from.clone());
-    found.set("compact_at", at.to_string(), from);
+    found.capacity(context, from.clone());
+    found.compact_at(Some(at), from);
     found
 }
 
@@ -374,10 +371,15 @@ mod tests {
     }
 
     fn param(f: &Found, k: &str) -> Option<String> {
-        f.params
-            .iter()
-            .find(|(n, _)| n == k)
-            .map(|(_, v)| v.clone())
+        match k {
+            "capacity" => f.capacity.map(|n| n.to_string()),
+            "compact_at" => f.compact_at.map(|at| match at {
+                CompactAt::Tokens(n) => n.to_string(),
+                CompactAt::Never => "none".to_owned(),
+                CompactAt::Learnt => "learnt".to_owned(),
+            }),
+            _ => None,
+        }
     }
 
     #[test]
@@ -459,7 +461,7 @@ mod tests {
         // Nothing configured: nothing said; a settings file that is not a file: nothing read.
         let empty = h.join("nobody");
         let f = for_agent(Input::Codex, &Homes::under(&empty), None);
-        assert!(f.params.is_empty());
+        assert_eq!(f, Found::default());
         let _ = std::fs::remove_dir_all(&h);
     }
 }

@@ -104,6 +104,42 @@ pub enum Malformed {
     Fail,
 }
 
+impl Subagents {
+    pub fn parse(name: &str) -> Option<Subagents> {
+        match name {
+            "drop" => Some(Subagents::Drop),
+            "keep" => Some(Subagents::Keep),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Subagents::Drop => "drop",
+            Subagents::Keep => "keep",
+        }
+    }
+}
+
+impl Malformed {
+    pub fn parse(name: &str) -> Option<Malformed> {
+        match name {
+            "pass" => Some(Malformed::Pass),
+            "drop" => Some(Malformed::Drop),
+            "fail" => Some(Malformed::Fail),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Malformed::Pass => "pass",
+            Malformed::Drop => "drop",
+            Malformed::Fail => "fail",
+        }
+    }
+}
+
 /// How the projection prices what the surface gained or lost since the provider's reading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Projection {
@@ -394,6 +430,44 @@ impl Config {
         Ok(c)
     }
 
+    /// The log's format, and with it the restore prior unless `compact_restore` was named
+    /// (the prior follows the input, as [`Config::from_params`] reads it in any order).
+    pub fn set_input(&mut self, input: Input) {
+        self.input = input;
+        if !self.restore_named {
+            self.compact_restore = restore_prior(input);
+        }
+    }
+
+    /// The params that give this config back: a SmartModule takes its params as strings (the
+    /// engine's, and `Smart.toml`'s), so a host tool's typed config crosses as these
+    /// (`Config::from_params(c.params()) == c` for every config whose `learn_restore` is on:
+    /// that one is no param).
+    pub fn params(&self) -> Vec<(&'static str, String)> {
+        let mut out = vec![
+            ("emit", self.view.name().to_owned()),
+            ("subagents", self.subagents.name().to_owned()),
+            ("counter_type", self.counter_type.clone()),
+            ("max_sessions", self.max_sessions.to_string()),
+            ("max_nodes", self.max_nodes.to_string()),
+            ("malformed", self.malformed.name().to_owned()),
+            ("input", self.input.name().to_owned()),
+            ("projection", self.projection.name().to_owned()),
+        ];
+        if let Some(c) = self.capacity {
+            out.push(("capacity", c.to_string()));
+        }
+        match self.compact_at {
+            CompactAt::Learnt => {}
+            CompactAt::Tokens(n) => out.push(("compact_at", n.to_string())),
+            CompactAt::Never => out.push(("compact_at", "none".to_owned())),
+        }
+        if self.restore_named {
+            out.push(("compact_restore", self.compact_restore.to_string()));
+        }
+        out
+    }
+
     fn set(&mut self, key: &str, value: &str) -> Result<(), ParamError> {
         let Some(param) = PARAMS.iter().find(|p| p.name == key) else {
             return Err(ParamError::Unknown {
@@ -407,13 +481,7 @@ impl Config {
         };
         match key {
             "emit" => self.view = View::parse(value).ok_or_else(bad)?,
-            "subagents" => {
-                self.subagents = match value {
-                    "drop" => Subagents::Drop,
-                    "keep" => Subagents::Keep,
-                    _ => return Err(bad()),
-                }
-            }
+            "subagents" => self.subagents = Subagents::parse(value).ok_or_else(bad)?,
             "counter_type" if value.is_empty() => return Err(bad()),
             "counter_type" => self.counter_type = value.to_owned(),
             "capacity" => {
@@ -427,14 +495,7 @@ impl Config {
             }
             "max_sessions" => self.max_sessions = count(value, MAX_MAX_SESSIONS).ok_or_else(bad)?,
             "max_nodes" => self.max_nodes = count(value, MAX_MAX_NODES).ok_or_else(bad)?,
-            "malformed" => {
-                self.malformed = match value {
-                    "pass" => Malformed::Pass,
-                    "drop" => Malformed::Drop,
-                    "fail" => Malformed::Fail,
-                    _ => return Err(bad()),
-                }
-            }
+            "malformed" => self.malformed = Malformed::parse(value).ok_or_else(bad)?,
             "input" => self.input = Input::parse(value).ok_or_else(bad)?,
             "projection" => self.projection = Projection::parse(value).ok_or_else(bad)?,
             "compact_at" => {
@@ -457,6 +518,47 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every value each param takes, crossed with the others one at a time: the strings a
+    /// typed config hands the engine read back as the same config.
+    #[test]
+    fn a_config_crosses_as_its_params_and_back() {
+        let values: &[(&str, &[&str])] = &[
+            ("emit", &["frames", "pressure"]),
+            ("subagents", &["drop", "keep"]),
+            ("counter_type", &["thinking/tokens", "x/y"]),
+            ("capacity", &["1", "200000"]),
+            ("max_sessions", &["1", "10000000"]),
+            ("max_nodes", &["7"]),
+            ("malformed", &["pass", "drop", "fail"]),
+            ("input", &Input::NAMES),
+            ("projection", &["rebased", "calibrated", "fixed"]),
+            ("compact_at", &["1", "none"]),
+            ("compact_restore", &["0", "9000"]),
+        ];
+        let mut configs = vec![Config::default()];
+        for (k, vs) in values {
+            for v in *vs {
+                configs.push(Config::from_params([(*k, *v)]).unwrap());
+                configs.push(Config::from_params([(*k, *v), ("input", "codex")]).unwrap());
+            }
+        }
+        for c in configs {
+            let p = c.params();
+            let back = Config::from_params(p.iter().map(|(k, v)| (*k, v.as_str()))).unwrap();
+            assert_eq!(back, c, "{p:?}");
+        }
+    }
+
+    #[test]
+    fn setting_the_input_moves_the_prior_unless_it_was_named() {
+        let mut c = Config::default();
+        c.set_input(Input::ClaudeCode);
+        assert_eq!(c, Config::from_params([("input", "claude-code")]).unwrap());
+        let mut named = Config::from_params([("compact_restore", "5")]).unwrap();
+        named.set_input(Input::Codex);
+        assert_eq!(named.compact_restore, 5);
+    }
 
     #[test]
     fn defaults_come_from_the_table() {

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use agent_fold::accuracy::{self, Log};
 use agent_fold::inspect;
+use agent_fold::params::ModuleParams;
 use agent_fold_core::{Config, Emit, Processor, Projection, View};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -166,14 +167,16 @@ pub fn score(o: &Outcome) -> Result<Scored> {
         // The stand-ins send nothing a log does not show: the prior for what real providers
         // add unseen after a compaction (contract §3.4) is scored on the shared real logs, not
         // here.
-        let mut params = vec![("compact_restore".to_owned(), "0".to_owned())];
+        let mut params = ModuleParams::parse([("compact_restore", "0")])?;
         // The settings the agent honours, read from its scratch home as `serve` and the status
         // line read them where an agent runs.
         let homes = agent_fold::settings::Homes::under(&o.dir.join("home"));
-        params.extend(
-            agent_fold::settings::for_agent(input, &homes, Some(&o.dir.join("work"))).params,
-        );
-        let config = accuracy::config_for(input, &params)?;
+        params.settings_under(&agent_fold::settings::for_agent(
+            input,
+            &homes,
+            Some(&o.dir.join("work")),
+        ));
+        let config = accuracy::config_for(input, &params);
         let log = Log { input, ..log };
         let measured = log.measure(&config)?;
         s.readings += measured.total;

@@ -15,6 +15,7 @@ use anyhow::Result;
 
 use super::report::{against, median, pct, stats, thousands};
 use super::{Log, METHODS, Reading, config_for};
+use crate::params::ModuleParams;
 
 /// Which agent a log format is: Claude Code's transcripts and streams share one prior.
 fn agent(input: Input) -> Input {
@@ -27,10 +28,10 @@ fn agent(input: Input) -> Input {
 /// A log's residuals: at each compaction its log does not show what comes back and whose
 /// session showed work that may come back beyond the rule's files (`restore_beyond`), the
 /// first reading after it less `rebased` with nothing unseen and nothing learnt.
-pub fn residuals(log: &Log, params: &[(String, String)]) -> Result<Vec<i64>> {
-    let mut params = without_restore(params);
-    params.push(("compact_restore".into(), "0".into()));
-    let mut config = config_for(log.input, &params)?;
+pub fn residuals(log: &Log, params: &ModuleParams) -> Result<Vec<i64>> {
+    let mut config = config_for(log.input, params);
+    config.compact_restore = 0;
+    config.restore_named = true;
     config.learn_restore = false;
     let m = log.measure(&config)?;
     Ok(m.readings
@@ -38,14 +39,6 @@ pub fn residuals(log: &Log, params: &[(String, String)]) -> Result<Vec<i64>> {
         .filter(|r| r.after_compaction && !r.restore_shown && r.restore_beyond)
         .filter_map(|r| r.projected[0].map(|p| r.reading as i64 - p as i64))
         .collect())
-}
-
-fn without_restore(params: &[(String, String)]) -> Vec<(String, String)> {
-    params
-        .iter()
-        .filter(|(k, _)| k != "compact_restore")
-        .cloned()
-        .collect()
 }
 
 /// The prior residuals give: their median, rounded to the nearest 100, never below 0; `None`
@@ -92,8 +85,8 @@ pub struct Table {
 }
 
 /// Scores each of `logs` with the prior fitted on the others of its agent.
-pub fn cross_validate(logs: &[Log], params: &[(String, String)]) -> Result<Table> {
-    let given = params.iter().any(|(k, _)| k == "compact_restore");
+pub fn cross_validate(logs: &[Log], params: &ModuleParams) -> Result<Table> {
+    let given = params.named("compact_restore");
     let residuals = logs
         .iter()
         .map(|l| residuals(l, params))
@@ -122,16 +115,18 @@ pub fn cross_validate(logs: &[Log], params: &[(String, String)]) -> Result<Table
             .filter(|(j, (l, _))| *j != i && agent(l.input) == agent(log.input))
             .flat_map(|(_, (_, r))| r.iter().copied())
             .collect();
-        let mut scored_with = params.to_vec();
-        let (prior, fitted_on) = if given {
-            let p = config_for(log.input, params)?.compact_restore;
-            (p, None)
-        } else {
-            let p = fit(&training).unwrap_or_else(|| restore_prior(log.input));
-            scored_with.push(("compact_restore".into(), p.to_string()));
-            (p, Some(training.len()))
+        let mut scored_with = config_for(log.input, params);
+        let fitted_on = match given {
+            true => None,
+            false => {
+                scored_with.compact_restore =
+                    fit(&training).unwrap_or_else(|| restore_prior(log.input));
+                scored_with.restore_named = true;
+                Some(training.len())
+            }
         };
-        let m = log.measure(&config_for(log.input, &scored_with)?)?;
+        let prior = scored_with.compact_restore;
+        let m = log.measure(&scored_with)?;
         for (i, r) in m.readings.iter().filter(|r| r.after_compaction).enumerate() {
             table.compactions.push(CompactionRow {
                 label: log.label.clone(),

@@ -25,6 +25,7 @@ use anyhow::{Result, anyhow, bail};
 use serde_json::Value;
 
 use crate::logs;
+use crate::params::ModuleParams;
 use crate::record::{Rec, inputs};
 
 /// The projection methods compared.
@@ -177,14 +178,15 @@ fn before(shown: &ShownBySession, session: &str, seq: u64) -> Option<Record> {
 
 /// The module's config for scoring a log of `input`: the params given, then the log's format;
 /// `emit` and `projection` are the scorer's to set.
-pub fn config_for(input: Input, params: &[(String, String)]) -> Result<Config> {
-    let mut all: Vec<(&str, &str)> = params
-        .iter()
-        .filter(|(k, _)| !matches!(k.as_str(), "emit" | "projection" | "input"))
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    all.push(("input", input.name()));
-    Ok(Config::from_params(all)?)
+pub fn config_for(input: Input, params: &ModuleParams) -> Config {
+    let scorer = Config::default();
+    let mut config = Config {
+        view: scorer.view,
+        projection: scorer.projection,
+        ..params.config().clone()
+    };
+    config.set_input(input);
+    config
 }
 
 /// Scores every main reading after a session's first: `lines` are the log's own records,
@@ -343,7 +345,7 @@ impl Log {
 pub fn measure_path(
     path: &Path,
     input: Option<Input>,
-    params: &[(String, String)],
+    params: &ModuleParams,
 ) -> Result<(Input, AccuracySummary)> {
     measure_session(path, None, input, params)
 }
@@ -353,30 +355,27 @@ pub fn measure_session(
     path: &Path,
     session: Option<&str>,
     input: Option<Input>,
-    params: &[(String, String)],
+    params: &ModuleParams,
 ) -> Result<(Input, AccuracySummary)> {
     let log = Log::read_in(path, session, input)?;
-    let measured = log.measure(&config_for(log.input, params)?)?;
+    let measured = log.measure(&config_for(log.input, params))?;
     Ok((log.input, summarize(&measured)))
 }
 
 /// The command line: `agent-fold accuracy …`.
 pub fn main(args: &Args) -> Result<i32> {
+    let params = args.params.settle()?;
     if args.cross_validate {
         let logs = args
             .paths
             .iter()
             .map(|p| Log::read_in(p, args.session.as_deref(), args.input))
             .collect::<Result<Vec<_>>>()?;
-        print!(
-            "{}",
-            cross::render(&cross::cross_validate(&logs, &args.params)?)
-        );
+        print!("{}", cross::render(&cross::cross_validate(&logs, &params)?));
         return Ok(0);
     }
     for (i, path) in args.paths.iter().enumerate() {
-        let (input, summary) =
-            measure_session(path, args.session.as_deref(), args.input, &args.params)?;
+        let (input, summary) = measure_session(path, args.session.as_deref(), args.input, &params)?;
         let label = path.file_name().map_or_else(
             || path.display().to_string(),
             |n| n.to_string_lossy().into_owned(),

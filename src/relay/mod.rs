@@ -24,9 +24,9 @@ use anyhow::{Context, Result, bail};
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 
-use agent_fold_core::View;
+use agent_fold_core::{Config, View};
 
-use crate::module::{Instance, Module, read_wasm};
+use crate::module::{Instance, Module, engine_params, read_wasm};
 use crate::service::hosts::Hosts;
 use crate::service::{self, Limits, Signals};
 use pump::{Control, Exit, Settings, Stats};
@@ -101,9 +101,9 @@ impl Args {
         }
     }
 
-    /// The module's params: the pressure view, checked before any work (a bad one is named);
+    /// The module's config: the pressure view, checked before any work (a bad param is named);
     /// a sibling topic that is the event topic itself is refused too (a feedback loop).
-    pub fn params(&self) -> Result<Vec<(String, String)>> {
+    pub fn config(&self) -> Result<Config> {
         if self.to() == self.topic {
             bail!(
                 "--to {0} names the event topic itself: the relay would consume the pressure \
@@ -111,18 +111,14 @@ impl Args {
                 self.topic
             );
         }
-        if let Some((_, v)) = self
-            .params
-            .iter()
-            .find(|(k, v)| k == "emit" && v != "pressure")
-        {
+        let params = self.params.settle()?;
+        if params.named("emit") && params.config().view != View::Pressure {
             bail!(
-                "the relay serves the pressure view: -e emit={v} is refused (emit=pressure is implied)"
+                "the relay serves the pressure view: -e emit={} is refused (emit=pressure is implied)",
+                params.config().view.name()
             );
         }
-        let params = crate::module::with_emit(&self.params, View::Pressure);
-        agent_fold_core::Config::from_params(params.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
-        Ok(params)
+        Ok(params.view(View::Pressure))
     }
 
     /// The loop's settings.
@@ -166,7 +162,7 @@ impl Args {
 /// The command line: `agent-fold relay …`: every refusal (params, `--to`, the `.wasm`, the
 /// metrics address) before the cluster is contacted.
 pub fn main(args: &Args) -> Result<i32> {
-    let params = args.params()?;
+    let params = engine_params(&args.config()?)?;
     let local = match args.wasm.as_deref() {
         Some(path) => {
             let wasm = read_wasm(path)?;
@@ -205,7 +201,7 @@ pub fn main(args: &Args) -> Result<i32> {
 /// partition taken until idle, stopped or failed.
 async fn relay(
     args: &Args,
-    params: Vec<(String, String)>,
+    params: Vec<(&'static str, String)>,
     local: Option<Vec<u8>>,
     signals: &mut Signals,
     watch: &Watch,

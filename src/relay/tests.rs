@@ -9,13 +9,13 @@ use super::pump::{self, Control, Exit, Settings};
 use crate::corpus::corpus;
 use crate::module::{Module, Source};
 use crate::record::Rec;
+use agent_fold_core::{Config, View};
 
-pub(crate) fn params(extra: &[(&str, &str)]) -> Vec<(String, String)> {
-    let p: Vec<(String, String)> = extra
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    crate::module::with_emit(&p, agent_fold_core::View::Pressure)
+/// The relay's config: the pressure view with `extra` params.
+pub(crate) fn params(extra: &[(&str, &str)]) -> Config {
+    let mut c = Config::from_params(extra.iter().copied()).expect("params");
+    c.view = View::Pressure;
+    c
 }
 
 /// Fast settings: short waits, an idle exit.
@@ -33,39 +33,34 @@ pub(crate) fn block_on<F: Future>(f: F) -> F::Output {
 
 /// The module's records for `records` at once from offset `base`, after `history` (at offsets
 /// from `history_base`) through look_back.
-fn reference(
-    p: &[(String, String)],
-    history: Option<(&[Rec], i64)>,
-    records: &[Rec],
-    base: i64,
-) -> Vec<Rec> {
+fn reference(p: &Config, history: Option<(&[Rec], i64)>, records: &[Rec], base: i64) -> Vec<Rec> {
     let mut m = Module::new(&Source::Native, p, history).expect("params");
     m.process(records, base).expect("no refusal")
 }
 
 /// Relays partition 0 of `cluster` until it ends; the native library as the module.
 /// `n` corpus records of `seed`, the relay's default params, and what `run` makes of them.
-fn one_partition(n: usize, seed: u64) -> (Vec<Rec>, Vec<(String, String)>, Vec<Rec>) {
+fn one_partition(n: usize, seed: u64) -> (Vec<Rec>, Config, Vec<Rec>) {
     let records = corpus(n, seed);
     let p = params(&[]);
     let want = reference(&p, None, &records, 0);
     (records, p, want)
 }
 
-fn relay(cluster: &Cluster, p: &[(String, String)], s: &Settings) -> anyhow::Result<Exit> {
+fn relay(cluster: &Cluster, p: &Config, s: &Settings) -> anyhow::Result<Exit> {
     relay_beside(cluster, p, s, &Control::new(&[0]), std::future::pending())
 }
 
 /// Relays partition 0 while `beside` runs (it must not end first): what the relay ended with.
 /// Native instances with `p`.
-fn native(p: &[(String, String)]) -> pump::Make {
-    let p = p.to_vec();
+fn native(p: &Config) -> pump::Make {
+    let p = p.clone();
     std::sync::Arc::new(move || Module::new(&Source::Native, &p, None))
 }
 
 fn relay_beside(
     cluster: &Cluster,
-    p: &[(String, String)],
+    p: &Config,
     s: &Settings,
     ctl: &Control,
     beside: impl Future<Output = ()>,
@@ -82,7 +77,7 @@ fn relay_beside(
 
 /// Relays partition 0 with the faults set until a send or commit hangs (a kill) or it ends:
 /// whether it was killed.
-fn killed(c: &Cluster, p: &[(String, String)], s: &Settings) -> bool {
+fn killed(c: &Cluster, p: &Config, s: &Settings) -> bool {
     let ctl = Control::new(&[0]);
     let make = native(p);
     let mut connect = c.connect(0);
@@ -589,7 +584,7 @@ fn flags_parse_into_the_relay_settings() {
     let s = a.settings();
     assert_eq!((s.lookback, s.idle_exit, s.retries), (100_000, None, 8));
     assert_eq!(s.commit_every, Duration::from_secs(1));
-    assert_eq!(a.params().unwrap(), params(&[]));
+    assert_eq!(a.config().unwrap(), params(&[]));
 
     let a = args(&[
         "--topic",
@@ -632,7 +627,7 @@ fn flags_parse_into_the_relay_settings() {
     assert_eq!(s.idle_exit, Some(Duration::from_millis(1500)));
     assert_eq!(s.retries, 2);
     assert_eq!(s.commit_every, Duration::from_millis(250));
-    assert_eq!(a.params().unwrap(), params(&[("capacity", "200000")]));
+    assert_eq!(a.config().unwrap(), params(&[("capacity", "200000")]));
     assert_eq!(a.smartmodule.as_deref(), Some("af"));
     assert_eq!(a.module_name(), "SmartModule af");
     let a = args(&["--topic", "t", "--wasm", "m.wasm"]).unwrap();
@@ -643,17 +638,17 @@ fn flags_parse_into_the_relay_settings() {
 fn bad_flags_are_refused_before_any_work() {
     let e = args(&["--topic", "t", "-e", "emit=frames"])
         .unwrap()
-        .params()
+        .config()
         .unwrap_err();
     assert!(e.to_string().contains("emit=frames is refused"), "{e}");
     let e = args(&["--topic", "t", "-e", "colour=blue"])
         .unwrap()
-        .params()
+        .config()
         .unwrap_err();
     assert!(e.to_string().contains("colour"), "{e}");
     let e = args(&["--topic", "t", "-e", "malformed=maybe"])
         .unwrap()
-        .params()
+        .config()
         .unwrap_err();
     assert!(e.to_string().contains("malformed"), "{e}");
     for bad in [

@@ -5,12 +5,13 @@
 
 use std::collections::BTreeMap;
 
-use agent_fold_core::{Config, Frame, Input, View};
+use agent_fold_core::{Frame, Input, View};
 use anyhow::Result;
 
-use crate::flags::{BATCH, Format};
+use crate::flags::BATCH;
 use crate::logs::{self, DETECT_LINES};
-use crate::module::{Module, Source, check_wasm, with_emit};
+use crate::module::{Module, Source, check_wasm};
+use crate::params::{ModuleParams, Told};
 use crate::record::Rec;
 use crate::settings;
 
@@ -30,10 +31,9 @@ pub struct BatchOutput {
 pub struct ViewPair {
     source: Source,
     /// The user's params (no `emit`: each instance has its own).
-    params: Vec<(String, String)>,
-    /// `--input`: a format to adapt with the module's `input` param, or auto; `None`: the
-    /// params decide.
-    format: Option<Format>,
+    params: ModuleParams,
+    /// Where the log's format comes from; the module adapts it (its `input` param) either way.
+    told: Told,
     /// The format once known (auto: once a line tells).
     input: Option<Input>,
     views: Option<(Module, Module)>,
@@ -45,25 +45,15 @@ pub struct ViewPair {
 
 impl ViewPair {
     /// Checks the params and the module now, so that a bad one fails before the server starts.
-    pub fn new(
-        source: Source,
-        params: Vec<(String, String)>,
-        format: Option<Format>,
-    ) -> Result<ViewPair> {
-        let config = Config::from_params(params.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+    pub fn new(source: Source, params: ModuleParams, told: Told) -> Result<ViewPair> {
         if let Source::Wasm(path) = &source {
-            check_wasm(path, &with_emit(&params, View::Pressure))?;
+            check_wasm(path, &params.view(View::Pressure))?;
         }
-        let input = match format {
-            Some(Format::Is(f)) => Some(f),
-            Some(Format::Auto) => None,
-            None => Some(config.input),
-        };
         Ok(ViewPair {
             source,
             params,
-            format,
-            input,
+            told,
+            input: told.named(),
             views: None,
             held: Vec::new(),
             next: 0,
@@ -88,28 +78,24 @@ impl ViewPair {
         self.views = None;
         self.held.clear();
         self.next = 0;
-        if self.format == Some(Format::Auto) {
+        if self.told == Told::Detect {
             self.input = None;
         }
     }
 
-    /// An instance of `view`, with `input` set when --input names the format, and the
-    /// compaction point the agent's settings on this machine move (`crate::settings`), under
-    /// the user's own params.
+    /// An instance of `view`, with `input` the format once told, and the compaction point the
+    /// agent's settings on this machine move (`crate::settings`), under the user's own params.
     fn instance(&self, view: View) -> Result<Module> {
-        let mut params: Vec<(String, String)> = self.params.clone();
-        if let (Some(_), Some(input)) = (self.format, self.input) {
-            params.push(("input".into(), input.name().into()));
-        }
+        let mut params = self.params.clone();
         if let Some(input) = self.input {
-            let found = settings::for_agent(input, &settings::Homes::from_env(), None);
-            for (k, v) in found.params {
-                if !params.iter().any(|(n, _)| *n == k) {
-                    params.push((k, v));
-                }
-            }
+            params.input_under(input);
+            params.settings_under(&settings::for_agent(
+                input,
+                &settings::Homes::from_env(),
+                None,
+            ));
         }
-        Module::new(&self.source, &with_emit(&params, view), None)
+        Module::new(&self.source, &params.view(view), None)
     }
 
     /// Runs new lines through both instances. While the format is not yet told (auto), lines
@@ -166,22 +152,18 @@ impl ViewPair {
 
     /// Whether it tells the format from the log's own lines (`--input auto`).
     pub fn is_auto(&self) -> bool {
-        self.format == Some(Format::Auto)
+        self.told == Told::Detect
     }
 
     /// A pair configured as this one is, with nothing read: for files read again from their
     /// start, whose sessions this one holds.
     pub fn fresh(&self) -> Result<ViewPair> {
-        ViewPair::new(self.source.clone(), self.params.clone(), self.format)
+        ViewPair::new(self.source.clone(), self.params.clone(), self.told)
     }
 
     /// A pair like this one, for lines of `format` (a directory of logs tells each file's own).
     pub fn for_format(&self, format: Input) -> Result<ViewPair> {
-        ViewPair::new(
-            self.source.clone(),
-            self.params.clone(),
-            Some(Format::Is(format)),
-        )
+        ViewPair::new(self.source.clone(), self.params.clone(), Told::Flag(format))
     }
 }
 

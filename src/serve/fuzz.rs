@@ -103,10 +103,7 @@ fn operate(b: &Board, op: u8, arg: &[u8]) {
         b'R' => b.batch(|c| c.reread(&Sessions::All, "fuzz")),
         b'D' => b.batch(|c| c.reread_done(&Sessions::All)),
         b'q' => {
-            if let Ok(pairs) = serde_urlencoded::from_bytes::<Vec<(String, String)>>(arg)
-                && let Ok(q) =
-                    board::query::Query::parse(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            {
+            if let Ok(q) = board::query::Query::from_query_string(arg) {
                 json(&super::encode(&b.query(&q)), "/api/sessions");
             }
         }

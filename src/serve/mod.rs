@@ -35,8 +35,10 @@ use axum::routing::get;
 
 use crate::flags::{self, Format};
 use crate::module;
+use crate::params::Told;
 use crate::service::hosts::{self, Hosts};
 use crate::service::{self as svc, Connections, Limits};
+use agent_fold_core::Input;
 use board::Board;
 use board::alerts::{MAX_RULES, Rule};
 use fold::ViewPair;
@@ -163,8 +165,10 @@ impl Args {
         if self.topic.is_none() && (self.look_back.is_some() || self.since.is_some()) {
             bail!("--look-back and --since say where --topic starts: they go with --topic");
         }
-        let shapes =
-            self.format.is_some() || !self.params.is_empty() || self.wasm.is_some() || self.native;
+        let shapes = self.format.is_some()
+            || !self.params.params.is_empty()
+            || self.wasm.is_some()
+            || self.native;
         if let Some(Err(feed)) = &log
             && shapes
             && self.otlp.is_none()
@@ -175,25 +179,18 @@ impl Args {
                 feed.describe()
             );
         }
-        if self.params.iter().any(|(k, _)| k == "emit") {
-            bail!("-e emit=…: serve runs one instance of each view (pressure and frames)");
-        }
-        let has_input = self.params.iter().any(|(k, _)| k == "input");
-        if has_input && self.format.is_some() {
-            bail!("--input and -e input=… both name the log's format: choose one");
-        }
+        let params = self.params.settle()?;
+        params.refuse(
+            "emit",
+            "serve runs one instance of each view (pressure and frames)",
+        )?;
+        let told = Told::settle(self.format, &params)?;
         let source = module::choose(self.wasm.as_deref(), self.native);
         let otlp = match self.otlp {
             Some(addr) => {
-                if has_input {
-                    bail!("-e input=…: --otlp's events are read with input=otel");
-                }
+                params.refuse("input", "--otlp's events are read with input=otel")?;
                 let token = crate::otlp::token_for(addr, self.token_file.as_deref())?;
-                let views = ViewPair::new(
-                    source.clone(),
-                    self.params.to_vec(),
-                    Some(Format::Is(agent_fold_core::Input::Otel)),
-                )?;
+                let views = ViewPair::new(source.clone(), params.clone(), Told::Flag(Input::Otel))?;
                 Some(source::OtlpFeed {
                     addr,
                     token,
@@ -207,15 +204,10 @@ impl Args {
             None => None,
             Some(Err(feed)) => Some(feed),
             Some(Ok(paths)) => {
-                let format = match (self.format, has_input) {
-                    (Some(f), _) => Some(f),
-                    (None, true) => None,
-                    (None, false) => Some(Format::Auto),
-                };
                 let mut logs = Vec::new();
                 for (agent, path) in paths {
                     follow::followable(&path)?;
-                    let views = ViewPair::new(source.clone(), self.params.to_vec(), format)?;
+                    let views = ViewPair::new(source.clone(), params.clone(), told)?;
                     logs.push(source::LogFeed {
                         path,
                         agent,
@@ -400,19 +392,10 @@ fn refused(status: StatusCode, why: &str) -> Response {
 }
 
 /// The URL's query as `(name, value)` pairs, percent-decoded; why not, in words.
-fn pairs(raw: Option<&str>) -> Result<Vec<(String, String)>, String> {
-    serde_urlencoded::from_str::<Vec<(String, String)>>(raw.unwrap_or(""))
-        .map_err(|e| format!("the query does not read: {e}"))
-}
-
 /// `GET /api/sessions?sort=&order=&q=&limit=&offset=&all=`: 400 with the reason for a
 /// parameter that does not read.
 async fn sessions_route(State(app): State<App>, RawQuery(raw): RawQuery) -> Response {
-    let pairs = match pairs(raw.as_deref()) {
-        Ok(p) => p,
-        Err(why) => return refused(StatusCode::BAD_REQUEST, &why),
-    };
-    match board::query::Query::parse(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
+    match board::query::Query::from_query_string(raw.unwrap_or_default().as_bytes()) {
         Ok(q) => encoded(encode(&app.board.query(&q))),
         Err(why) => refused(StatusCode::BAD_REQUEST, &why),
     }
@@ -432,7 +415,7 @@ async fn history_route(
     Path(id): Path<String>,
     RawQuery(raw): RawQuery,
 ) -> Response {
-    let pairs = match pairs(raw.as_deref()) {
+    let pairs = match board::query::decode(raw.unwrap_or_default().as_bytes()) {
         Ok(p) => p,
         Err(why) => return refused(StatusCode::BAD_REQUEST, &why),
     };

@@ -10,10 +10,12 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use agent_fold_core::Config;
+
 use crate::logs::file_id;
 
 /// The cache's own format.
-const VERSION: u64 = 1;
+const VERSION: u64 = 2;
 /// Cache files not touched for this long are removed when a new one is made.
 const STALE: Duration = Duration::from_secs(30 * 24 * 3600);
 
@@ -24,15 +26,21 @@ const STALE: Duration = Duration::from_secs(30 * 24 * 3600);
 pub(super) struct Identity {
     pub transcript: PathBuf,
     pub file: Option<(u64, u64)>,
-    pub params: Vec<(String, String)>,
+    /// The module's params as the engine would take them, `key=value` joined by `&`.
+    pub params: String,
 }
 
 impl Identity {
-    pub(super) fn of(path: &Path, meta: &Metadata, params: &[(String, String)]) -> Identity {
+    pub(super) fn of(path: &Path, meta: &Metadata, config: &Config) -> Identity {
+        let params: Vec<String> = config
+            .params()
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
         Identity {
             transcript: path.to_owned(),
             file: file_id(meta),
-            params: params.to_vec(),
+            params: params.join("&"),
         }
     }
 }

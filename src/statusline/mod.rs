@@ -15,7 +15,7 @@ mod line;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use agent_fold_core::{Emit, Processor};
+use agent_fold_core::{Config, Emit, Input, Processor, View};
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::Value;
 
@@ -23,6 +23,7 @@ pub use line::{Fields, Template};
 
 use crate::flags::BATCH;
 use crate::jsonl::{Piece, Splitter, line_record};
+use crate::params::ModuleParams;
 use crate::record::Rec;
 
 /// The most stdin is read: Claude Code's payload is a few kilobytes.
@@ -91,53 +92,37 @@ impl Payload {
     }
 }
 
-/// The module's params for a transcript: the pressure view over Claude Code lines, the window
-/// Claude Code reports as the capacity, the compaction point its settings move (user and
-/// project, `crate::settings`), and the user's own over them.
-fn params(p: &Payload, user: &[(String, String)]) -> Vec<(String, String)> {
-    let mut all: Vec<(String, String)> = user
-        .iter()
-        .filter(|(k, _)| !matches!(k.as_str(), "emit" | "input"))
-        .cloned()
-        .collect();
-    all.push(("emit".into(), "pressure".into()));
-    all.push(("input".into(), "claude-code".into()));
-    let named = |k: &str, all: &[(String, String)]| all.iter().any(|(n, _)| n == k);
-    if let Some(w) = p.window
-        && !named("capacity", &all)
-    {
-        all.push(("capacity".into(), w.to_string()));
-    }
-    let found = crate::settings::for_agent(
-        agent_fold_core::Input::ClaudeCode,
+/// The module's config for a transcript: the pressure view over Claude Code lines, the
+/// compaction point its settings move (user and project, `crate::settings`), the window Claude
+/// Code reports as the capacity over theirs, and the user's own params over both.
+fn config(p: &Payload, user: &ModuleParams) -> Config {
+    let mut params = user.clone();
+    params.settings_under(&crate::settings::for_agent(
+        Input::ClaudeCode,
         &crate::settings::Homes::from_env(),
         p.cwd.as_deref(),
-    );
-    for (k, v) in found.params {
-        if !named(&k, &all) {
-            all.push((k, v));
-        }
+    ));
+    if let Some(w) = p.window {
+        params.capacity_under(w);
     }
-    all
+    let mut config = params.view(View::Pressure);
+    config.set_input(Input::ClaudeCode);
+    config
 }
 
 /// The session's latest `context/pressure` record after reading the transcript's new lines
 /// (`None`: no record yet).
-pub fn latest(p: &Payload, user: &[(String, String)], cache_dir: &Path) -> Result<Option<Value>> {
-    let params = params(p, user);
-    let refs: Vec<(&str, &str)> = params
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
+pub fn latest(p: &Payload, user: &ModuleParams, cache_dir: &Path) -> Result<Option<Value>> {
+    let config = config(p, user);
     // A regular file only, looked at before it is opened and opened without waiting: a FIFO
     // named as the transcript would block the open until a writer came, and a status line
     // must never hang the agent's screen.
     let (file, _) =
         crate::logs::open_regular(&p.transcript).context("cannot open the transcript")?;
     let meta = file.metadata()?;
-    let identity = cache::Identity::of(&p.transcript, &meta, &params);
+    let identity = cache::Identity::of(&p.transcript, &meta, &config);
     // A refused restore leaves the processor as it was: fresh.
-    let mut processor = Processor::from_params(refs.iter().copied())?;
+    let mut processor = Processor::new(&config);
     let mut state = match cache::load(cache_dir, &identity, meta.len()) {
         Some(c) if processor.restore(&c.checkpoint).is_ok() => c,
         _ => cache::Cached::fresh(identity),
@@ -230,7 +215,8 @@ pub fn render(args: &Args, stdin: &str) -> std::result::Result<String, (String, 
     };
     let payload = Payload::read(stdin).map_err(|e| short("ctx ?", e))?;
     let dir = args.cache_dir.clone().unwrap_or_else(default_cache_dir);
-    let record = latest(&payload, &args.params, &dir).map_err(|e| short("ctx ?", e))?;
+    let params = args.params.settle().map_err(|e| short("ctx ?", e.into()))?;
+    let record = latest(&payload, &params, &dir).map_err(|e| short("ctx ?", e))?;
     if args.json {
         return Ok(record.map_or_else(|| "null".to_owned(), |r| r.to_string()));
     }

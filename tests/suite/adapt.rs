@@ -936,7 +936,7 @@ fn plot_of_the_real_logs() {
 /// against the one given) and its summary.
 fn measure_all(
     paths: &[(PathBuf, Input)],
-    params: &[(String, String)],
+    params: &agent_fold::params::ModuleParams,
 ) -> Vec<(String, Input, accuracy::AccuracySummary)> {
     paths
         .iter()
@@ -968,7 +968,7 @@ fn accuracy_of_the_excerpts() {
                 (data("claude-stream.jsonl"), Input::ClaudeStream),
                 (data("codex.jsonl"), Input::Codex),
             ],
-            &[],
+            &Default::default(),
         )),
     );
 }
@@ -1069,7 +1069,7 @@ fn accuracy_of_the_real_logs() {
         }
     }
     // No `capacity`: each log's window is what the log says (contract §3).
-    let measured = measure_all(&paths, &[]);
+    let measured = measure_all(&paths, &Default::default());
     snap("adapt__accuracy_real", &accuracy_text(&measured));
 
     // The regression guard of the shared logs (the data the method was chosen on and its prior
@@ -1174,7 +1174,7 @@ fn accuracy_cross_validated() {
             None => return,
         }
     }
-    let t = accuracy::cross::cross_validate(&logs, &[]).unwrap();
+    let t = accuracy::cross::cross_validate(&logs, &Default::default()).unwrap();
     let mut errors = Vec::new();
     for c in &t.compactions {
         let r = &c.reading;

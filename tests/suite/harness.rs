@@ -9,7 +9,7 @@ use std::process::{Child, ChildStdin, Command, Output, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
-use agent_fold::module::{Module, Source, with_emit};
+use agent_fold::module::{Module, Source};
 use agent_fold::record::Rec;
 use agent_fold_core::View;
 use serde_json::{Value, json};
@@ -721,11 +721,9 @@ pub(crate) fn frame(session: &str, seq: u64, kind: &str, extra: Value) -> String
 
 /// The module's last pressure record over `records` in one invocation, with `params`.
 pub(crate) fn last_pressure(records: &[Rec], params: &[(&str, &str)]) -> Value {
-    let params: Vec<(String, String)> = params
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let mut m = Module::new(&Source::Native, &with_emit(&params, View::Pressure), None).unwrap();
+    let mut config = agent_fold_core::Config::from_params(params.iter().copied()).unwrap();
+    config.view = View::Pressure;
+    let mut m = Module::new(&Source::Native, &config, None).unwrap();
     let out = m.process(records, 0).unwrap();
     serde_json::from_slice(&out.last().expect("a pressure record").value).unwrap()
 }

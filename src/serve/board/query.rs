@@ -86,7 +86,18 @@ impl Default for Query {
     }
 }
 
+/// A query string's pairs, decoded (`+`, `%XX`); one that does not decode is refused in words.
+pub fn decode(raw: &[u8]) -> Result<Vec<(String, String)>, String> {
+    serde_urlencoded::from_bytes(raw).map_err(|e| format!("the query does not read: {e}"))
+}
+
 impl Query {
+    /// A query string (`sort=…&q=…`), decoded and read.
+    pub fn from_query_string(raw: &[u8]) -> Result<Query, String> {
+        let pairs = decode(raw)?;
+        Query::parse(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+    }
+
     /// Reads `sort`, `order`, `q`, `limit`, `offset`, `all`; a value that does not read is
     /// refused in words (the route answers 400 with them).
     pub fn parse<'a>(

@@ -395,10 +395,7 @@ fn otel_last(records: &[Value], id: &str) -> Value {
         .collect();
     let mut m = agent_fold::module::Module::new(
         &agent_fold::module::Source::Native,
-        &[
-            ("input".into(), "otel".into()),
-            ("emit".into(), "pressure".into()),
-        ],
+        &agent_fold_core::Config::from_params([("input", "otel"), ("emit", "pressure")]).unwrap(),
         None,
     )
     .unwrap();

@@ -595,11 +595,12 @@ fn a_claude_code_session_directory_is_adapted_by_the_module() {
     let lines = agent_fold::logs::read_records(dir).unwrap();
     let mut m = Module::new(
         &Source::Native,
-        &[
-            ("input".into(), "claude-code".into()),
-            ("capacity".into(), "200000".into()),
-            ("emit".into(), "pressure".into()),
-        ],
+        &agent_fold_core::Config::from_params([
+            ("input", "claude-code"),
+            ("capacity", "200000"),
+            ("emit", "pressure"),
+        ])
+        .unwrap(),
         None,
     )
     .unwrap();
