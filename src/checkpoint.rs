@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use serde_json::value::RawValue;
 
 /// The parts of a runner checkpoint, borrowed from its text.
-pub struct Runner<'a> {
+pub(crate) struct Runner<'a> {
     pub main: &'a str,
     pub pressure: Option<&'a str>,
     pub adapter: Option<&'a str>,
@@ -29,7 +29,7 @@ struct Doc<'a> {
 
 impl<'a> Runner<'a> {
     /// Reads a runner checkpoint without building its parts: each stays text for its restorer.
-    pub fn read(text: &'a str) -> Result<Runner<'a>> {
+    pub(crate) fn read(text: &'a str) -> Result<Runner<'a>> {
         let doc: Doc = serde_json::from_str(text).context("reading the checkpoint")?;
         Ok(Runner {
             main: doc.main.get(),
@@ -40,7 +40,7 @@ impl<'a> Runner<'a> {
     }
 
     /// The document, its parts as their codecs wrote them (each checked to be one JSON value).
-    pub fn write(&self) -> Result<String> {
+    pub(crate) fn write(&self) -> Result<String> {
         let raw = |part: &'a str| -> Result<&'a RawValue> {
             serde_json::from_str(part).context("a checkpoint part that is no JSON value")
         };

@@ -27,7 +27,7 @@ use crate::service::{self as svc, Connections};
 
 /// The command line.
 #[derive(Debug, Clone, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Where to listen (OTLP/HTTP's port by default, on loopback); beyond loopback a
     /// --token-file is required
     #[arg(long, value_name = "IP:PORT", default_value = "127.0.0.1:4318")]
@@ -178,7 +178,7 @@ async fn healthz(State(app): State<App>, headers: axum::http::HeaderMap) -> Resp
 }
 
 /// `agent-fold collect`.
-pub fn main(args: &Args) -> Result<i32> {
+pub(crate) fn main(args: &Args) -> Result<i32> {
     // Every refusal before anything listens or connects.
     let token = otlp::token_for(args.listen, args.token_file.as_deref())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -2,16 +2,16 @@
 
 use agent_fold_core::{Input, ParamError};
 
-use crate::params::ModuleParams;
+use crate::params::{Format, ModuleParams};
 
 /// Records (log lines) per invocation unless `--batch` says otherwise: what `run` and `serve`
 /// hand the module at a time.
-pub const BATCH: usize = 1000;
+pub(crate) const BATCH: usize = 1000;
 
 /// `-e/--param KEY=VALUE`, repeatable: the module params, the same flag in every subcommand;
 /// its long help lists every param from the one table ([`agent_fold_core::PARAMS`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
-pub struct Params {
+pub(crate) struct Params {
     /// A module param KEY=VALUE, repeatable (`--help` lists them)
     #[arg(short = 'e', long = "param", value_name = "KEY=VALUE", value_parser = param,
           long_help = param_help())]
@@ -20,13 +20,13 @@ pub struct Params {
 
 impl Params {
     /// The params typed, a bad one refused before any work, naming it.
-    pub fn settle(&self) -> Result<ModuleParams, ParamError> {
+    pub(crate) fn settle(&self) -> Result<ModuleParams, ParamError> {
         ModuleParams::parse(self.params.iter().map(|(k, v)| (k.as_str(), v.as_str())))
     }
 }
 
 /// The long help of `-e/--param`: every param, its values and default, what it does.
-pub fn param_help() -> String {
+pub(crate) fn param_help() -> String {
     let mut help = String::from("A module param KEY=VALUE, repeatable. The params:\n");
     for p in agent_fold_core::PARAMS {
         help.push_str(&format!("\n  {}\n      {}\n", p.name, p.describe()));
@@ -35,20 +35,14 @@ pub fn param_help() -> String {
 }
 
 /// `-e KEY=VALUE`: a module param.
-pub fn param(s: &str) -> Result<(String, String), String> {
+pub(crate) fn param(s: &str) -> Result<(String, String), String> {
     s.split_once('=')
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .ok_or_else(|| format!("takes KEY=VALUE, got {s:?}"))
 }
 
 /// `--input`: a log format, or `auto` to detect it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Auto,
-    Is(Input),
-}
-
-pub fn format(s: &str) -> Result<Format, String> {
+pub(crate) fn format(s: &str) -> Result<Format, String> {
     match s {
         "auto" => Ok(Format::Auto),
         _ => Input::parse(s)
@@ -58,13 +52,13 @@ pub fn format(s: &str) -> Result<Format, String> {
 }
 
 /// A whole number within `range`; one outside is refused, naming the range.
-pub fn within(range: std::ops::RangeInclusive<u64>) -> clap::builder::RangedU64ValueParser {
+pub(crate) fn within(range: std::ops::RangeInclusive<u64>) -> clap::builder::RangedU64ValueParser {
     clap::value_parser!(u64).range(range)
 }
 
 /// `--since 2h` and the like: a number with a unit (`s`, `m`, `h`, `d`; seconds without one),
 /// positive, a year at most.
-pub fn duration(s: &str) -> Result<std::time::Duration, String> {
+pub(crate) fn duration(s: &str) -> Result<std::time::Duration, String> {
     let t = s.trim();
     let (number, scale) = match t.as_bytes().last() {
         Some(b's') => (&t[..t.len() - 1], 1.0),
@@ -85,7 +79,7 @@ pub fn duration(s: &str) -> Result<std::time::Duration, String> {
 
 /// `--header-timeout SECS`, `--idle SECS` and the like: a positive number of seconds, a year at
 /// most.
-pub fn secs(s: &str) -> Result<std::time::Duration, String> {
+pub(crate) fn secs(s: &str) -> Result<std::time::Duration, String> {
     match s.parse::<f64>() {
         Ok(v) if v > 0.0 && v.is_finite() && v <= 366.0 * 86_400.0 => {
             Ok(std::time::Duration::from_secs_f64(v))

@@ -17,7 +17,7 @@ use crate::opencode_db;
 
 /// One agent's home on this machine.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Home {
+pub(crate) struct Home {
     /// The agent, as people name it.
     pub agent: &'static str,
     /// Where its sessions are (or would be).
@@ -108,7 +108,7 @@ impl Homes {
 
 /// Every agent's home, as `env` (the process environment, in the tool) places them; none
 /// where no home directory is known (`HOME` unset) and no variable places it.
-pub fn homes(env: impl Fn(&str) -> Option<OsString>) -> Vec<Home> {
+pub(crate) fn homes(env: impl Fn(&str) -> Option<OsString>) -> Vec<Home> {
     let dirs = Homes::from_vars(env);
     let mut out = Vec::new();
     let mut add = |agent: &'static str, path: Option<PathBuf>, found: fn(&Path) -> bool| {
@@ -149,7 +149,7 @@ pub fn homes(env: impl Fn(&str) -> Option<OsString>) -> Vec<Home> {
 }
 
 /// The homes of this process's environment.
-pub fn here() -> Vec<Home> {
+pub(crate) fn here() -> Vec<Home> {
     homes(|name| std::env::var_os(name))
 }
 

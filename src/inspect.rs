@@ -22,7 +22,7 @@ use crate::{logs, settings};
 
 /// `agent-fold inspect`.
 #[derive(Debug, Clone, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// The log format (default: detected per file)
     #[arg(long, value_name = "FORMAT", value_parser = |s: &str| Input::parse(s).ok_or_else(|| format!("{s:?} is none of {}", Input::NAMES.join(", "))))]
     pub input: Option<Input>,
@@ -102,7 +102,7 @@ pub struct Census {
     pub settings: Vec<String>,
 }
 
-pub fn main(args: &Args) -> Result<i32> {
+pub(crate) fn main(args: &Args) -> Result<i32> {
     let mut all = Vec::new();
     for path in &args.paths {
         if let Some(db) = logs::database(path) {
@@ -146,7 +146,7 @@ pub fn main(args: &Args) -> Result<i32> {
 /// a device or a directory is refused before anything is read, so nothing waits for a writer
 /// or reads for ever), streamed line by line, a line over [`LINE_BYTES`] skipped and counted:
 /// what it holds is bounded by one line, whatever the file's size.
-pub fn census_file(file: &Path, input: Option<Input>) -> Result<Census> {
+pub(crate) fn census_file(file: &Path, input: Option<Input>) -> Result<Census> {
     let (f, len) = logs::open_regular(file)?;
     // A document (one JSON object over several lines) is read whole: it is one record, as
     // `serve` reads one, within the same bound.
@@ -162,7 +162,11 @@ pub fn census_file(file: &Path, input: Option<Input>) -> Result<Census> {
 /// The census of an OpenCode database: each session (or `session` alone) as its export
 /// document ([`crate::opencode_db`]), a record each (a long session's in several, each within
 /// [`LINE_BYTES`]), numbered from 1 as lines are.
-pub fn census_database(db: &Path, session: Option<&str>, input: Option<Input>) -> Result<Census> {
+pub(crate) fn census_database(
+    db: &Path,
+    session: Option<&str>,
+    input: Option<Input>,
+) -> Result<Census> {
     let records = logs::read_records_in(db, session)?;
     let values: Vec<&[u8]> = records.iter().map(|r| &r.value[..]).collect();
     census_of(db, Text::Records(&values), input)
@@ -170,7 +174,7 @@ pub fn census_database(db: &Path, session: Option<&str>, input: Option<Input>) -
 
 /// The longest line the census reads: `serve`'s bound, what one invocation of the module takes
 /// (a longer one is skipped and counted).
-pub const LINE_BYTES: usize = crate::module::INVOCATION_BYTES;
+pub(crate) const LINE_BYTES: usize = crate::module::INVOCATION_BYTES;
 
 /// Where a census reads its lines from, as often as it asks.
 enum Text<'a> {
@@ -260,11 +264,13 @@ fn census_of(file: &Path, text: Text<'_>, input: Option<Input>) -> Result<Census
     let mut skipped = Vec::new();
     let mut detected = None;
     if input.is_none() {
-        let mut seen = 0;
+        let mut detector = logs::Detector::default();
         text.each(&mut skipped, |_, l| {
-            seen += 1;
-            detected = Input::detect(l);
-            detected.is_none() && seen < logs::DETECT_LINES
+            let verdict = detector.line(l);
+            if let logs::Verdict::Told(told) = verdict {
+                detected = Some(told);
+            }
+            verdict == logs::Verdict::Waiting
         })?;
         skipped.clear();
     }

@@ -21,7 +21,7 @@ pub fn line_record(line: &[u8]) -> Rec {
 /// A file that is one JSON object written over several lines (Gemini CLI's saved chat,
 /// `opencode export`): the whole of it as one record; `None` for anything else (JSONL, whose
 /// first line is an object of its own, or what is not one JSON object).
-pub fn document(text: &[u8]) -> Option<Rec> {
+pub(crate) fn document(text: &[u8]) -> Option<Rec> {
     let trimmed = text.trim_ascii();
     let first = trimmed.split(|b| *b == b'\n').next().unwrap_or_default();
     if !trimmed.starts_with(b"{")
@@ -39,7 +39,7 @@ pub fn document(text: &[u8]) -> Option<Rec> {
 
 /// A log file's records: the one a document is ([`document`]), else a record a line
 /// ([`records`]).
-pub fn file_records(text: &[u8]) -> Vec<Rec> {
+pub(crate) fn file_records(text: &[u8]) -> Vec<Rec> {
     match document(text) {
         Some(doc) => vec![doc],
         None => records(text),
@@ -60,7 +60,7 @@ pub fn records(text: &[u8]) -> Vec<Rec> {
 
 /// What [`Splitter::push`] found, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Piece<'a> {
+pub(crate) enum Piece<'a> {
     /// A complete line (its `\r` kept off), at most the splitter's limit.
     Line(&'a [u8]),
     /// A complete line of this many bytes, over the limit: skipped.
@@ -72,7 +72,7 @@ pub enum Piece<'a> {
 impl<'a> Piece<'a> {
     /// The line, or why a line `place` ("in FILE", "on stdin") was skipped; `max` is the
     /// limit it went over.
-    pub fn line(self, place: &str, max: usize) -> Result<&'a [u8], String> {
+    pub(crate) fn line(self, place: &str, max: usize) -> Result<&'a [u8], String> {
         match self {
             Piece::Line(l) => Ok(l),
             Piece::Long(n) => Err(format!(
@@ -91,7 +91,7 @@ impl<'a> Piece<'a> {
 /// Lines are numbered as a text's physical lines are, from 1, empty ones counted (and not
 /// handed out).
 #[derive(Debug)]
-pub struct Splitter {
+pub(crate) struct Splitter {
     max: usize,
     /// Bytes after the last newline: a line still being written.
     pending: Vec<u8>,
@@ -102,7 +102,7 @@ pub struct Splitter {
 }
 
 impl Splitter {
-    pub fn new(max: usize) -> Splitter {
+    pub(crate) fn new(max: usize) -> Splitter {
         Splitter {
             max,
             pending: Vec::new(),
@@ -113,7 +113,7 @@ impl Splitter {
 
     /// A splitter that starts inside an over-long line: its bytes up to its newline are dropped
     /// (a reader resuming where it stopped while skipping one, [`Splitter::held`] `None`).
-    pub fn dropping(max: usize) -> Splitter {
+    pub(crate) fn dropping(max: usize) -> Splitter {
         Splitter {
             dropping: true,
             ..Splitter::new(max)
@@ -122,18 +122,18 @@ impl Splitter {
 
     /// The bytes held of a line still being written (a reader that resumes later starts again
     /// this far back); `None` while an over-long one is being dropped.
-    pub fn held(&self) -> Option<usize> {
+    pub(crate) fn held(&self) -> Option<usize> {
         (!self.dropping).then_some(self.pending.len())
     }
 
     /// Takes the next bytes and hands `each` what they complete.
-    pub fn push(&mut self, new: &[u8], mut each: impl FnMut(Piece<'_>)) {
+    pub(crate) fn push(&mut self, new: &[u8], mut each: impl FnMut(Piece<'_>)) {
         self.push_numbered(new, |_, p| each(p));
     }
 
     /// As [`Splitter::push`], each piece with its line's number (an [`Piece::Open`] line's is
     /// the number it will have).
-    pub fn push_numbered(&mut self, mut new: &[u8], mut each: impl FnMut(u64, Piece<'_>)) {
+    pub(crate) fn push_numbered(&mut self, mut new: &[u8], mut each: impl FnMut(u64, Piece<'_>)) {
         if self.dropping {
             match new.iter().position(|b| *b == b'\n') {
                 Some(i) => {
@@ -160,12 +160,12 @@ impl Splitter {
     }
 
     /// The last line, when the bytes ended without a newline (nothing if it was over `max`).
-    pub fn finish(&mut self, mut each: impl FnMut(Piece<'_>)) {
+    pub(crate) fn finish(&mut self, mut each: impl FnMut(Piece<'_>)) {
         self.finish_numbered(|_, p| each(p));
     }
 
     /// As [`Splitter::finish`], the line with its number.
-    pub fn finish_numbered(&mut self, mut each: impl FnMut(u64, Piece<'_>)) {
+    pub(crate) fn finish_numbered(&mut self, mut each: impl FnMut(u64, Piece<'_>)) {
         let text = std::mem::take(&mut self.pending);
         self.dropping = false;
         if !text.is_empty() {
@@ -207,7 +207,7 @@ impl Splitter {
 }
 
 /// What [`read_lines`] hands on: a line and its number, or a line skipped and why.
-pub type Numbered<'a> = (u64, Result<&'a [u8], String>);
+pub(crate) type Numbered<'a> = (u64, Result<&'a [u8], String>);
 
 /// Reads `reader` to its end, handing `each` its lines as a [`Splitter`] of `max` cuts them —
 /// each complete line with its number, each line over `max` as why it was skipped (`place`
@@ -215,7 +215,7 @@ pub type Numbered<'a> = (u64, Result<&'a [u8], String>);
 /// the input's size (a line of a gigabyte is skipped having held `max`). `each` returning
 /// `false` stops the reading. The one line reader of the tools that read a log whole
 /// (`inspect`); `serve` follows a log through a [`Splitter`] of its own.
-pub fn read_lines(
+pub(crate) fn read_lines(
     mut reader: impl std::io::Read,
     max: usize,
     place: &str,

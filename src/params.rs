@@ -7,8 +7,14 @@
 
 use agent_fold_core::{Config, Input, PARAMS, ParamError, View};
 
-use crate::flags::Format;
 use crate::settings::Found;
+
+/// `--input`: a log format, or `auto` to tell it from the log's first lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Format {
+    Auto,
+    Is(Input),
+}
 
 /// The user's module params, typed, and which of them the user named.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,7 +125,7 @@ impl ModuleParams {
 /// they say different things of where the adapting runs), `--input auto` or neither tells it
 /// from the log's first lines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Told {
+pub(crate) enum Told {
     Detect,
     /// `--input FORMAT`.
     Flag(Input),
@@ -128,7 +134,7 @@ pub enum Told {
 }
 
 impl Told {
-    pub fn settle(flag: Option<Format>, params: &ModuleParams) -> Result<Told, ParamsError> {
+    pub(crate) fn settle(flag: Option<Format>, params: &ModuleParams) -> Result<Told, ParamsError> {
         match (flag, params.named("input")) {
             (Some(_), true) => Err(ParamsError::InputTwice),
             (Some(Format::Is(input)), false) => Ok(Told::Flag(input)),
@@ -138,7 +144,7 @@ impl Told {
     }
 
     /// The format named, by either.
-    pub fn named(self) -> Option<Input> {
+    pub(crate) fn named(self) -> Option<Input> {
         match self {
             Told::Detect => None,
             Told::Flag(i) | Told::Param(i) => Some(i),

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::record::Rec;
 
-pub const MAX_PANELS: usize = 6;
+pub(crate) const MAX_PANELS: usize = 6;
 
 pub const PRESSURE: RGBColor = RGBColor(31, 119, 180);
 pub const PROJECTED: RGBColor = RGBColor(255, 127, 14);
@@ -26,14 +26,14 @@ pub const COMPACTION: RGBColor = RGBColor(148, 103, 189);
 
 /// What one frame means to the plot: a provider reading, a compaction, or neither.
 #[derive(Debug, Default)]
-pub struct Marks {
+pub(crate) struct Marks {
     samples: HashSet<(String, u64)>,
     compactions: HashSet<(String, u64)>,
 }
 
 impl Marks {
     /// Notes the readings and compactions among frames fed to the pressure view.
-    pub fn note(&mut self, frames: &[Rec]) {
+    pub(crate) fn note(&mut self, frames: &[Rec]) {
         for r in frames {
             let Some(v) = Frame::parse(&r.value) else {
                 continue;
@@ -55,7 +55,7 @@ impl Marks {
 
 /// One session's figures over its log.
 #[derive(Debug, Clone, Default)]
-pub struct Panel {
+pub(crate) struct Panel {
     pub session: String,
     pub x_label: String,
     /// `(x, pressureTokens, projectedTokens)` of each `context/pressure` record.
@@ -67,7 +67,7 @@ pub struct Panel {
 }
 
 /// The panels of a run: its `context/pressure` records, with the marks of its frames.
-pub fn panels(pressure: &[Rec], marks: &Marks) -> Vec<Panel> {
+pub(crate) fn panels(pressure: &[Rec], marks: &Marks) -> Vec<Panel> {
     struct Row {
         seq: u64,
         stamp: Option<f64>,
@@ -166,13 +166,13 @@ fn tokens_label(v: f64) -> String {
 }
 
 /// Draws the panels (at most [`MAX_PANELS`]) into an SVG file.
-pub fn render(path: &Path, panels: &[Panel]) -> Result<()> {
+pub(crate) fn render(path: &Path, panels: &[Panel]) -> Result<()> {
     let svg = render_string(panels)?;
     std::fs::write(path, svg).map_err(|e| anyhow!("writing {}: {e}", path.display()))
 }
 
 /// The SVG text of the panels.
-pub fn render_string(panels: &[Panel]) -> Result<String> {
+pub(crate) fn render_string(panels: &[Panel]) -> Result<String> {
     let panels = &panels[..panels.len().min(MAX_PANELS)];
     let mut svg = String::new();
     {

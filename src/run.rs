@@ -8,15 +8,16 @@ use std::path::PathBuf;
 use agent_fold_core::{Adapter, Config, Frame, Input, Malformed, Subagents, View};
 use anyhow::{Context, Result, anyhow, bail};
 
-use crate::flags::{Format, format};
+use crate::flags::format;
 use crate::module::{self, Module, Source};
+use crate::params::Format;
 use crate::params::Told;
 use crate::record::Rec;
 use crate::{checkpoint, logs, plot};
 
 /// The params, the module source and the log of one run.
 #[derive(Debug, Clone, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// The SmartModule to run in fluvio-smartengine (default: the project's build, else the
     /// native library, with a note on stderr)
     #[arg(long, value_name = "FILE", conflicts_with = "native")]
@@ -69,13 +70,13 @@ pub struct Args {
 impl Args {
     /// The module's config as the params give it (checked here, so that a bad one fails before
     /// any work, naming the param).
-    pub fn config(&self) -> Result<Config> {
+    pub(crate) fn config(&self) -> Result<Config> {
         Ok(self.params.settle()?.config().clone())
     }
 
     /// Which module runs: checkpoints are the native library's; a fresh clone without a build
     /// of the module runs the library, which gives the same output (contract §6.8), and says so.
-    pub fn source(&self) -> Source {
+    pub(crate) fn source(&self) -> Source {
         let native = self.native || self.checkpoint_in.is_some() || self.checkpoint_out.is_some();
         module::choose(self.wasm.as_deref(), native)
     }
@@ -87,7 +88,7 @@ impl Args {
 
 /// What a frames-view run did, from the contract §5 accounting identity.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Summary {
+pub(crate) struct Summary {
     pub records_in: usize,
     pub records_out: usize,
     pub subagent_dropped: usize,
@@ -97,7 +98,7 @@ pub struct Summary {
 
 impl Summary {
     /// Adds another invocation's counts.
-    pub fn add(&mut self, o: &Summary) {
+    pub(crate) fn add(&mut self, o: &Summary) {
         self.records_in += o.records_in;
         self.records_out += o.records_out;
         self.subagent_dropped += o.subagent_dropped;
@@ -106,7 +107,7 @@ impl Summary {
     }
 
     /// One invocation's counts: `input` the frames it was given, `output_len` what came out.
-    pub fn of(input: &[Rec], output_len: usize, config: &Config) -> Summary {
+    pub(crate) fn of(input: &[Rec], output_len: usize, config: &Config) -> Summary {
         let mut s = Summary {
             records_in: input.len(),
             records_out: output_len,
@@ -199,7 +200,7 @@ fn untold(args: &Args, config: &Config, input: &logs::LogReader) -> Result<Optio
 }
 
 /// `agent-fold run`. Returns the summary of the main instance's run.
-pub fn run(args: &Args) -> Result<Summary> {
+pub(crate) fn run(args: &Args) -> Result<Summary> {
     let params = args.params.settle()?;
     let config = params.config().clone();
     // The log's format: adapted here, told by its first lines unless --input names it; with
@@ -349,7 +350,7 @@ pub fn run(args: &Args) -> Result<Summary> {
 }
 
 /// The command line: `agent-fold run …`.
-pub fn main(args: &Args) -> Result<i32> {
+pub(crate) fn main(args: &Args) -> Result<i32> {
     let summary = run(args)?;
     if args.config()?.view == View::Frames {
         eprintln!("{summary}");

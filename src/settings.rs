@@ -106,7 +106,7 @@ fn truthy(v: &Value) -> bool {
 }
 
 /// Whether `input`'s agent has settings files read here.
-pub fn read_for(input: Input) -> bool {
+pub(crate) fn read_for(input: Input) -> bool {
     !matches!(input, Input::Otel | Input::AgentFold)
 }
 

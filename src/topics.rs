@@ -13,13 +13,13 @@ use fluvio_sc_schema::ApiError;
 /// Bytes one fetch may bring: large, so that few responses have a boundary to lose records at
 /// (this Fluvio loses records at ~1 MB response boundaries: readers check offsets are
 /// contiguous).
-pub const MAX_BYTES: i32 = 32 << 20;
+pub(crate) const MAX_BYTES: i32 = 32 << 20;
 
 /// A request that takes longer than this is a failed cluster.
 const TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Awaits `f`, failing after `TIMEOUT` with `what` named.
-pub async fn timed<T, E: Into<anyhow::Error>>(
+pub(crate) async fn timed<T, E: Into<anyhow::Error>>(
     what: &str,
     f: impl Future<Output = Result<T, E>>,
 ) -> Result<T> {
@@ -30,7 +30,7 @@ pub async fn timed<T, E: Into<anyhow::Error>>(
 }
 
 /// Connects with the current profile, as the `fluvio` CLI does.
-pub async fn connect() -> Result<Fluvio> {
+pub(crate) async fn connect() -> Result<Fluvio> {
     let config = FluvioClusterConfig::load().context("reading the current fluvio profile")?;
     timed("connecting", Fluvio::connect_with_config(&config))
         .await
@@ -44,7 +44,7 @@ pub async fn connect() -> Result<Fluvio> {
 
 /// How a topic is laid out: its partitions and its replication factor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Layout {
+pub(crate) struct Layout {
     pub partitions: u32,
     pub replication: u32,
 }
@@ -60,7 +60,7 @@ impl std::fmt::Display for Layout {
 }
 
 /// How `topic` is laid out (a replica map that names no factor counts as 1).
-pub async fn layout(fluvio: &Fluvio, topic: &str) -> Result<Layout> {
+pub(crate) async fn layout(fluvio: &Fluvio, topic: &str) -> Result<Layout> {
     match listed(&fluvio.admin().await, topic).await? {
         Some((layout, _)) => Ok(layout),
         None => bail!("topic {topic:?} does not exist (`fluvio topic list`)"),
@@ -68,7 +68,7 @@ pub async fn layout(fluvio: &Fluvio, topic: &str) -> Result<Layout> {
 }
 
 /// How `topic` is laid out, or `None` when the cluster has no such topic.
-pub async fn find(fluvio: &Fluvio, topic: &str) -> Result<Option<Layout>> {
+pub(crate) async fn find(fluvio: &Fluvio, topic: &str) -> Result<Option<Layout>> {
     Ok(listed(&fluvio.admin().await, topic)
         .await
         .context("listing topics")?
@@ -77,7 +77,11 @@ pub async fn find(fluvio: &Fluvio, topic: &str) -> Result<Option<Layout>> {
 
 /// Partition `partition` of `topic`: its first offset kept and its high watermark (the offset
 /// the next record written gets; records below it are committed).
-pub async fn partition_span(fluvio: &Fluvio, topic: &str, partition: u32) -> Result<(i64, i64)> {
+pub(crate) async fn partition_span(
+    fluvio: &Fluvio,
+    topic: &str,
+    partition: u32,
+) -> Result<(i64, i64)> {
     let name = format!("{topic}-{partition}");
     let admin = fluvio.admin().await;
     let found = timed(
@@ -107,7 +111,7 @@ async fn listed(admin: &FluvioAdmin, topic: &str) -> Result<Option<(Layout, Topi
 }
 
 /// The cluster's answer that the topic is there already, by its error code (not its text).
-pub fn already_exists(e: &anyhow::Error) -> bool {
+pub(crate) fn already_exists(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         matches!(
             c.downcast_ref::<ApiError>(),
@@ -118,7 +122,7 @@ pub fn already_exists(e: &anyhow::Error) -> bool {
 
 /// Creates `to` laid out as `want` when missing (saying so), and waits until it is
 /// provisioned. A `to` that exists laid out otherwise is said, and relayed into as it is.
-pub async fn ensure_topic(fluvio: &Fluvio, to: &str, want: Layout) -> Result<()> {
+pub(crate) async fn ensure_topic(fluvio: &Fluvio, to: &str, want: Layout) -> Result<()> {
     let admin = fluvio.admin().await;
     match listed(&admin, to).await? {
         Some((have, _)) if have != want => tracing::warn!(
@@ -145,7 +149,7 @@ pub async fn ensure_topic(fluvio: &Fluvio, to: &str, want: Layout) -> Result<()>
 }
 
 /// A Fluvio topic name: lowercase letters, digits and `-`, 63 at most.
-pub fn topic_name(s: &str) -> Result<String, String> {
+pub(crate) fn topic_name(s: &str) -> Result<String, String> {
     let ok = !s.is_empty()
         && s.len() <= 63
         && s.bytes()

@@ -7,9 +7,9 @@
 
 use std::collections::BTreeMap;
 
-use agent_fold::accuracy::{self, Log};
-use agent_fold::inspect;
-use agent_fold::params::ModuleParams;
+use agent_fold::testing::accuracy::{self, Log};
+use agent_fold::testing::inspect;
+use agent_fold::testing::params::ModuleParams;
 use agent_fold_core::{Config, Emit, Processor, Projection, View};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -170,8 +170,8 @@ pub fn score(o: &Outcome) -> Result<Scored> {
         let mut params = ModuleParams::parse([("compact_restore", "0")])?;
         // The settings the agent honours, read from its scratch home as `serve` and the status
         // line read them where an agent runs.
-        let homes = agent_fold::settings::Homes::under(&o.dir.join("home"));
-        params.settings_under(&agent_fold::settings::for_agent(
+        let homes = agent_fold::testing::settings::Homes::under(&o.dir.join("home"));
+        params.settings_under(&agent_fold::testing::settings::for_agent(
             input,
             &homes,
             Some(&o.dir.join("work")),

@@ -11,9 +11,9 @@
 //! what it showed before a reading is the session's latest record of a lower `seq`.
 
 pub mod cross;
-mod report;
+pub(crate) mod report;
 
-pub use report::{AccuracySummary, ErrorStats, render, stats, summarize, thousands};
+pub(crate) use report::{AccuracySummary, render, summarize, thousands};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -29,7 +29,7 @@ use crate::params::ModuleParams;
 use crate::record::{Rec, inputs};
 
 /// The projection methods compared.
-pub const METHODS: [Projection; 3] = [
+pub(crate) const METHODS: [Projection; 3] = [
     Projection::Rebased,
     Projection::Calibrated,
     Projection::Fixed,
@@ -37,7 +37,7 @@ pub const METHODS: [Projection; 3] = [
 
 /// `agent-fold accuracy`.
 #[derive(Debug, Clone, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// The log format (default: detected per PATH)
     #[arg(long, value_name = "FORMAT", value_parser = |s: &str| Input::parse(s).ok_or_else(|| format!("{s:?} is none of {}", Input::NAMES.join(", "))))]
     pub input: Option<Input>,
@@ -195,7 +195,7 @@ pub fn config_for(input: Input, params: &ModuleParams) -> Config {
 /// A reading is scored against what the meter showed when its request left: just before the
 /// reading's frame, or, where the frame names `anchor_seq` (Codex writes a response and its
 /// tool outputs before the reading of the request that made them), right after that frame.
-pub fn measure(lines: &[Rec], frames: &[Rec], config: &Config) -> Result<Measured> {
+pub(crate) fn measure(lines: &[Rec], frames: &[Rec], config: &Config) -> Result<Measured> {
     let by_method = METHODS
         .iter()
         .map(|m| shown_by(lines, config, *m))
@@ -312,7 +312,7 @@ impl Log {
     /// [`Log::read`], of one session of an OpenCode database when `session` names one.
     pub fn read_in(path: &Path, session: Option<&str>, input: Option<Input>) -> Result<Log> {
         let lines = logs::read_records_in(path, session)?;
-        let input = match input.or_else(|| logs::detect(&lines)) {
+        let input = match input.or_else(|| logs::detect::detect(&lines)) {
             Some(i) => i,
             None => bail!(
                 "{}: cannot tell the log's format; name it with --input",
@@ -351,7 +351,7 @@ pub fn measure_path(
 }
 
 /// [`measure_path`], of one session of an OpenCode database when `session` names one.
-pub fn measure_session(
+pub(crate) fn measure_session(
     path: &Path,
     session: Option<&str>,
     input: Option<Input>,
@@ -363,7 +363,7 @@ pub fn measure_session(
 }
 
 /// The command line: `agent-fold accuracy …`.
-pub fn main(args: &Args) -> Result<i32> {
+pub(crate) fn main(args: &Args) -> Result<i32> {
     let params = args.params.settle()?;
     if args.cross_validate {
         let logs = args

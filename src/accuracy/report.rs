@@ -36,7 +36,7 @@ fn p90(sorted: &[f64]) -> f64 {
 }
 
 /// The error statistics of `(shown, reading)` pairs.
-pub fn stats(pairs: &[(u64, u64)]) -> ErrorStats {
+pub(crate) fn stats(pairs: &[(u64, u64)]) -> ErrorStats {
     let mut abs: Vec<f64> = pairs
         .iter()
         .map(|&(s, r)| (s as f64 - r as f64).abs())
@@ -77,7 +77,7 @@ pub struct AccuracySummary {
     pub auto_compactions: Vec<AutoCompaction>,
 }
 
-pub fn summarize(m: &Measured) -> AccuracySummary {
+pub(crate) fn summarize(m: &Measured) -> AccuracySummary {
     let readings = &m.readings[..];
     let with: Vec<&Reading> = readings
         .iter()
@@ -121,7 +121,7 @@ pub fn summarize(m: &Measured) -> AccuracySummary {
 }
 
 /// `1234567` → `1,234,567`.
-pub fn thousands(n: f64) -> String {
+pub(crate) fn thousands(n: f64) -> String {
     if !n.is_finite() {
         return "—".into();
     }

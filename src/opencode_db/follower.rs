@@ -39,7 +39,7 @@ fn settled(data: &[u8], later: bool) -> (bool, bool) {
 
 /// What one look at a followed database found.
 #[derive(Debug, Default)]
-pub struct Step {
+pub(crate) struct Step {
     /// Documents of the sessions that gained settled messages, each keyed by its session (the
     /// record key is the session id: contract §1).
     pub records: Vec<Rec>,
@@ -53,7 +53,7 @@ pub struct Step {
 }
 
 /// A database followed as OpenCode writes it: see the module's notes.
-pub struct Follower {
+pub(crate) struct Follower {
     db: Db,
     /// `PRAGMA data_version` at the last look.
     version: Option<i64>,
@@ -87,7 +87,7 @@ impl std::fmt::Debug for Follower {
 
 impl Follower {
     /// Follows the database at `path` from its start.
-    pub fn open(path: &Path) -> Result<Follower, DbError> {
+    pub(crate) fn open(path: &Path) -> Result<Follower, DbError> {
         Ok(Follower {
             db: Db::open(path)?,
             version: None,
@@ -149,7 +149,7 @@ impl Follower {
     /// Reads what changed since the last look: the settled messages of the sessions that
     /// gained some, in documents of at most `max` bytes, `budget` bytes in all at most (then
     /// `more`).
-    pub fn poll(&mut self, max: usize, budget: usize) -> Result<Step, DbError> {
+    pub(crate) fn poll(&mut self, max: usize, budget: usize) -> Result<Step, DbError> {
         let mut step = Step::default();
         let version = self.db.data_version()?;
         let changed = self.version != Some(version);
@@ -234,11 +234,6 @@ impl Follower {
         }
         step.more |= self.unlisted;
         Ok(step)
-    }
-
-    /// Sessions followed (that have had a message).
-    pub fn sessions(&self) -> usize {
-        self.read.len().max(self.pending.len())
     }
 }
 

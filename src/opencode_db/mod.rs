@@ -42,10 +42,10 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, ffi};
 use crate::record::Rec;
 
 use document::{Documents, with_ids};
-pub use follower::{Follower, Step};
+pub(crate) use follower::Follower;
 
 /// The database's file name in OpenCode's data directory (`$XDG_DATA_HOME/opencode/`).
-pub const FILE_NAME: &str = "opencode.db";
+pub(crate) const FILE_NAME: &str = "opencode.db";
 
 /// How long a read waits for a lock before it fails (SQLite's busy handler retries within it).
 const BUSY_TIMEOUT: Duration = Duration::from_millis(1_000);
@@ -59,7 +59,7 @@ const PENDING_MAX: usize = 65_536;
 
 /// Why a database cannot be read, in words a person can act on.
 #[derive(Debug, thiserror::Error)]
-pub enum DbError {
+pub(crate) enum DbError {
     #[error("{path} is not an SQLite database, or a damaged one ({why}): refused")]
     Corrupt { path: String, why: String },
     #[error("{path} is an SQLite database but not OpenCode's: it has no {missing}")]
@@ -85,7 +85,7 @@ struct Message {
 }
 
 /// An OpenCode database, open read-only.
-pub struct Db {
+pub(crate) struct Db {
     conn: Connection,
     path: PathBuf,
 }
@@ -94,7 +94,7 @@ impl Db {
     /// Opens the database read-only and checks that it is OpenCode's: a file that is not an
     /// SQLite database (or a damaged one) and one without the tables read are refused in
     /// words, before anything is read.
-    pub fn open(path: &Path) -> Result<Db, DbError> {
+    pub(crate) fn open(path: &Path) -> Result<Db, DbError> {
         let shown = path.display().to_string();
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags).map_err(|e| DbError::Sqlite {
@@ -116,11 +116,6 @@ impl Db {
         setup(&db.conn).map_err(|e| db.error(e))?;
         db.check()?;
         Ok(db)
-    }
-
-    /// The path it was opened at.
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     /// A failed read in words: a file that is not a database (or a damaged one) is said so.
@@ -170,14 +165,14 @@ impl Db {
 
     /// Changes when another connection commits (`PRAGMA data_version`): nothing to read while
     /// it stands.
-    pub fn data_version(&self) -> Result<i64, DbError> {
+    pub(crate) fn data_version(&self) -> Result<i64, DbError> {
         self.conn
             .pragma_query_value(None, "data_version", |r| r.get(0))
             .map_err(|e| self.error(e))
     }
 
     /// The sessions, in id order (OpenCode's ids sort by time).
-    pub fn sessions(&self) -> Result<Vec<String>, DbError> {
+    pub(crate) fn sessions(&self) -> Result<Vec<String>, DbError> {
         let mut st = self
             .conn
             .prepare("SELECT id FROM session ORDER BY id")
@@ -366,7 +361,7 @@ impl Db {
     /// `max` bytes (each after the first opening with the last message of the one before:
     /// see the module's notes); what was left out, said. Every message is read, settled or
     /// not, as the export reads them.
-    pub fn session_documents(
+    pub(crate) fn session_documents(
         &self,
         session: &str,
         max: usize,
@@ -382,7 +377,7 @@ impl Db {
 
     /// Every session's documents ([`Db::session_documents`]), or those of `only`, as records
     /// keyed by their session (the record key is the session id: contract §1).
-    pub fn records(&self, only: Option<&str>, max: usize) -> Result<Vec<Rec>, DbError> {
+    pub(crate) fn records(&self, only: Option<&str>, max: usize) -> Result<Vec<Rec>, DbError> {
         let sessions = self.sessions()?;
         let chosen: Vec<&String> = match only {
             Some(id) => match sessions.iter().find(|s| *s == id) {

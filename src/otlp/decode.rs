@@ -15,14 +15,14 @@ use prost::Message;
 
 /// The two encodings OTLP/HTTP carries; the answer goes back in the request's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Encoding {
+pub(crate) enum Encoding {
     Protobuf,
     Json,
 }
 
 /// How large a body may be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// As it arrives (compressed, when it is).
     pub body: usize,
     /// Inflated.
@@ -35,7 +35,7 @@ impl Limits {
     /// The collector's defaults (`--max-body`, `--max-inflated`, `--max-items`), and
     /// `serve --otlp`'s: a request holds at most 32 MiB inflated and 200,000 records and values,
     /// what decoding builds of it some 40 MB (docs/collect.md).
-    pub const DEFAULT: Limits = Limits {
+    pub(crate) const DEFAULT: Limits = Limits {
         body: 8 << 20,
         inflated: 32 << 20,
         items: 200_000,
@@ -44,7 +44,7 @@ impl Limits {
 
 /// Why a body is refused: each maps to the HTTP status OTLP's clients understand.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BodyError {
+pub(crate) enum BodyError {
     #[error("the body is over {limit} bytes")]
     TooLarge { limit: usize },
     #[error("the gzip body inflates past {limit} bytes")]
@@ -64,7 +64,7 @@ pub enum BodyError {
 impl BodyError {
     /// 413 for a body too large, 415 for a type or encoding not served, 400 for one that does
     /// not read (OTLP: not retried).
-    pub fn status(&self) -> u16 {
+    pub(crate) fn status(&self) -> u16 {
         match self {
             BodyError::TooLarge { .. } | BodyError::Inflates { .. } | BodyError::TooMany { .. } => {
                 413
@@ -76,7 +76,7 @@ impl BodyError {
 }
 
 /// The encoding a `Content-Type` names (parameters such as `charset` aside).
-pub fn encoding(content_type: Option<&str>) -> Result<Encoding, BodyError> {
+pub(crate) fn encoding(content_type: Option<&str>) -> Result<Encoding, BodyError> {
     let ct = content_type.unwrap_or("");
     let essence = ct
         .split(';')
@@ -92,7 +92,7 @@ pub fn encoding(content_type: Option<&str>) -> Result<Encoding, BodyError> {
 }
 
 /// Whether a `Content-Encoding` is gzip (`None`: identity).
-pub fn gzipped(content_encoding: Option<&str>) -> Result<bool, BodyError> {
+pub(crate) fn gzipped(content_encoding: Option<&str>) -> Result<bool, BodyError> {
     match content_encoding
         .map(|e| e.trim().to_ascii_lowercase())
         .as_deref()
@@ -144,7 +144,7 @@ fn tally(encoding: Encoding, bytes: &[u8], items: usize) -> Result<usize, BodyEr
 }
 
 /// Decodes a body read whole (its length already within [`Limits::body`]).
-pub fn decode(
+pub(crate) fn decode(
     encoding: Encoding,
     gzip: bool,
     body: &[u8],

@@ -17,10 +17,10 @@
 //! request sent again (an exporter that lost the answer resends the batch) is answered and not
 //! written twice.
 
-pub mod decode;
+pub(crate) mod decode;
 mod doubles;
-pub mod record;
-pub mod tally;
+pub(crate) mod record;
+pub(crate) mod tally;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -47,35 +47,33 @@ use crate::service::metrics::{Kind, Text};
 use decode::{BodyError, Encoding, Limits};
 use record::{Refused, Resource};
 
-/// The OTLP/HTTP default port.
-pub const PORT: u16 = 4318;
 /// How long a request waits for a slot before it is told to come back.
-pub const SLOT_WAIT: Duration = Duration::from_secs(5);
+pub(crate) const SLOT_WAIT: Duration = Duration::from_secs(5);
 /// How long a stopping process finishes the requests in flight, at the most.
-pub const DRAIN: Duration = Duration::from_secs(10);
+pub(crate) const DRAIN: Duration = Duration::from_secs(10);
 /// How long a request's body may take to arrive once its head has, at the most.
-pub const BODY_TIME: Duration = Duration::from_secs(30);
+pub(crate) const BODY_TIME: Duration = Duration::from_secs(30);
 /// The slowest a body may arrive, after [`BODY_GRACE`]: a sender below it is cut (408).
-pub const BODY_RATE: u64 = 32 << 10;
+pub(crate) const BODY_RATE: u64 = 32 << 10;
 /// What every body is given before the rate counts.
-pub const BODY_GRACE: Duration = Duration::from_secs(2);
+pub(crate) const BODY_GRACE: Duration = Duration::from_secs(2);
 /// Bodies being read hold at most this many times what the decoding slots hold.
-pub const READING_SHARE: usize = 4;
+pub(crate) const READING_SHARE: usize = 4;
 
 /// How long a body of `bytes` may take to arrive: [`BODY_GRACE`], then [`BODY_RATE`], at most
 /// [`BODY_TIME`].
-pub fn body_time(bytes: usize) -> Duration {
+pub(crate) fn body_time(bytes: usize) -> Duration {
     (BODY_GRACE + Duration::from_millis(bytes as u64 * 1000 / BODY_RATE)).min(BODY_TIME)
 }
 
 /// Where the records go. `write` returns once they are stored (a file flushed, a topic's
 /// acknowledgement); an error is answered 503, so the exporter sends them again.
-pub trait EventSink: Send + Sync + 'static {
+pub(crate) trait EventSink: Send + Sync + 'static {
     fn write(&self, records: Vec<Rec>) -> Written<'_>;
 }
 
 /// What [`EventSink::write`] returns: a future that settles once the records are stored, or fail.
-pub type Written<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
+pub(crate) type Written<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
 
 /// `google.rpc.Status`, the body of an OTLP failure (not part of `opentelemetry-proto`).
 #[derive(Clone, PartialEq, prost::Message)]
@@ -88,7 +86,7 @@ pub struct RpcStatus {
 
 /// What the receiver has done, for `/metrics`.
 #[derive(Debug, Default)]
-pub struct Counters {
+pub(crate) struct Counters {
     /// Requests answered, by status: 200, 400, 401, 413, 415, 503, other.
     pub answered: [AtomicU64; 7],
     /// Events written to the sink.
@@ -108,7 +106,8 @@ pub struct Counters {
 
 impl Counters {
     /// The statuses counted, in `Counters::answered`'s order.
-    pub const STATUSES: [&'static str; 7] = ["200", "400", "401", "413", "415", "503", "other"];
+    pub(crate) const STATUSES: [&'static str; 7] =
+        ["200", "400", "401", "413", "415", "503", "other"];
 
     fn answered(&self, status: StatusCode) {
         let i = match status.as_u16() {
@@ -125,7 +124,7 @@ impl Counters {
 }
 
 /// How many written requests are remembered to tell a repeat.
-pub const RECENT: usize = 4096;
+pub(crate) const RECENT: usize = 4096;
 
 /// The fingerprints of the last [`RECENT`] requests written, oldest first.
 #[derive(Default)]
@@ -155,7 +154,7 @@ fn fingerprint(encoding: Encoding, gzip: bool, body: &[u8]) -> u64 {
 }
 
 /// The receiver's state: the sink, the token, the bounds.
-pub struct Receiver {
+pub(crate) struct Receiver {
     pub sink: Arc<dyn EventSink>,
     /// The bearer token every request must carry, when one is set; the file it was read from,
     /// read again on [`Receiver::reload_token`] (SIGHUP).
@@ -175,7 +174,12 @@ pub struct Receiver {
 }
 
 impl Receiver {
-    pub fn new(sink: Arc<dyn EventSink>, token: Token, limits: Limits, slots: usize) -> Receiver {
+    pub(crate) fn new(
+        sink: Arc<dyn EventSink>,
+        token: Token,
+        limits: Limits,
+        slots: usize,
+    ) -> Receiver {
         let slots = slots.max(1);
         let budget = READING_SHARE
             .saturating_mul(slots)
@@ -194,14 +198,14 @@ impl Receiver {
     }
 
     /// The token requests must carry now.
-    pub fn token(&self) -> Option<String> {
+    pub(crate) fn token(&self) -> Option<String> {
         self.token.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Reads the token file again on SIGHUP (a rotated token takes effect without a restart),
     /// and says so. A file that no longer holds one token keeps the token there was, and says
     /// why.
-    pub fn reload_token(&self) {
+    pub(crate) fn reload_token(&self) {
         let Some(file) = &self.token_file else {
             return;
         };
@@ -215,7 +219,7 @@ impl Receiver {
     }
 
     /// Whether these headers carry the token (always, when none is set).
-    pub fn authorized(&self, headers: &HeaderMap) -> bool {
+    pub(crate) fn authorized(&self, headers: &HeaderMap) -> bool {
         match self.token() {
             Some(token) => authorized(headers, &token),
             None => true,
@@ -224,7 +228,7 @@ impl Receiver {
 
     /// Waits until no request is in flight, or [`DRAIN`] has passed (then says how many were):
     /// what a stopping process does before it lets its connections go.
-    pub async fn drain(&self) {
+    pub(crate) async fn drain(&self) {
         let until = tokio::time::Instant::now() + DRAIN;
         loop {
             let n = self.counters.in_flight.load(Ordering::Relaxed);
@@ -242,13 +246,13 @@ impl Receiver {
 
 /// A receiver's token: none (loopback), or the one its file holds, read again on SIGHUP.
 #[derive(Debug, Clone, Default)]
-pub struct Token {
+pub(crate) struct Token {
     pub token: Option<String>,
     pub file: Option<std::path::PathBuf>,
 }
 
 /// `POST /v1/logs`, on a router of its own (merged into `collect`'s and `serve`'s).
-pub fn router(receiver: Arc<Receiver>) -> Router {
+pub(crate) fn router(receiver: Arc<Receiver>) -> Router {
     Router::new()
         .route("/v1/logs", post(logs))
         .with_state(receiver)
@@ -347,7 +351,7 @@ fn authorized(headers: &HeaderMap, token: &str) -> bool {
 }
 
 /// The records of a request, and how many events it refused (by reason) and why.
-pub fn records(req: &ExportLogsServiceRequest) -> (Vec<Rec>, [u64; 3]) {
+pub(crate) fn records(req: &ExportLogsServiceRequest) -> (Vec<Rec>, [u64; 3]) {
     let mut out = Vec::new();
     let mut refused = [0u64; 3];
     for rl in &req.resource_logs {
@@ -549,7 +553,7 @@ fn give_back() {
 }
 
 /// The token a `--token-file` holds: its text, trimmed; an empty file is refused.
-pub fn read_token(path: &std::path::Path) -> Result<String> {
+pub(crate) fn read_token(path: &std::path::Path) -> Result<String> {
     // A regular file of a few KiB: a FIFO or a device named here (at the start, or on a
     // SIGHUP) would hang the reader or fill its memory.
     const MOST: u64 = 4 << 10;
@@ -579,7 +583,7 @@ pub fn read_token(path: &std::path::Path) -> Result<String> {
 }
 
 /// The token a listener needs: required beyond loopback, optional on it.
-pub fn token_for(listen: SocketAddr, file: Option<&std::path::Path>) -> Result<Token> {
+pub(crate) fn token_for(listen: SocketAddr, file: Option<&std::path::Path>) -> Result<Token> {
     match file {
         Some(f) => Ok(Token {
             token: Some(read_token(f)?),
@@ -594,7 +598,7 @@ pub fn token_for(listen: SocketAddr, file: Option<&std::path::Path>) -> Result<T
 }
 
 /// The receiver's metrics as Prometheus text.
-pub fn metrics_text(t: &mut Text, prefix: &str, c: &Counters) {
+pub(crate) fn metrics_text(t: &mut Text, prefix: &str, c: &Counters) {
     let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed) as f64;
     t.labelled(
         (&format!("{prefix}_otlp_requests_total"), Kind::Counter),

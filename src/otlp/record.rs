@@ -26,9 +26,9 @@ use serde_json::{Map, Value};
 use crate::record::Rec;
 
 /// A string attribute longer than this is carried as its length.
-pub const LONG_STRING: usize = 16 << 10;
+pub(crate) const LONG_STRING: usize = 16 << 10;
 /// How deep attribute values nest at most: deeper ones are null.
-pub const DEPTH: usize = 16;
+pub(crate) const DEPTH: usize = 16;
 /// The longest event name taken.
 const EVENT_NAME_BYTES: usize = 128;
 
@@ -37,7 +37,7 @@ const SESSION_KEYS: [&str; 3] = ["session.id", "conversation.id", "gen_ai.conver
 
 /// Why a log record is not taken (counted, and said in the partial-success answer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum Refused {
+pub(crate) enum Refused {
     #[error("no session.id, conversation.id or gen_ai.conversation.id attribute")]
     NoSession,
     #[error("a session id over {} bytes", agent_fold_core::MAX_KEY_LEN)]
@@ -47,10 +47,11 @@ pub enum Refused {
 }
 
 impl Refused {
-    pub const ALL: [Refused; 3] = [Refused::NoSession, Refused::LongSession, Refused::NoEvent];
+    pub(crate) const ALL: [Refused; 3] =
+        [Refused::NoSession, Refused::LongSession, Refused::NoEvent];
 
     /// The reason as a metric label.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Refused::NoSession => "no_session",
             Refused::LongSession => "long_session",
@@ -101,7 +102,7 @@ fn json(v: Option<&AnyValue>, depth: usize) -> Value {
 }
 
 /// Attributes as a JSON object (a key given twice: the last wins).
-pub fn attributes(kvs: &[KeyValue], depth: usize) -> Map<String, Value> {
+pub(crate) fn attributes(kvs: &[KeyValue], depth: usize) -> Map<String, Value> {
     kvs.iter()
         .map(|kv| (kv.key.clone(), json(kv.value.as_ref(), depth)))
         .collect()
@@ -149,14 +150,14 @@ fn agent<'a>(event: &str, service: Option<&'a str>) -> &'a str {
 }
 
 /// A resource's attributes, read once for all its records.
-pub struct Resource<'a> {
+pub(crate) struct Resource<'a> {
     kvs: &'a [KeyValue],
     json: Map<String, Value>,
     service: Option<&'a str>,
 }
 
 impl<'a> Resource<'a> {
-    pub fn new(kvs: &'a [KeyValue]) -> Resource<'a> {
+    pub(crate) fn new(kvs: &'a [KeyValue]) -> Resource<'a> {
         Resource {
             kvs,
             json: attributes(kvs, 0),
@@ -166,7 +167,7 @@ impl<'a> Resource<'a> {
 }
 
 /// One log record as a record keyed by its session, or why it is not taken.
-pub fn record(res: &Resource, r: &LogRecord) -> Result<Rec, Refused> {
+pub(crate) fn record(res: &Resource, r: &LogRecord) -> Result<Rec, Refused> {
     let session = SESSION_KEYS
         .iter()
         .find_map(|k| string(&r.attributes, k))

@@ -12,7 +12,7 @@ use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess,
 
 /// The body holds more items than the bound (or is too deep to walk): refuse it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Over;
+pub(crate) struct Over;
 
 /// The messages whose fields hold items, by what their fields are.
 #[derive(Clone, Copy)]
@@ -73,7 +73,7 @@ fn varint(b: &[u8], i: &mut usize) -> Option<u64> {
 /// that is not well-formed protobuf is left to the decoder, which says why. A body cut short
 /// (the part of a gzip body inflated so far) is counted as far as it goes: a message whose
 /// length runs past the end is walked to the end.
-pub fn protobuf(bytes: &[u8], limit: usize) -> Result<usize, Over> {
+pub(crate) fn protobuf(bytes: &[u8], limit: usize) -> Result<usize, Over> {
     let mut items = 0;
     walk(bytes, Msg::Request, 0, &mut items, limit)?;
     Ok(items)
@@ -117,7 +117,7 @@ fn walk(b: &[u8], msg: Msg, depth: usize, items: &mut usize, limit: usize) -> Re
 
 /// Counts the objects of a JSON body, refusing past `limit`. A body that is not JSON is left to
 /// the decoder, which says where it broke.
-pub fn json(bytes: &[u8], limit: usize) -> Result<usize, Over> {
+pub(crate) fn json(bytes: &[u8], limit: usize) -> Result<usize, Over> {
     let mut items = 0;
     let mut de = serde_json::Deserializer::from_slice(bytes);
     match (Count {

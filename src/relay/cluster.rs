@@ -23,14 +23,14 @@ use futures_util::{FutureExt, StreamExt};
 
 use super::pump::{AtOffset, Connect, Partition, Position, Sink};
 use crate::record::Rec;
-pub use crate::topics::{Layout, already_exists, connect, ensure_topic, layout};
+pub(crate) use crate::topics::{Layout, connect, ensure_topic, layout};
 use crate::topics::{MAX_BYTES, timed};
 
 /// Bytes of the one-record fetch a commit makes, at first.
 const COMMIT_BYTES: i32 = 1 << 20;
 /// The `.wasm` of the SmartModule registered as `name`, so the relay runs the very bytes the
 /// chat consumers run.
-pub async fn smartmodule_wasm(fluvio: &Fluvio, name: &str) -> Result<Vec<u8>> {
+pub(crate) async fn smartmodule_wasm(fluvio: &Fluvio, name: &str) -> Result<Vec<u8>> {
     let admin = fluvio.admin().await;
     let found = admin
         .list::<SmartModuleSpec, String>(vec![name.to_owned()])
@@ -49,7 +49,7 @@ pub async fn smartmodule_wasm(fluvio: &Fluvio, name: &str) -> Result<Vec<u8>> {
 
 /// What a relay's partition connects to.
 #[derive(Debug, Clone)]
-pub struct Target {
+pub(crate) struct Target {
     pub topic: String,
     pub to: String,
     pub consumer: String,
@@ -58,7 +58,7 @@ pub struct Target {
 
 /// Opens a [`FluvioPartition`] and a [`FluvioSink`] on a fresh connection each time (after a failure
 /// the old one may be dead), the first time on the connection the relay started with.
-pub struct FluvioConnect {
+pub(crate) struct FluvioConnect {
     pub target: Target,
     pub first: Option<Fluvio>,
 }
@@ -97,7 +97,7 @@ impl Connect for FluvioConnect {
 }
 
 /// One partition of the event topic through the fluvio client.
-pub struct FluvioPartition {
+pub(crate) struct FluvioPartition {
     fluvio: Rc<Fluvio>,
     target: Target,
     stream: Option<BoxConsumerStream>,
@@ -262,7 +262,7 @@ impl Partition for FluvioPartition {
 }
 
 /// The sibling topic through the fluvio client's producer.
-pub struct FluvioSink {
+pub(crate) struct FluvioSink {
     _fluvio: Rc<Fluvio>,
     producer: TopicProducerPool,
     waiting: Vec<ProduceOutput>,

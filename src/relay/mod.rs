@@ -5,11 +5,11 @@
 //! is [`pump`], generic over the [`cluster`] client and the tests' in-memory stand-ins (`memory`,
 //! built for the tests and with feature `test-doubles`).
 
-pub mod cluster;
+pub(crate) mod cluster;
 #[cfg(any(test, feature = "test-doubles"))]
 pub mod memory;
 pub mod pump;
-pub mod telemetry;
+pub(crate) mod telemetry;
 #[cfg(test)]
 mod tests;
 
@@ -34,7 +34,7 @@ use telemetry::{Phase, Watch};
 
 /// What to relay, from where, to where, with which module.
 #[derive(Debug, Clone, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// The event topic
     #[arg(long, value_name = "TOPIC", value_parser = crate::topics::topic_name)]
     pub topic: String,
@@ -86,7 +86,7 @@ pub struct Args {
 
 impl Args {
     /// The sibling topic.
-    pub fn to(&self) -> String {
+    pub(crate) fn to(&self) -> String {
         self.to
             .clone()
             .unwrap_or_else(|| format!("{}-pressure", self.topic))
@@ -94,7 +94,7 @@ impl Args {
 
     /// How the sibling topic is laid out when the relay creates it: as the event topic is,
     /// unless the flags say otherwise.
-    pub fn to_layout(&self, events: cluster::Layout) -> cluster::Layout {
+    pub(crate) fn to_layout(&self, events: cluster::Layout) -> cluster::Layout {
         cluster::Layout {
             partitions: self.to_partitions.unwrap_or(events.partitions),
             replication: self.to_replication.unwrap_or(events.replication),
@@ -103,7 +103,7 @@ impl Args {
 
     /// The module's config: the pressure view, checked before any work (a bad param is named);
     /// a sibling topic that is the event topic itself is refused too (a feedback loop).
-    pub fn config(&self) -> Result<Config> {
+    pub(crate) fn config(&self) -> Result<Config> {
         if self.to() == self.topic {
             bail!(
                 "--to {0} names the event topic itself: the relay would consume the pressure \
@@ -122,7 +122,7 @@ impl Args {
     }
 
     /// The loop's settings.
-    pub fn settings(&self) -> Settings {
+    pub(crate) fn settings(&self) -> Settings {
         Settings {
             lookback: self.lookback,
             idle_exit: self.idle_exit,
@@ -133,7 +133,7 @@ impl Args {
     }
 
     /// The partitions this relay takes, of a topic that has `count`.
-    pub fn select(&self, count: u32) -> Result<Vec<u32>> {
+    pub(crate) fn select(&self, count: u32) -> Result<Vec<u32>> {
         if self.partitions.is_empty() {
             return Ok((0..count).collect());
         }
@@ -161,7 +161,7 @@ impl Args {
 
 /// The command line: `agent-fold relay …`: every refusal (params, `--to`, the `.wasm`, the
 /// metrics address) before the cluster is contacted.
-pub fn main(args: &Args) -> Result<i32> {
+pub(crate) fn main(args: &Args) -> Result<i32> {
     let params = engine_params(&args.config()?)?;
     let local = match args.wasm.as_deref() {
         Some(path) => {
@@ -343,7 +343,7 @@ fn total(stats: &BTreeMap<u32, Stats>, f: impl Fn(&Stats) -> u64) -> u64 {
 }
 
 /// `in 9,812/s, out 3,401/s; partition 0 at 40,123, lag 9,877; …` (none when idle).
-pub fn progress_line(
+pub(crate) fn progress_line(
     before: &BTreeMap<u32, Stats>,
     now: &BTreeMap<u32, Stats>,
     dt: Duration,
@@ -370,7 +370,11 @@ pub fn progress_line(
 }
 
 /// The closing line: records in and out, the relaying rate, re-fetches and restarts.
-pub fn summary(stats: &BTreeMap<u32, Stats>, elapsed: Duration, outcome: &Result<Exit>) -> String {
+pub(crate) fn summary(
+    stats: &BTreeMap<u32, Stats>,
+    elapsed: Duration,
+    outcome: &Result<Exit>,
+) -> String {
     let rin = total(stats, |s| s.records_in);
     let rout = total(stats, |s| s.records_out);
     // Partitions relay at once (their modules on threads of their own): the span they cover.

@@ -17,7 +17,7 @@ use crate::service::metrics::{CONTENT_TYPE, Kind, Text};
 /// Where the relay is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
-pub enum Phase {
+pub(crate) enum Phase {
     /// Reaching the cluster, reading the topic and the module.
     Connecting = 0,
     /// The pumps run (each partition rebuilding or live).
@@ -40,7 +40,7 @@ impl Phase {
 
 /// What `/metrics` and `/healthz` read: the pumps' figures and the relay's own.
 #[derive(Debug, Default)]
-pub struct Watch {
+pub(crate) struct Watch {
     pub board: Arc<RelayFigures>,
     phase: AtomicU8,
     /// Failed attempts to reach the cluster before relaying.
@@ -48,11 +48,11 @@ pub struct Watch {
 }
 
 impl Watch {
-    pub fn set(&self, phase: Phase) {
+    pub(crate) fn set(&self, phase: Phase) {
         self.phase.store(phase as u8, Ordering::Relaxed);
     }
 
-    pub fn phase(&self) -> Phase {
+    pub(crate) fn phase(&self) -> Phase {
         match self.phase.load(Ordering::Relaxed) {
             0 => Phase::Connecting,
             1 => Phase::Relaying,
@@ -63,7 +63,7 @@ impl Watch {
 
 /// A scrape: per partition the records in and out, lag, offsets, settles, restarts,
 /// re-fetches, refusals, liveness; the relay's phase and its connect retries.
-pub fn render(w: &Watch) -> String {
+pub(crate) fn render(w: &Watch) -> String {
     let stats = w.board.stats();
     let mut t = Text::default();
     let per = |t: &mut Text,
@@ -212,7 +212,7 @@ async fn healthz(State(w): State<Arc<Watch>>) -> Response {
 }
 
 /// The routes, behind the Host / Origin check.
-pub fn router(w: Arc<Watch>, hosts: Arc<Hosts>) -> Router {
+pub(crate) fn router(w: Arc<Watch>, hosts: Arc<Hosts>) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))

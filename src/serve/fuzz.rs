@@ -17,8 +17,9 @@ use std::sync::Arc;
 use serde::de::IgnoredAny;
 
 use super::board::{self, Board, Config, Folded, Next, PressureRecord, Sessions};
-use super::outbox::Outbox;
-use super::{App, alertmanager};
+use super::http::App;
+use super::notifiers::alertmanager;
+use super::notifiers::outbox::Outbox;
 use crate::service::hosts::Hosts;
 
 /// The rules an input may pick (bits 0–5 of its first byte, 0–3 of its second).
@@ -104,7 +105,7 @@ fn operate(b: &Board, op: u8, arg: &[u8]) {
         b'D' => b.batch(|c| c.reread_done(&Sessions::All)),
         b'q' => {
             if let Ok(q) = board::query::Query::from_query_string(arg) {
-                json(&super::encode(&b.query(&q)), "/api/sessions");
+                json(&super::http::encode(&b.query(&q)), "/api/sessions");
             }
         }
         b'e' => {
@@ -123,7 +124,7 @@ fn operate(b: &Board, op: u8, arg: &[u8]) {
         b'h' => {
             let id = String::from_utf8_lossy(arg);
             if let Some(d) = b.session(&id, None) {
-                json(&super::encode(&d), "/api/sessions/{id}");
+                json(&super::http::encode(&d), "/api/sessions/{id}");
             }
         }
         _ => {}
@@ -134,7 +135,7 @@ fn operate(b: &Board, op: u8, arg: &[u8]) {
 /// message.
 fn answers(app: &App, outbox: &Outbox, seen: Option<u64>) -> Option<u64> {
     let b = &app.board;
-    json(&super::state_json(b), "/state");
+    json(&super::http::state_json(b), "/state");
     let all = board::query::Query {
         all: true,
         limit: usize::MAX,
@@ -144,11 +145,11 @@ fn answers(app: &App, outbox: &Outbox, seen: Option<u64>) -> Option<u64> {
     for row in &answer.sessions {
         let _: IgnoredAny = serde_json::from_str(row.get()).expect("a row is JSON");
     }
-    json(&super::encode(&answer), "/api/sessions");
+    json(&super::http::encode(&answer), "/api/sessions");
     let held = b.held();
     assert!(held.sessions <= b.config().max_sessions, "sessions bounded");
     assert!(held.points <= b.config().history_points, "points bounded");
-    let metrics = super::telemetry::render(app);
+    let metrics = super::http::telemetry::render(app);
     for line in metrics.lines().filter(|l| !l.starts_with('#')) {
         let value = line.rsplit(' ').next().unwrap_or_default();
         assert!(value.parse::<f64>().is_ok(), "a sample's value: {line:?}");

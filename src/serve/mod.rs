@@ -4,49 +4,42 @@
 //! The source (a followed agent log or a directory of them run through the module, pressure
 //! records on stdin, or a Fluvio topic of them) feeds the [`board::Board`]; pages get the whole
 //! board and then coalesced deltas over Server-Sent Events (`/events`), scripts the same rows
-//! from `/api/sessions`. Routes: [`router`].
+//! from `/api/sessions`. Laid out by role: [`sources`] (where records come from), the [`board`] (what
+//! is kept), [`notifiers`] (where alerts go) and [`http`] (what is served: [`http::router`]).
 
-pub mod alertmanager;
-pub mod board;
-pub mod fold;
-pub mod follow;
+pub(crate) mod board;
 #[cfg(any(test, feature = "test-doubles"))]
 pub mod fuzz;
-pub mod notice;
-pub mod outbox;
-pub mod page;
-pub mod source;
-pub mod sse;
-mod telemetry;
-pub mod webhook;
+pub(crate) mod http;
+pub(crate) mod notifiers;
+pub(crate) mod sources;
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use axum::Router;
-use axum::extract::{Path, Query, RawQuery, State};
-use axum::http::{HeaderMap, StatusCode, Uri, header};
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::http::Uri;
 
-use crate::flags::{self, Format};
+use crate::flags;
 use crate::module;
+use crate::params::Format;
 use crate::params::Told;
-use crate::service::hosts::{self, Hosts};
-use crate::service::{self as svc, Connections, Limits};
+use crate::service::hosts::Hosts;
+use crate::service::{self as svc, Limits};
 use agent_fold_core::Input;
 use board::Board;
 use board::alerts::{MAX_RULES, Rule};
-use fold::ViewPair;
-use source::Feed;
+use http::App;
+use notifiers::{alertmanager, outbox, webhook};
+use sources::feed::{self as source, Feed};
+use sources::fold::ViewPair;
+use sources::follow;
 
 /// The server's command line.
 #[derive(Debug, Clone, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Where to listen: loopback by default, port 0 picks a free one (the URL is printed)
     #[arg(long, value_name = "IP:PORT", default_value = "127.0.0.1:0")]
     pub addr: SocketAddr,
@@ -148,7 +141,7 @@ pub struct Args {
 impl Args {
     /// The feeds, their params, files and modules checked: a bad one fails here, before the
     /// server starts.
-    pub fn feeds(&self) -> Result<Feeds> {
+    pub(crate) fn feeds(&self) -> Result<Feeds> {
         let log = match (&self.topic, &self.log) {
             (Some(t), _) => Some(Err(Feed::Topic {
                 topic: t.clone(),
@@ -262,14 +255,14 @@ fn found_homes(homes: &[crate::homes::Home]) -> Result<Vec<(Option<&'static str>
 }
 
 /// What the board is fed from: a source, OTLP events, or both.
-pub struct Feeds {
+pub(crate) struct Feeds {
     pub feed: Option<Feed>,
     pub otlp: Option<source::OtlpFeed>,
 }
 
 impl Feeds {
     /// The sources as the status line names them.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let otlp = self
             .otlp
             .as_ref()
@@ -283,7 +276,7 @@ impl Feeds {
     }
 
     /// The module that folds, when there is one.
-    pub fn module(&self) -> Option<String> {
+    pub(crate) fn module(&self) -> Option<String> {
         self.feed
             .as_ref()
             .and_then(Feed::module)
@@ -293,11 +286,11 @@ impl Feeds {
 
 /// `--look-back`'s default: records per partition read again at the start (docs/serve.md,
 /// "Where --topic starts": a restart's catch-up in seconds within the board's bounds).
-pub const LOOK_BACK: u32 = 100_000;
+pub(crate) const LOOK_BACK: u32 = 100_000;
 
 /// `--look-back`: records per partition, or none for `all`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LookBackRecords(pub Option<u32>);
+pub(crate) struct LookBackRecords(pub Option<u32>);
 
 /// `--look-back`: a count of records, or `all`.
 fn look_back(s: &str) -> Result<LookBackRecords, String> {
@@ -314,18 +307,6 @@ fn alert_rule(s: &str) -> Result<Rule, String> {
     Rule::parse(s).map_err(|e| e.to_string())
 }
 
-/// What the routes share: the board, and the listener's and the Host check's figures.
-#[derive(Clone)]
-pub struct App {
-    pub board: Arc<Board>,
-    pub connections: Arc<Connections>,
-    pub hosts: Arc<Hosts>,
-    /// Where alert notices go, for their outcomes in `/metrics`.
-    pub receivers: Vec<Arc<outbox::Outbox>>,
-    /// The OTLP receiver's counters, with `--otlp`.
-    pub otlp: Arc<std::sync::OnceLock<Arc<crate::otlp::Counters>>>,
-}
-
 /// The OTLP receiver's counters join `/metrics`.
 fn app_otlp(app: &App, otlp: Option<&source::OtlpServer>) {
     if let Some((_, _, _, receiver)) = otlp {
@@ -333,168 +314,8 @@ fn app_otlp(app: &App, otlp: Option<&source::OtlpServer>) {
     }
 }
 
-/// The routes: `/` the page, `/context-meter.js` the element, `/serve/…` the page's scripts
-/// and style, `/events` the board's SSE stream, `/api/sessions` its rows for scripts,
-/// `/api/sessions/{id}` one session's row and history, `/state` the whole board as JSON,
-/// `/metrics` for Prometheus, `/healthz`; every one behind the Host / Origin check.
-pub fn router(app: App) -> Router {
-    let hosts = Arc::clone(&app.hosts);
-    Router::new()
-        .route("/", get(page::page))
-        .route("/context-meter.js", get(page::script))
-        .route("/serve/{file}", get(page::file))
-        .route("/events", get(events_route))
-        .route("/state", get(state_route))
-        .route("/api/sessions", get(sessions_route))
-        .route("/api/sessions/{id}", get(session_route))
-        .route("/api/sessions/{id}/history", get(history_route))
-        .route("/metrics", get(telemetry::metrics))
-        .route("/healthz", get(telemetry::healthz))
-        .with_state(app)
-        .layer(axum::middleware::from_fn_with_state(hosts, hosts::guard))
-}
-
-/// `GET /events`: resumes after `Last-Event-ID` (or `?last_event_id=`, for clients that cannot
-/// set headers), else starts with the whole board. A comment every 15 s keeps idle proxies open.
-async fn events_route(
-    State(app): State<App>,
-    headers: HeaderMap,
-    Query(query): Query<HashMap<String, String>>,
-) -> Response {
-    let last = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-        .or_else(|| query.get("last_event_id").cloned());
-    sse::response(app.board, last.as_deref(), Duration::from_secs(15))
-}
-
-fn json(status: StatusCode, body: Vec<u8>) -> Response {
-    (
-        status,
-        [
-            (header::CONTENT_TYPE, "application/json"),
-            (header::CACHE_CONTROL, "no-store"),
-        ],
-        body,
-    )
-        .into_response()
-}
-
-fn refused(status: StatusCode, why: &str) -> Response {
-    #[derive(serde::Serialize)]
-    struct Refusal<'a> {
-        error: &'a str,
-    }
-    // A struct of one string: encoding it cannot fail.
-    let body = serde_json::to_vec(&Refusal { error: why }).unwrap_or_default();
-    json(status, body)
-}
-
-/// The URL's query as `(name, value)` pairs, percent-decoded; why not, in words.
-/// `GET /api/sessions?sort=&order=&q=&limit=&offset=&all=`: 400 with the reason for a
-/// parameter that does not read.
-async fn sessions_route(State(app): State<App>, RawQuery(raw): RawQuery) -> Response {
-    match board::query::Query::from_query_string(raw.unwrap_or_default().as_bytes()) {
-        Ok(q) => encoded(encode(&app.board.query(&q))),
-        Err(why) => refused(StatusCode::BAD_REQUEST, &why),
-    }
-}
-
-/// `GET /api/sessions/{id}`: the row and the whole history; 404 for a session not kept.
-async fn session_route(State(app): State<App>, Path(id): Path<String>) -> Response {
-    match app.board.session(&id, None) {
-        Some(d) => encoded(encode(&d)),
-        None => refused(StatusCode::NOT_FOUND, "no such session on the board"),
-    }
-}
-
-/// `GET /api/sessions/{id}/history?after=SEQ`: the points after SEQ.
-async fn history_route(
-    State(app): State<App>,
-    Path(id): Path<String>,
-    RawQuery(raw): RawQuery,
-) -> Response {
-    let pairs = match board::query::decode(raw.unwrap_or_default().as_bytes()) {
-        Ok(p) => p,
-        Err(why) => return refused(StatusCode::BAD_REQUEST, &why),
-    };
-    let mut after = None;
-    for (k, v) in &pairs {
-        match (k.as_str(), v.parse::<u64>()) {
-            ("after", Ok(n)) => after = Some(n),
-            ("after", Err(_)) => {
-                return refused(StatusCode::BAD_REQUEST, "after: a seq, a whole number ≥ 0");
-            }
-            _ => {
-                return refused(
-                    StatusCode::BAD_REQUEST,
-                    &format!("{k:?} is not a parameter (after)"),
-                );
-            }
-        }
-    }
-    match app.board.session(&id, after) {
-        Some(d) => encoded(encode(&d.history)),
-        None => refused(StatusCode::NOT_FOUND, "no such session on the board"),
-    }
-}
-
-/// `GET /state`'s body: the rows go as the JSON text the board keeps of them
-/// ([`board::row`]), never read back into values — a record's numbers are kept as they came
-/// (contract §5: huge numbers pass unchanged), and `1e999`, valid JSON, is no `f64`.
-#[derive(serde::Serialize)]
-struct StateOut<'a> {
-    v: u64,
-    id: String,
-    status: &'a board::Status,
-    sessions: &'a [Arc<serde_json::value::RawValue>],
-}
-
-/// The whole board, every session live or idle, as `GET /state` answers it.
-pub fn state_json(board: &Board) -> serde_json::Result<Vec<u8>> {
-    let q = board::query::Query {
-        all: true,
-        limit: usize::MAX,
-        ..board::query::Query::default()
-    };
-    // The status first: the sessions that follow are as of it or later, never earlier (a
-    // client that waits for a count of records then finds every one of them applied).
-    let status = board.status();
-    let answer = board.query(&q);
-    encode(&StateOut {
-        v: answer.v,
-        id: board.event_id(answer.v),
-        status: &status,
-        sessions: &answer.sessions,
-    })
-}
-
-/// `GET /state`: the whole board, every session live or idle, as JSON (for scripts and tests).
-async fn state_route(State(app): State<App>) -> Response {
-    encoded(state_json(&app.board))
-}
-
-/// What a route answers, as JSON. It is typed, its records raw JSON text kept as written:
-/// encoding cannot fail (`serde_json` fails only on a map with keys that are not strings, or a
-/// type whose own `Serialize` refuses, neither of which is here).
-pub fn encode(body: &impl serde::Serialize) -> serde_json::Result<Vec<u8>> {
-    serde_json::to_vec(body)
-}
-
-/// A 200 of an encoded body; were the encoding to fail, a 500 saying so, never a panic.
-fn encoded(body: serde_json::Result<Vec<u8>>) -> Response {
-    match body {
-        Ok(bytes) => json(StatusCode::OK, bytes),
-        Err(e) => refused(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            &format!("the answer did not encode: {e}"),
-        ),
-    }
-}
-
 /// `agent-fold serve`.
-pub fn main(args: &Args) -> Result<i32> {
+pub(crate) fn main(args: &Args) -> Result<i32> {
     let feeds = args.feeds()?;
     if args.alerts.len() > MAX_RULES {
         bail!("at most {MAX_RULES} --alert rules");
@@ -595,7 +416,7 @@ async fn serve(args: &Args, feeds: Feeds) -> Result<i32> {
             None => std::future::pending().await,
         }
     };
-    let page = svc::serve(listener, router(app), limits, connections);
+    let page = svc::serve(listener, http::router(app), limits, connections);
     tokio::pin!(page, otlp_server);
     loop {
         tokio::select! {

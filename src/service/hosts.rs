@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 
 /// The hosts a server answers to.
 #[derive(Debug, Default)]
-pub struct Hosts {
+pub(crate) struct Hosts {
     /// The bound port: a Host without `--allow-host` must name it.
     pub port: u16,
     /// `--allow-host` names (lowercase), served at any port.
@@ -51,7 +51,7 @@ fn is_ip_literal(host: &str) -> bool {
 }
 
 impl Hosts {
-    pub fn new(port: u16, allowed: &[String]) -> Hosts {
+    pub(crate) fn new(port: u16, allowed: &[String]) -> Hosts {
         Hosts {
             port,
             allowed: allowed.iter().map(|h| h.to_ascii_lowercase()).collect(),
@@ -60,7 +60,7 @@ impl Hosts {
     }
 
     /// Whether `authority` (`host[:port]`, `default_port` when none) names this server.
-    pub fn allows(&self, authority: &str, default_port: u16) -> bool {
+    pub(crate) fn allows(&self, authority: &str, default_port: u16) -> bool {
         let Some((host, port)) = split(authority) else {
             return false;
         };
@@ -72,7 +72,7 @@ impl Hosts {
     }
 
     /// `Err(why)` when the request names another host, in its Host, its URI or its Origin.
-    pub fn check(&self, headers: &HeaderMap, uri: &Uri) -> Result<(), String> {
+    pub(crate) fn check(&self, headers: &HeaderMap, uri: &Uri) -> Result<(), String> {
         // Exactly one Host, as RFC 9112 §3.2 asks of a request (a server must refuse one with
         // several, or none): a proxy and this server must not each read a different one.
         let mut hosts = headers.get_all(header::HOST).iter();
@@ -119,7 +119,7 @@ impl Hosts {
 }
 
 /// The middleware: a request naming another host gets 403 and why, before any route runs.
-pub async fn guard(State(hosts): State<Arc<Hosts>>, req: Request, next: Next) -> Response {
+pub(crate) async fn guard(State(hosts): State<Arc<Hosts>>, req: Request, next: Next) -> Response {
     match hosts.check(req.headers(), req.uri()) {
         Ok(()) => next.run(req).await,
         Err(why) => (StatusCode::FORBIDDEN, format!("{why}\n")).into_response(),

@@ -12,7 +12,7 @@ use tracing_subscriber::registry::LookupSpan;
 
 /// `--log-format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum LogFormat {
+pub(crate) enum LogFormat {
     /// Lines for people: `relay: message key=value`
     #[default]
     Human,
@@ -60,7 +60,7 @@ where
 }
 
 /// Installs the subscriber once for the process (a second call does nothing).
-pub fn init(format: LogFormat) {
+pub(crate) fn init(format: LogFormat) {
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
     // Colours and italics only for a person at a terminal: a file, a pipe, journald or a

@@ -4,22 +4,22 @@
 use std::fmt::Write;
 
 /// The content type a scraper expects.
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub(crate) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// A metric family's type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Counter,
     Gauge,
 }
 
 /// A scrape's text, family by family.
 #[derive(Debug, Default)]
-pub struct Text(String);
+pub(crate) struct Text(String);
 
 impl Text {
     /// Starts a family: its help and type lines.
-    pub fn family(&mut self, name: &str, kind: Kind, help: &str) -> &mut Self {
+    pub(crate) fn family(&mut self, name: &str, kind: Kind, help: &str) -> &mut Self {
         let kind = match kind {
             Kind::Counter => "counter",
             Kind::Gauge => "gauge",
@@ -30,7 +30,7 @@ impl Text {
     }
 
     /// One sample of the family just started.
-    pub fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) -> &mut Self {
+    pub(crate) fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) -> &mut Self {
         self.0.push_str(name);
         if !labels.is_empty() {
             self.0.push('{');
@@ -51,13 +51,13 @@ impl Text {
     }
 
     /// A family of one sample without labels.
-    pub fn one(&mut self, name: &str, kind: Kind, help: &str, value: f64) -> &mut Self {
+    pub(crate) fn one(&mut self, name: &str, kind: Kind, help: &str, value: f64) -> &mut Self {
         self.family(name, kind, help).sample(name, &[], value)
     }
 
     /// A family of one unlabelled sample per row `(name, kind, help, value)`, each named
     /// `{prefix}_{name}`.
-    pub fn ones(&mut self, prefix: &str, rows: &[(&str, Kind, &str, f64)]) -> &mut Self {
+    pub(crate) fn ones(&mut self, prefix: &str, rows: &[(&str, Kind, &str, f64)]) -> &mut Self {
         for (name, kind, help, value) in rows {
             self.one(&format!("{prefix}_{name}"), *kind, help, *value);
         }
@@ -65,7 +65,7 @@ impl Text {
     }
 
     /// A family with one sample per `(label value, value)` of its `label`.
-    pub fn labelled<'a>(
+    pub(crate) fn labelled<'a>(
         &mut self,
         (name, kind): (&str, Kind),
         help: &str,
@@ -79,7 +79,7 @@ impl Text {
         self
     }
 
-    pub fn finish(self) -> String {
+    pub(crate) fn finish(self) -> String {
         self.0
     }
 }

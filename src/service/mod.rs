@@ -3,9 +3,9 @@
 //! check against DNS rebinding, the Prometheus text format ([`metrics`]) and the logs
 //! ([`logging`]).
 
-pub mod hosts;
-pub mod logging;
-pub mod metrics;
+pub(crate) mod hosts;
+pub(crate) mod logging;
+pub(crate) mod metrics;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,7 +19,7 @@ use tokio::sync::Semaphore;
 
 /// How the listener bounds its connections.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// Connections served at once; one more is closed as soon as it is accepted.
     pub connections: usize,
     /// A request's head must have arrived this long after the connection (or the previous
@@ -30,7 +30,7 @@ pub struct Limits {
 impl Limits {
     /// `connections` at most, and never more than half the open-file limit: the process keeps
     /// descriptors for its files and its cluster connections.
-    pub fn new(connections: usize, header_timeout: Duration) -> Limits {
+    pub(crate) fn new(connections: usize, header_timeout: Duration) -> Limits {
         Limits {
             connections: connections.min(open_files() / 2).max(1),
             header_timeout,
@@ -40,7 +40,7 @@ impl Limits {
 
 /// Raises the soft limit on open files to the hard one (at most 65,536), so that a service
 /// meant for a thousand clients is not held to a shell's 1,024; says what it could not.
-pub fn raise_open_files() {
+pub(crate) fn raise_open_files() {
     let mut r = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -76,7 +76,7 @@ fn open_files() -> usize {
 
 /// The listener's figures, for `/metrics`.
 #[derive(Debug, Default)]
-pub struct Connections {
+pub(crate) struct Connections {
     /// Connections open now.
     pub open: AtomicU64,
     /// Connections accepted since the start.
@@ -87,7 +87,12 @@ pub struct Connections {
 
 /// Serves `app` on `listener` for ever: each connection on its own task, HTTP/1.1 with the
 /// header-read timeout, at most `limits.connections` at once.
-pub async fn serve(listener: TcpListener, app: Router, limits: Limits, figures: Arc<Connections>) {
+pub(crate) async fn serve(
+    listener: TcpListener,
+    app: Router,
+    limits: Limits,
+    figures: Arc<Connections>,
+) {
     let slots = Arc::new(Semaphore::new(limits.connections));
     loop {
         let stream = match listener.accept().await {
@@ -126,13 +131,13 @@ pub async fn serve(listener: TcpListener, app: Router, limits: Limits, figures: 
 }
 
 /// SIGINT and SIGTERM, listened for from the moment this is made (inside the runtime).
-pub struct Signals {
+pub(crate) struct Signals {
     int: tokio::signal::unix::Signal,
     term: tokio::signal::unix::Signal,
 }
 
 impl Signals {
-    pub fn new() -> std::io::Result<Signals> {
+    pub(crate) fn new() -> std::io::Result<Signals> {
         use tokio::signal::unix::{SignalKind, signal};
         Ok(Signals {
             int: signal(SignalKind::interrupt())?,
@@ -141,7 +146,7 @@ impl Signals {
     }
 
     /// The next SIGINT or SIGTERM.
-    pub async fn recv(&mut self) {
+    pub(crate) async fn recv(&mut self) {
         tokio::select! { _ = self.int.recv() => {}, _ = self.term.recv() => {} }
     }
 }

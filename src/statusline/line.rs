@@ -27,14 +27,14 @@ pub(super) const FIELDS: [&str; 15] = [
 
 /// What a line can show: the session's latest record, and what the payload names.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Fields {
+pub(crate) struct Fields {
     pub record: Option<Value>,
     pub model: Option<String>,
     pub session: Option<String>,
 }
 
 impl Fields {
-    pub fn of(record: Option<&Value>, p: &Payload) -> Fields {
+    pub(crate) fn of(record: Option<&Value>, p: &Payload) -> Fields {
         Fields {
             record: record.cloned(),
             model: p.model.clone(),
@@ -124,25 +124,25 @@ pub(super) fn short(n: u64) -> String {
 
 /// A line's template: literal text and named fields.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Template {
+pub(crate) enum Template {
     /// The default line, whose parts drop out when their figure is unknown.
     Default,
     Parts(Vec<Part>),
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Part {
+pub(crate) enum Part {
     Text(String),
     Field(&'static str),
 }
 
 impl Template {
-    pub fn default_line() -> Template {
+    pub(crate) fn default_line() -> Template {
         Template::Default
     }
 
     /// Reads `--format`: `{name}` names a field (see `FIELDS`), `{{` and `}}` are braces.
-    pub fn parse(text: &str) -> Result<Template, String> {
+    pub(crate) fn parse(text: &str) -> Result<Template, String> {
         let mut parts = Vec::new();
         let mut lit = String::new();
         let mut chars = text.chars().peekable();
@@ -181,7 +181,7 @@ impl Template {
 
     /// The line. The default: `~38% · ~76k/200k · ~91k to compact` while projecting, `42% ·
     /// ~84k/200k · 83k to compact` right at a reading; parts whose figure is unknown left out.
-    pub fn fill(&self, f: &Fields) -> String {
+    pub(crate) fn fill(&self, f: &Fields) -> String {
         match self {
             Template::Parts(parts) => parts
                 .iter()

@@ -19,7 +19,7 @@ use agent_fold_core::{Config, Emit, Input, Processor, View};
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::Value;
 
-pub use line::{Fields, Template};
+pub(crate) use line::{Fields, Template};
 
 use crate::flags::BATCH;
 use crate::jsonl::{Piece, Splitter, line_record};
@@ -36,7 +36,7 @@ const CHUNK: usize = 1 << 20;
 
 /// `agent-fold statusline`.
 #[derive(Debug, Clone, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// The line's template: text with named fields in braces — {percent} {used} {window}
     /// {until} {compact_at} {pressure} {compactions} {mark} {model} {session} ({used_tokens},
     /// {window_tokens}, {until_tokens}, {compact_at_tokens}, {pressure_tokens}: plain integers)
@@ -55,7 +55,7 @@ pub struct Args {
 
 /// What Claude Code sends on stdin, the fields this reads (its statusline documentation's shape).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Payload {
+pub(crate) struct Payload {
     pub session_id: Option<String>,
     pub transcript: PathBuf,
     pub window: Option<u64>,
@@ -66,7 +66,7 @@ pub struct Payload {
 }
 
 impl Payload {
-    pub fn read(text: &str) -> Result<Payload> {
+    pub(crate) fn read(text: &str) -> Result<Payload> {
         let v: Value = serde_json::from_str(text).context("stdin is not JSON")?;
         if !v.is_object() {
             bail!("stdin is not a JSON object");
@@ -112,7 +112,7 @@ fn config(p: &Payload, user: &ModuleParams) -> Config {
 
 /// The session's latest `context/pressure` record after reading the transcript's new lines
 /// (`None`: no record yet).
-pub fn latest(p: &Payload, user: &ModuleParams, cache_dir: &Path) -> Result<Option<Value>> {
+pub(crate) fn latest(p: &Payload, user: &ModuleParams, cache_dir: &Path) -> Result<Option<Value>> {
     let config = config(p, user);
     // A regular file only, looked at before it is opened and opened without waiting: a FIFO
     // named as the transcript would block the open until a writer came, and a status line
@@ -207,7 +207,7 @@ fn default_cache_dir() -> PathBuf {
 
 /// The line (or JSON) for a payload; `Err` carries the short line to print instead and the
 /// reason for stderr.
-pub fn render(args: &Args, stdin: &str) -> std::result::Result<String, (String, String)> {
+pub(crate) fn render(args: &Args, stdin: &str) -> std::result::Result<String, (String, String)> {
     let short = |line: &str, e: anyhow::Error| (line.to_owned(), format!("{e:#}"));
     let template = match &args.format {
         Some(t) => Template::parse(t).map_err(|e| ("agent-fold: bad --format".to_owned(), e))?,
@@ -225,7 +225,7 @@ pub fn render(args: &Args, stdin: &str) -> std::result::Result<String, (String, 
 }
 
 /// The command line: one line on stdout, exit 0, whatever happens.
-pub fn main(args: &Args) -> Result<i32> {
+pub(crate) fn main(args: &Args) -> Result<i32> {
     let mut stdin = String::new();
     let read = std::io::stdin()
         .take(MAX_STDIN)

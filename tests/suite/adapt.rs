@@ -14,13 +14,13 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use agent_fold::accuracy;
-use agent_fold::logs;
 use agent_fold::module::native_process;
 use agent_fold::module::{Instance, default_wasm_path};
-use agent_fold::plot;
 use agent_fold::record::Rec;
 use agent_fold::record::inputs;
+use agent_fold::testing::accuracy;
+use agent_fold::testing::logs;
+use agent_fold::testing::plot;
 use agent_fold_core::usage_tokens;
 use agent_fold_core::{Emit, Frame, Input, Processor};
 use serde_json::Value;
@@ -936,7 +936,7 @@ fn plot_of_the_real_logs() {
 /// against the one given) and its summary.
 fn measure_all(
     paths: &[(PathBuf, Input)],
-    params: &agent_fold::params::ModuleParams,
+    params: &agent_fold::testing::params::ModuleParams,
 ) -> Vec<(String, Input, accuracy::AccuracySummary)> {
     paths
         .iter()
@@ -1261,7 +1261,7 @@ fn the_census_of_every_shared_log() {
         let Some(path) = real(rel) else { return };
         for file in logs::log_files(&path).unwrap() {
             let text = std::fs::read(&file).unwrap();
-            let c = agent_fold::inspect::census(&file, &text, input).unwrap();
+            let c = agent_fold::testing::inspect::census(&file, &text, input).unwrap();
             let unknown: Vec<_> = c
                 .kinds
                 .iter()
@@ -1285,7 +1285,7 @@ fn the_census_of_every_shared_log() {
                     assert_eq!(c.sessions[0].id, stem, "the transcript's own id");
                 }
             }
-            agent_fold::inspect::render(&mut all, &c);
+            agent_fold::testing::inspect::render(&mut all, &c);
         }
     }
     snap("adapt__census", &all);
@@ -1347,7 +1347,8 @@ fn the_newest_claude_code_reads_right() {
     let read: Vec<u64> = samples(&frames).iter().map(|s| s.2).collect();
     assert_eq!(read, own);
     assert!(!read.contains(&223_140), "the summed figure is no reading");
-    let c = agent_fold::inspect::census(&path, &std::fs::read(&path).unwrap(), None).unwrap();
+    let c =
+        agent_fold::testing::inspect::census(&path, &std::fs::read(&path).unwrap(), None).unwrap();
     assert_eq!(c.summed_readings, [357, 494, 702]);
     assert!(
         c.warnings

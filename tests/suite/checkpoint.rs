@@ -7,9 +7,9 @@ use std::path::Path;
 
 use crate::common::pressure::*;
 use crate::harness;
-use agent_fold::jsonl;
 use agent_fold::module::native_process;
 use agent_fold::record::Rec;
+use agent_fold::testing::jsonl;
 use agent_fold_core::{CheckpointError, Processor, STATE_VERSION};
 use serde_json::{Value, json};
 

@@ -283,7 +283,7 @@ impl<'a> Unmoved<'a> {
         if !says.is_empty() {
             let said = match r.headers.iter().find(|(k, _)| k == "content-type") {
                 Some((_, t)) if t == "application/x-protobuf" => {
-                    let st = agent_fold::otlp::RpcStatus::decode(&r.body[..]).unwrap();
+                    let st = agent_fold::testing::otlp::RpcStatus::decode(&r.body[..]).unwrap();
                     st.message
                 }
                 _ => serde_json::from_slice::<Value>(&r.body).unwrap()["message"]

@@ -186,15 +186,15 @@ fn adapters_random() {
 }
 
 /// `board`: the fleet board on arbitrary records and operations (its property is the host
-/// crate's, `agent_fold::serve::fuzz`).
+/// crate's, `agent_fold::testing::serve::fuzz`).
 #[test]
 fn board_seeds() {
-    replay_seeds("board", agent_fold::serve::fuzz::check_board);
+    replay_seeds("board", agent_fold::testing::serve::fuzz::check_board);
 }
 
 #[test]
 fn board_random() {
-    replay_random(agent_fold::serve::fuzz::check_board, 400);
+    replay_random(agent_fold::testing::serve::fuzz::check_board, 400);
 }
 
 /// `board`, issue 55: a record with a number out of `f64`'s range in any field answered
@@ -208,6 +208,6 @@ fn board_a_number_out_of_range_in_a_record() {
         r#"{"type":"context/error","session":"x","seq":0,"error":"e","n":-1e999}"#,
     ] {
         let data = format!("\x0f\x00{record}\n!e0\n");
-        agent_fold::serve::fuzz::check_board(data.as_bytes());
+        agent_fold::testing::serve::fuzz::check_board(data.as_bytes());
     }
 }

@@ -9,8 +9,8 @@ use crate::common;
 use std::path::{Path, PathBuf};
 
 use crate::common::*;
-use agent_fold::jsonl;
 use agent_fold::module::{Instance, native_process};
+use agent_fold::testing::jsonl;
 use agent_fold_core::{MAX_KEY_LEN, Processor};
 use agent_fold_testkit::{Drawn, HostileLog};
 use serde_json::Value;

@@ -8,9 +8,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::common::pressure::*;
-use agent_fold::jsonl;
 use agent_fold::module::native_process;
 use agent_fold::record::Rec;
+use agent_fold::testing::jsonl;
 use agent_fold_core::Processor;
 use agent_fold_testkit::{Drawn, GenSession};
 use serde_json::value::RawValue;

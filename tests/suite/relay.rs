@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 
 use crate::common::{Rec, owned, wasm};
 use agent_fold::corpus::corpus;
-use agent_fold::logs;
 use agent_fold::module::{Instance, Module};
-use agent_fold::relay::memory::{Cluster, commits_follow_acks, duplicates};
-use agent_fold::relay::pump::{self, Control, Exit, Settings};
+use agent_fold::testing::logs;
+use agent_fold::testing::relay::memory::{Cluster, commits_follow_acks, duplicates};
+use agent_fold::testing::relay::pump::{self, Control, Exit, Settings};
 
 fn settings() -> Settings {
     Settings::brisk(Duration::from_millis(100), 1000)
@@ -149,7 +149,12 @@ fn a_stop_during_the_look_back_ends_the_relay_between_two_calls() {
         c.state()
             .journal
             .iter()
-            .filter(|e| matches!(e, agent_fold::relay::memory::ClusterEvent::Read { .. }))
+            .filter(|e| {
+                matches!(
+                    e,
+                    agent_fold::testing::relay::memory::ClusterEvent::Read { .. }
+                )
+            })
             .count()
     };
     let s = settings();

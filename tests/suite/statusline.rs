@@ -84,7 +84,7 @@ fn expected(text: &[u8], session: &str, window: u64) -> Option<Value> {
         ("capacity", cap.as_str()),
     ])
     .unwrap();
-    let lines: Vec<&[u8]> = agent_fold::jsonl::lines(text).collect();
+    let lines: Vec<&[u8]> = agent_fold::testing::jsonl::lines(text).collect();
     let recs: Vec<RecordIn> = lines
         .iter()
         .enumerate()

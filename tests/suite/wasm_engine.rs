@@ -5,7 +5,7 @@
 
 use crate::common::frames::*;
 use crate::common::*;
-use agent_fold::jsonl;
+use agent_fold::testing::jsonl;
 use agent_fold_testkit::Drawn;
 
 fn example() -> Vec<Rec> {

@@ -2,12 +2,51 @@
 //! anything changes: the part of a frame the pressure view reads, priced, so that
 //! [`super::session::Session::apply`] validates, then commits.
 
-use super::session::{Names, Pending, Refusal};
-use super::surface::{Node, Replaces};
+use super::surface::{Corrupt, Node, Replaces};
 use crate::estimate::estimate;
+use crate::frame::Trigger;
 use crate::frame::kind::{ASSISTANT_MESSAGE, COMPACT_START, REQUEST_HEADER};
 use crate::frame::{Field, Frame, object_uints, prompt_sum, usage_tokens};
 use crate::json;
+
+/// What a `compact/start` says of its compaction.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Pending {
+    pub trigger: Option<Trigger>,
+    /// `preTokens`.
+    pub before: Option<u64>,
+}
+
+/// The agent and model the latest header to name each said (contract §1, §3.6): carried by the
+/// records, for a board to show; `None` until a header names one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Names {
+    pub agent: Option<std::sync::Arc<str>>,
+    pub model: Option<std::sync::Arc<str>>,
+}
+
+/// Why a frame could not be applied: a `context/error` record says it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Refusal {
+    /// The frame would change a figure but has no valid `seq`.
+    #[error(
+        "the frame carries context (a message, header or usage) but no valid seq: it cannot be placed on the surface"
+    )]
+    NoSeq,
+    /// `replaces` is not `{"from_seq": int, "to_seq": int}`.
+    #[error(
+        "replacement span is malformed: `replaces` must be {{\"from_seq\": integer ≥ 0, \"to_seq\": integer ≥ 0}}"
+    )]
+    BadSpan,
+    #[error(transparent)]
+    Corrupt(Corrupt),
+    /// The session key is over the limit: no state is kept for it.
+    #[error(
+        "the session key is {0} bytes, over the limit of {max}: no state is kept for it",
+        max = crate::record::MAX_KEY_LEN
+    )]
+    LongKey(usize),
+}
 
 /// What a frame asks of the projection, read and checked before anything changes.
 #[derive(Default, PartialEq)]

@@ -5,9 +5,9 @@
 
 use crate::config::{CompactAt, Projection};
 use crate::frame::Trigger;
-use crate::pressure::surface::{Corrupt, Plan, Surface};
+use crate::pressure::surface::{Plan, Surface};
 
-pub(crate) use super::change::Change;
+pub(crate) use super::change::{Change, Names, Pending, Refusal};
 
 /// The per-session state, everything a checkpoint carries.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -53,14 +53,6 @@ pub(crate) struct Compactions {
     pub next: Option<Pending>,
 }
 
-/// What a `compact/start` says of its compaction.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Pending {
-    pub trigger: Option<Trigger>,
-    /// `preTokens`.
-    pub before: Option<u64>,
-}
-
 /// One compaction as the records show it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Compacted {
@@ -69,14 +61,6 @@ pub(crate) struct Compacted {
     pub before: Option<u64>,
     /// The first reading after it; `None` until one comes.
     pub after: Option<u64>,
-}
-
-/// The agent and model the latest header to name each said (contract §1, §3.6): carried by the
-/// records, for a board to show; `None` until a header names one.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Names {
-    pub agent: Option<std::sync::Arc<str>>,
-    pub model: Option<std::sync::Arc<str>>,
 }
 
 /// The request's envelope, as the latest `request/header` that named each part said (contract
@@ -226,29 +210,6 @@ impl Figures {
         let (c, p) = (self.compact_at?, self.projected?);
         Some(c.saturating_sub(p))
     }
-}
-
-/// Why a frame could not be applied: a `context/error` record says it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum Refusal {
-    /// The frame would change a figure but has no valid `seq`.
-    #[error(
-        "the frame carries context (a message, header or usage) but no valid seq: it cannot be placed on the surface"
-    )]
-    NoSeq,
-    /// `replaces` is not `{"from_seq": int, "to_seq": int}`.
-    #[error(
-        "replacement span is malformed: `replaces` must be {{\"from_seq\": integer ≥ 0, \"to_seq\": integer ≥ 0}}"
-    )]
-    BadSpan,
-    #[error(transparent)]
-    Corrupt(Corrupt),
-    /// The session key is over the limit: no state is kept for it.
-    #[error(
-        "the session key is {0} bytes, over the limit of {max}: no state is kept for it",
-        max = crate::record::MAX_KEY_LEN
-    )]
-    LongKey(usize),
 }
 
 /// Below this much estimated growth a session is uncalibrated (scale 1).

@@ -17,11 +17,11 @@ use super::row::Latest;
 
 /// How far past its threshold a value must come back before the rule is armed again: 5% of the
 /// threshold (`until<20000` re-arms at 21,000 or more; `occupancy>0.9` at 0.855 or less).
-pub const HYSTERESIS: f64 = 0.05;
+pub(crate) const HYSTERESIS: f64 = 0.05;
 
 /// What a rule reads of a session's latest record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Field {
+pub(crate) enum Field {
     /// `untilCompactTokens`.
     Until,
     /// `contextOccupancy`.
@@ -89,7 +89,7 @@ impl Field {
 
 /// Below or above the threshold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
+pub(crate) enum Op {
     Lt,
     Le,
     Gt,
@@ -109,7 +109,7 @@ impl Op {
 
 /// One `--alert` rule.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Rule {
+pub(crate) struct Rule {
     pub field: Field,
     pub op: Op,
     pub threshold: f64,
@@ -127,7 +127,7 @@ impl fmt::Display for Rule {
 
 /// Why a rule does not read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RuleError {
+pub(crate) enum RuleError {
     #[error(
         "{0:?}: a rule is FIELD OP NUMBER, e.g. until<20000 or occupancy>0.9 (FIELD: until, occupancy, used, pressure, past, after, reclaimed, thrash; OP: <, <=, >, >=)"
     )]
@@ -144,7 +144,7 @@ pub enum RuleError {
 
 impl Rule {
     /// Reads `until<20000`, `occupancy >= 90%`, `used>150k`.
-    pub fn parse(text: &str) -> Result<Rule, RuleError> {
+    pub(crate) fn parse(text: &str) -> Result<Rule, RuleError> {
         let text = text.trim();
         let at = text
             .find(['<', '>'])
@@ -225,31 +225,32 @@ impl Rule {
     }
 
     /// The rule's value for a record, when known.
-    pub fn value(&self, r: &Latest) -> Option<f64> {
+    pub(crate) fn value(&self, r: &Latest) -> Option<f64> {
         self.field.value(r, self.relative)
     }
 }
 
 /// Which rules fire for one session: bit `i` for rule `i` (at most 64 rules).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Firing(pub u64);
+pub(crate) struct Firing(pub u64);
 
 /// The most `--alert` rules.
-pub const MAX_RULES: usize = 64;
+pub(crate) const MAX_RULES: usize = 64;
 
 impl Firing {
-    pub fn has(self, i: usize) -> bool {
+    pub(crate) fn has(self, i: usize) -> bool {
         self.0 & (1 << i) != 0
     }
 
+    #[cfg(test)]
     /// The rules `r` crosses into: each returned once, until it clears again. `self` becomes
     /// the new state.
-    pub fn step(&mut self, rules: &[Rule], r: &Latest) -> Vec<usize> {
+    pub(crate) fn step(&mut self, rules: &[Rule], r: &Latest) -> Vec<usize> {
         self.step_both(rules, r).0
     }
 
     /// [`Firing::step`], and the rules `r` clears (each firing until now: the alerts it ends).
-    pub fn step_both(&mut self, rules: &[Rule], r: &Latest) -> (Vec<usize>, Vec<usize>) {
+    pub(crate) fn step_both(&mut self, rules: &[Rule], r: &Latest) -> (Vec<usize>, Vec<usize>) {
         let (mut crossed, mut cleared) = (Vec::new(), Vec::new());
         for (i, rule) in rules.iter().enumerate().take(MAX_RULES) {
             let Some(v) = rule.value(r) else { continue };
@@ -266,7 +267,7 @@ impl Firing {
     }
 
     /// The rules firing, by index.
-    pub fn iter(self) -> impl Iterator<Item = usize> {
+    pub(crate) fn iter(self) -> impl Iterator<Item = usize> {
         (0..MAX_RULES).filter(move |i| self.has(*i))
     }
 }

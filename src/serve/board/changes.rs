@@ -5,7 +5,7 @@
 use super::*;
 
 /// Changes to the board under its lock: see [`Board::batch`].
-pub struct Changes<'a> {
+pub(crate) struct Changes<'a> {
     pub(super) inner: &'a mut Inner,
     pub(super) board: &'a Board,
     pub(super) now: i64,
@@ -19,23 +19,23 @@ impl Changes<'_> {
     /// before the board started): their crossings move the alert state and send no notice, counted in
     /// `alerts_caught_up`; the alerts still firing after it reach Alertmanager by its re-send,
     /// the same alerts it already holds (the webhook, which keeps no memory, hears none).
-    pub fn catching_up(&mut self, yes: bool) {
+    pub(crate) fn catching_up(&mut self, yes: bool) {
         self.catching_up = yes;
     }
 
     /// Records read from the source (log lines, events, records on stdin or a topic).
-    pub fn read(&mut self, n: u64) {
+    pub(crate) fn read(&mut self, n: u64) {
         self.inner.status.records += n;
     }
 
     /// One record skipped, and why.
-    pub fn skip(&mut self, why: String) {
+    pub(crate) fn skip(&mut self, why: String) {
         self.inner.status.skipped += 1;
         self.inner.status.last_skipped = Some(why);
     }
 
     /// Sets the status line.
-    pub fn status(&mut self, state: SourceState, message: impl Into<String>) {
+    pub(crate) fn status(&mut self, state: SourceState, message: impl Into<String>) {
         self.inner.status.state = state;
         self.inner.status.message = message.into();
     }
@@ -46,7 +46,7 @@ impl Changes<'_> {
     /// other session untouched. Their alert state is set aside: until
     /// [`Changes::reread_done`] their records move it and page no one, so a session re-read
     /// pages no one for what it paged already.
-    pub fn reread(&mut self, sessions: &Sessions, why: &str) {
+    pub(crate) fn reread(&mut self, sessions: &Sessions, why: &str) {
         let ids: Vec<Arc<str>> = match sessions {
             Sessions::These(ids) => ids.clone(),
             Sessions::All => self.inner.sessions.keys().cloned().collect(),
@@ -87,7 +87,7 @@ impl Changes<'_> {
     /// did not before is sent, each that fired before and no longer does is resolved, and one
     /// that fired before and fires still is the same alert (its start kept), sent no more. A
     /// session its log no longer names keeps its alert state as an evicted one does.
-    pub fn reread_done(&mut self, sessions: &Sessions) {
+    pub(crate) fn reread_done(&mut self, sessions: &Sessions) {
         let ids: Vec<Arc<str>> = match sessions {
             Sessions::These(ids) => ids.clone(),
             Sessions::All => self.inner.rereading.keys().cloned().collect(),
@@ -154,7 +154,7 @@ impl Changes<'_> {
 
     /// Something happened to a followed log's file: said on stderr (a file gone or unreadable
     /// at `warn`, the rest at `info`) and counted.
-    pub fn log_event(&mut self, event: LogEvent, what: &str) {
+    pub(crate) fn log_event(&mut self, event: LogEvent, what: &str) {
         let i = LogEvent::ALL.iter().position(|e| *e == event).unwrap_or(0);
         self.board.counters.log_events[i].fetch_add(1, Ordering::Relaxed);
         match event {
@@ -286,7 +286,7 @@ impl Changes<'_> {
     /// A pressure record (`context/pressure` or `context/error`, contract §3), parsed before the
     /// lock by [`PressureRecord::parse`]. One older than its session's latest (a re-delivery)
     /// changes nothing and is `false`.
-    pub fn pressure(&mut self, mut r: PressureRecord) -> bool {
+    pub(crate) fn pressure(&mut self, mut r: PressureRecord) -> bool {
         let (now, board) = (self.now, self.board);
         // Activity is the record's own stamp, never ahead of the clock; else now.
         let at = r.stamp_ms.map_or(now, |t| t.min(now));
@@ -437,7 +437,7 @@ impl Changes<'_> {
     }
 
     /// A folded frame ([`Folded::parse`]): joins its session's list.
-    pub fn frame(&mut self, f: Folded) {
+    pub(crate) fn frame(&mut self, f: Folded) {
         let now = self.now;
         let s = self.session(&f.id, now);
         s.folds.push_back(f.shown);

@@ -10,13 +10,13 @@
 use serde::Serialize;
 
 /// The most points one session keeps.
-pub const POINTS: usize = 512;
+pub(crate) const POINTS: usize = 512;
 
 /// Readings and compactions kept whole: the rest of the bound is room for the projection.
-pub const KEPT: usize = POINTS * 7 / 8;
+pub(crate) const KEPT: usize = POINTS * 7 / 8;
 
 /// The size of one point in memory.
-pub const POINT_BYTES: usize = std::mem::size_of::<Point>();
+pub(crate) const POINT_BYTES: usize = std::mem::size_of::<Point>();
 
 /// `u32::MAX` stands for null in a point's token fields.
 const NULL: u32 = u32::MAX;
@@ -46,7 +46,7 @@ fn unpack(v: u32) -> Option<u64> {
 
 /// What a pressure record gives the history.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct HistorySample {
+pub(crate) struct HistorySample {
     pub seq: u64,
     pub projected: Option<u64>,
     pub pressure: Option<u64>,
@@ -58,7 +58,7 @@ pub struct HistorySample {
 
 /// One point as the page gets it: `[seq, projected, pressure, capacity, compactAt, compaction]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct ShownPoint(
+pub(crate) struct ShownPoint(
     pub u64,
     pub Option<u64>,
     pub Option<u64>,
@@ -69,7 +69,7 @@ pub struct ShownPoint(
 
 /// A session's history.
 #[derive(Debug, Clone, Default)]
-pub struct History {
+pub(crate) struct History {
     points: Vec<Point>,
     /// The last record's figures: a compaction is told against them.
     last: Option<HistorySample>,
@@ -77,23 +77,19 @@ pub struct History {
 
 impl History {
     /// Points held.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.points.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.points.is_empty()
-    }
-
     /// Bytes held (for the board's bound and `/metrics`).
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.points.capacity() * POINT_BYTES
     }
 
     /// Adds a record's figures; an older or equal seq than the last replaces nothing and is
     /// dropped (a re-delivery), an equal seq updates the last point. Returns the change in the
     /// number of points held (thinning can make it negative).
-    pub fn add(&mut self, f: HistorySample) -> isize {
+    pub(crate) fn add(&mut self, f: HistorySample) -> isize {
         let before = self.points.len() as isize;
         let prev = self.last;
         if let Some(p) = prev
@@ -159,7 +155,7 @@ impl History {
     }
 
     /// The points after `after` (all of them for `None`), oldest first.
-    pub fn shown(&self, after: Option<u64>) -> Vec<ShownPoint> {
+    pub(crate) fn shown(&self, after: Option<u64>) -> Vec<ShownPoint> {
         let start = match after {
             Some(s) => self.points.partition_point(|p| p.seq <= s),
             None => 0,
@@ -180,7 +176,7 @@ impl History {
     }
 
     /// Up to `n` projections spread evenly over the whole history, oldest first: a sparkline.
-    pub fn spark(&self, n: usize) -> Vec<Option<u64>> {
+    pub(crate) fn spark(&self, n: usize) -> Vec<Option<u64>> {
         let len = self.points.len();
         if len <= n {
             return self.points.iter().map(|p| unpack(p.projected)).collect();

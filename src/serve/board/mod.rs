@@ -14,13 +14,14 @@
 //!   (a `gone` in the deltas). A session idle past `idle` leaves the live board but keeps its
 //!   history until that room is needed.
 
-pub mod alerts;
+pub(crate) mod alerts;
 mod changes;
-pub mod history;
-pub mod query;
-pub mod row;
+pub(crate) mod events;
+pub(crate) mod history;
+pub(crate) mod query;
+pub(crate) mod row;
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -30,31 +31,32 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::sync::watch;
 
-pub use super::notice::{Alert, AlertStatus};
-use super::outbox::Outbox;
+pub(crate) use super::notifiers::alert::{Alert, AlertStatus};
+use super::notifiers::outbox::Outbox;
 
 use alerts::{Firing, Rule};
-pub use changes::Changes;
+pub(crate) use changes::Changes;
+pub(crate) use events::{Client, Next};
 use history::History;
-pub use row::{Folded, Latest, PressureRecord, RECORD_BYTES};
+pub(crate) use row::{Folded, Latest, PressureRecord};
 
 /// Changes remembered for pages that resume: a page further behind gets the whole board.
 const CHANGES: usize = 65_536;
 /// The most rows one delta carries: a page further behind gets the whole board.
-pub const DELTA_ROWS: usize = 4_096;
+pub(crate) const DELTA_ROWS: usize = 4_096;
 /// The most bytes of rows a delta of one page's own carries (a delta most pages share is
 /// encoded once): a page further behind gets the whole board, which every page shares, so a
 /// page that never reads holds at most this of its own.
-pub const DELTA_BYTES: usize = 256 << 10;
+pub(crate) const DELTA_BYTES: usize = 256 << 10;
 /// Folded frames kept per session for its list.
 const FOLDS: usize = 8;
 /// Values in a row's sparkline.
-pub const SPARK: usize = 32;
+pub(crate) const SPARK: usize = 32;
 
 /// What the status line says of the source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum SourceState {
+pub(crate) enum SourceState {
     /// Getting ready (connecting, waiting for the log's format).
     Starting,
     /// Records flow (or would, when there are any).
@@ -66,14 +68,14 @@ pub enum SourceState {
 }
 
 impl SourceState {
-    pub const ALL: [SourceState; 4] = [
+    pub(crate) const ALL: [SourceState; 4] = [
         SourceState::Starting,
         SourceState::Live,
         SourceState::Error,
         SourceState::Ended,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             SourceState::Starting => "starting",
             SourceState::Live => "live",
@@ -85,7 +87,7 @@ impl SourceState {
 
 /// The status line: the source, its state, and what was read of it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Status {
+pub(crate) struct Status {
     pub source: String,
     pub module: Option<String>,
     pub state: SourceState,
@@ -103,7 +105,7 @@ pub struct Status {
 
 /// How the board is bounded and what it alerts on.
 #[derive(Debug, Clone)]
-pub struct Config {
+pub(crate) struct Config {
     /// A session whose last activity is older than this leaves the live board.
     pub idle: Duration,
     /// Sessions kept at most, live or idle.
@@ -258,7 +260,7 @@ struct Parked {
 /// Which sessions a log's re-read concerns: these, or every session on the board (a file
 /// naming more sessions than are tracked per file).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Sessions {
+pub(crate) enum Sessions {
     These(Vec<Arc<str>>),
     All,
 }
@@ -266,7 +268,7 @@ pub enum Sessions {
 /// Things that happen to a followed log's files, said once each on stderr and counted in
 /// `/metrics` (`log_events_total{event}`; docs/serve.md, "Sources").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogEvent {
+pub(crate) enum LogEvent {
     Truncated,
     Replaced,
     Rewritten,
@@ -277,7 +279,7 @@ pub enum LogEvent {
 }
 
 impl LogEvent {
-    pub const ALL: [LogEvent; 7] = [
+    pub(crate) const ALL: [LogEvent; 7] = [
         LogEvent::Truncated,
         LogEvent::Replaced,
         LogEvent::Rewritten,
@@ -287,7 +289,7 @@ impl LogEvent {
         LogEvent::Readable,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             LogEvent::Truncated => "truncated",
             LogEvent::Replaced => "replaced",
@@ -309,7 +311,7 @@ const FIRED_ENTRY_BYTES: usize =
 
 /// Figures of the board, for `/metrics`: read without its lock.
 #[derive(Debug, Default)]
-pub struct Counters {
+pub(crate) struct Counters {
     /// `/events` clients connected now.
     pub clients: AtomicU64,
     /// Messages sent to pages.
@@ -336,9 +338,9 @@ pub struct Counters {
 }
 
 /// A session's compaction times kept for a `thrash` rule.
-pub const COMPACTIONS_KEPT: usize = 16;
+pub(crate) const COMPACTIONS_KEPT: usize = 16;
 /// Agents the compaction counters name; a record's `agent` beyond them counts as `other`.
-pub const COMPACTION_AGENTS: usize = 32;
+pub(crate) const COMPACTION_AGENTS: usize = 32;
 
 impl Counters {
     /// `n` compactions of `agent`'s session, set off by `trigger` (the last one's).
@@ -367,17 +369,8 @@ impl Counters {
     }
 }
 
-/// A gauge of clients: one more while it lives.
-pub struct Client(Arc<Board>);
-
-impl Drop for Client {
-    fn drop(&mut self) {
-        self.0.counters.clients.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
 /// Shared by the sources (which write) and every page and API call (which read).
-pub struct Board {
+pub(crate) struct Board {
     inner: Mutex<Inner>,
     head: watch::Sender<u64>,
     run: String,
@@ -387,20 +380,9 @@ pub struct Board {
     pub counters: Counters,
 }
 
-/// What a page that has seen up to some version gets next.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Next {
-    /// The rows changed since, as an SSE frame, and the version it brings the page to.
-    Delta { version: u64, wire: Bytes },
-    /// The whole board.
-    Board { version: u64, wire: Bytes },
-    /// Nothing yet: the page is up to date.
-    Wait,
-}
-
 /// What the board holds, for `/metrics` and `/healthz`.
 #[derive(Debug, Clone)]
-pub struct Held {
+pub(crate) struct Held {
     pub status: Status,
     pub sessions: usize,
     pub live: usize,
@@ -414,7 +396,7 @@ pub struct Held {
 
 /// Live sessions counted by how full and how close to compacting they are.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Bands {
+pub(crate) struct Bands {
     /// `contextOccupancy` below 0.5, 0.5 to 0.75, 0.75 to 0.9, 0.9 and above, unknown.
     pub occupancy: [u64; 5],
     /// `untilCompactTokens` below 10,000, below 50,000, 50,000 and above, unknown.
@@ -422,8 +404,9 @@ pub struct Bands {
 }
 
 impl Bands {
-    pub const OCCUPANCY: [&'static str; 5] = ["lt_50", "50_to_75", "75_to_90", "ge_90", "unknown"];
-    pub const UNTIL: [&'static str; 4] = ["lt_10k", "10k_to_50k", "ge_50k", "unknown"];
+    pub(crate) const OCCUPANCY: [&'static str; 5] =
+        ["lt_50", "50_to_75", "75_to_90", "ge_90", "unknown"];
+    pub(crate) const UNTIL: [&'static str; 4] = ["lt_10k", "10k_to_50k", "ge_50k", "unknown"];
 
     fn count(&mut self, l: &Latest) {
         let o = match l.occupancy {
@@ -445,34 +428,16 @@ impl Bands {
 }
 
 /// Milliseconds since 1970 now.
-pub fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-#[derive(Serialize)]
-struct BoardOut<'a> {
-    v: u64,
-    now: i64,
-    status: &'a Status,
-    rows: Vec<Arc<RawValue>>,
-}
-
-#[derive(Serialize)]
-struct DeltaOut<'a> {
-    v: u64,
-    now: i64,
-    rows: Vec<Arc<RawValue>>,
-    gone: Vec<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    status: Option<&'a Status>,
-}
-
 impl Board {
     /// A board for a source described as `source`; each of `receivers` takes every alert
     /// notice, never waited for (an [`Outbox`] is bounded and merges past its bound).
-    pub fn new(
+    pub(crate) fn new(
         config: Config,
         source: &str,
         module: Option<String>,
@@ -522,7 +487,7 @@ impl Board {
         })
     }
 
-    pub fn config(&self) -> &Config {
+    pub(crate) fn config(&self) -> &Config {
         &self.config
     }
 
@@ -532,7 +497,7 @@ impl Board {
     }
 
     /// Applies a batch of changes under one lock; then every waiting page wakes.
-    pub fn batch<R>(&self, f: impl FnOnce(&mut Changes) -> R) -> R {
+    pub(crate) fn batch<R>(&self, f: impl FnOnce(&mut Changes) -> R) -> R {
         let (r, head) = {
             let mut inner = self.lock();
             let before = inner.status.clone();
@@ -558,17 +523,17 @@ impl Board {
     }
 
     /// Sessions idle past `idle` leave the live board (a change each); run every second or so.
-    pub fn sweep(&self) {
+    pub(crate) fn sweep(&self) {
         self.batch(|c| c.sweep());
     }
 
     /// The status as it stands.
-    pub fn status(&self) -> Status {
+    pub(crate) fn status(&self) -> Status {
         self.lock().status.clone()
     }
 
     /// What the board holds now (one pass over the sessions).
-    pub fn held(&self) -> Held {
+    pub(crate) fn held(&self) -> Held {
         let inner = self.lock();
         let mut bands = Bands::default();
         let mut firing = vec![0; self.config.rules.len()];
@@ -607,7 +572,7 @@ impl Board {
 
     /// Every alert firing now, as a firing notice each (what `--alertmanager` sends again):
     /// its start the crossing's stamp, else the session's last activity.
-    pub fn firing_alerts(&self) -> Vec<Alert> {
+    pub(crate) fn firing_alerts(&self) -> Vec<Alert> {
         let inner = self.lock();
         let now = now_ms();
         let mut out = Vec::new();
@@ -639,132 +604,9 @@ impl Board {
         out
     }
 
-    /// The SSE id of version `v` in this run.
-    pub fn event_id(&self, v: u64) -> String {
-        format!("{v}-{}", self.run)
-    }
-
-    /// A version of this run, from an SSE id; `None` for anything else.
-    pub fn parse_id(&self, id: &str) -> Option<u64> {
-        let (n, run) = id.trim().split_once('-')?;
-        (run == self.run).then(|| n.parse().ok()).flatten()
-    }
-
-    /// What a page that has seen up to version `after` gets next (`None`: nothing yet).
-    pub fn next_after(&self, after: Option<u64>) -> Next {
-        let mut inner = self.lock();
-        let head = inner.version;
-        let from = match after {
-            Some(v) if v == head => return Next::Wait,
-            Some(v) if v < head && v >= inner.floor => v,
-            _ => return self.whole(&mut inner),
-        };
-        if let Some((a, b, wire)) = &inner.delta
-            && (*a, *b) == (from, head)
-        {
-            return Next::Delta {
-                version: head,
-                wire: wire.clone(),
-            };
-        }
-        let start = inner.changes.partition_point(|(v, _)| *v <= from);
-        let mut seen = HashSet::new();
-        let mut ids = Vec::new();
-        for (_, id) in inner.changes.range(start..) {
-            if seen.insert(Arc::clone(id)) {
-                ids.push(Arc::clone(id));
-                if ids.len() > DELTA_ROWS {
-                    return self.whole(&mut inner);
-                }
-            }
-        }
-        let mut rows = Vec::with_capacity(ids.len());
-        let mut gone = Vec::new();
-        let mut bytes = 0;
-        let rules = &self.config.rules;
-        for id in &ids {
-            match inner.sessions.get_mut(id) {
-                Some(s) => {
-                    let row = s.row(rules);
-                    bytes += row.get().len();
-                    rows.push(row);
-                }
-                None => {
-                    bytes += id.len() + 3;
-                    gone.push(Arc::clone(id));
-                }
-            }
-            if bytes > DELTA_BYTES {
-                return self.whole(&mut inner);
-            }
-        }
-        let gone: Vec<&str> = gone.iter().map(|id| &**id).collect();
-        let out = DeltaOut {
-            v: head,
-            now: now_ms(),
-            rows,
-            gone,
-            status: (inner.status_version > from).then_some(&inner.status),
-        };
-        let data = serde_json::to_string(&out).expect("a delta serialises");
-        let wire = self.frame(head, "delta", &data);
-        inner.delta = Some((from, head, wire.clone()));
-        Next::Delta {
-            version: head,
-            wire,
-        }
-    }
-
-    /// The whole board as an SSE frame, encoded once per version.
-    fn whole(&self, inner: &mut Inner) -> Next {
-        let head = inner.version;
-        if let Some((v, wire)) = &inner.board
-            && *v == head
-        {
-            return Next::Board {
-                version: head,
-                wire: wire.clone(),
-            };
-        }
-        self.counters.boards.fetch_add(1, Ordering::Relaxed);
-        let rules = &self.config.rules;
-        let rows = inner.sessions.values_mut().map(|s| s.row(rules)).collect();
-        let out = BoardOut {
-            v: head,
-            now: now_ms(),
-            status: &inner.status,
-            rows,
-        };
-        let data = serde_json::to_string(&out).expect("a board serialises");
-        let wire = self.frame(head, "board", &data);
-        inner.board = Some((head, wire.clone()));
-        Next::Board {
-            version: head,
-            wire,
-        }
-    }
-
-    fn frame(&self, v: u64, kind: &str, data: &str) -> Bytes {
-        Bytes::from(format!(
-            "id: {}\nevent: {kind}\ndata: {data}\n\n",
-            self.event_id(v)
-        ))
-    }
-
-    /// Counts a client of `/events` while the returned guard lives.
-    pub fn client(self: &Arc<Board>) -> Client {
-        self.counters.clients.fetch_add(1, Ordering::Relaxed);
-        Client(Arc::clone(self))
-    }
-
-    /// Wakes when the version moves.
-    pub fn subscribe(&self) -> watch::Receiver<u64> {
-        self.head.subscribe()
-    }
-
     /// The rows a query asks for (see [`query`]), with the version they are as of and the
     /// counts of sessions kept, live and matched.
-    pub fn query(&self, q: &query::Query) -> query::Answer {
+    pub(crate) fn query(&self, q: &query::Query) -> query::Answer {
         let mut inner = self.lock();
         let rules = &self.config.rules;
         let total = inner.sessions.len();
@@ -793,7 +635,7 @@ impl Board {
     }
 
     /// One session's row and its history after `after` (all of it for `None`).
-    pub fn session(&self, id: &str, after: Option<u64>) -> Option<query::Detail> {
+    pub(crate) fn session(&self, id: &str, after: Option<u64>) -> Option<query::Detail> {
         let mut inner = self.lock();
         let v = inner.version;
         let s = inner.sessions.get_mut(id)?;

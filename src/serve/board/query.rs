@@ -15,11 +15,11 @@ use super::history::ShownPoint;
 use super::row::Latest;
 
 /// The most rows one answer carries.
-pub const MAX_LIMIT: usize = 10_000;
+pub(crate) const MAX_LIMIT: usize = 10_000;
 
 /// What rows are sorted by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sort {
+pub(crate) enum Sort {
     /// Closest to compacting, then fullest.
     Rank,
     Until,
@@ -33,7 +33,7 @@ pub enum Sort {
 }
 
 impl Sort {
-    pub const NAMES: [(&'static str, Sort); 9] = [
+    pub(crate) const NAMES: [(&'static str, Sort); 9] = [
         ("rank", Sort::Rank),
         ("until", Sort::Until),
         ("occupancy", Sort::Occupancy),
@@ -55,14 +55,14 @@ impl Sort {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dir {
+pub(crate) enum Dir {
     Asc,
     Desc,
 }
 
 /// A query, read from the URL's parameters.
 #[derive(Debug, Clone)]
-pub struct Query {
+pub(crate) struct Query {
     pub sort: Sort,
     pub dir: Dir,
     /// Lowercase text a row's session, agent or model must contain.
@@ -87,20 +87,20 @@ impl Default for Query {
 }
 
 /// A query string's pairs, decoded (`+`, `%XX`); one that does not decode is refused in words.
-pub fn decode(raw: &[u8]) -> Result<Vec<(String, String)>, String> {
+pub(crate) fn decode(raw: &[u8]) -> Result<Vec<(String, String)>, String> {
     serde_urlencoded::from_bytes(raw).map_err(|e| format!("the query does not read: {e}"))
 }
 
 impl Query {
     /// A query string (`sort=…&q=…`), decoded and read.
-    pub fn from_query_string(raw: &[u8]) -> Result<Query, String> {
+    pub(crate) fn from_query_string(raw: &[u8]) -> Result<Query, String> {
         let pairs = decode(raw)?;
         Query::parse(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
     }
 
     /// Reads `sort`, `order`, `q`, `limit`, `offset`, `all`; a value that does not read is
     /// refused in words (the route answers 400 with them).
-    pub fn parse<'a>(
+    pub(crate) fn parse<'a>(
         params: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> Result<Query, String> {
         let mut q = Query::default();
@@ -158,7 +158,7 @@ impl Query {
     }
 
     /// Whether a session's id, agent or model contains the text.
-    pub fn matches(&self, session: &str, agent: Option<&str>, model: Option<&str>) -> bool {
+    pub(crate) fn matches(&self, session: &str, agent: Option<&str>, model: Option<&str>) -> bool {
         if self.text.is_empty() {
             return true;
         }
@@ -167,7 +167,7 @@ impl Query {
     }
 
     /// How two rows compare under this query; ties fall to the session id.
-    pub fn order(&self, a: &Key, b: &Key) -> Ordering {
+    pub(crate) fn order(&self, a: &Key, b: &Key) -> Ordering {
         let dir = |o: Ordering| match self.dir {
             Dir::Asc => o,
             Dir::Desc => o.reverse(),
@@ -206,7 +206,7 @@ impl Query {
 }
 
 /// What a row sorts on.
-pub struct Key<'a> {
+pub(crate) struct Key<'a> {
     pub session: &'a str,
     pub agent: Option<&'a str>,
     pub model: Option<&'a str>,
@@ -216,7 +216,7 @@ pub struct Key<'a> {
 
 /// `GET /api/sessions`.
 #[derive(Serialize)]
-pub struct Answer {
+pub(crate) struct Answer {
     /// The board's version the rows are as of.
     pub v: u64,
     /// Sessions kept, live and idle.
@@ -230,13 +230,13 @@ pub struct Answer {
 
 /// A session's history as the page draws it.
 #[derive(Serialize)]
-pub struct HistoryOut {
+pub(crate) struct HistoryOut {
     pub points: Vec<ShownPoint>,
 }
 
 /// `GET /api/sessions/{id}`.
 #[derive(Serialize)]
-pub struct Detail {
+pub(crate) struct Detail {
     pub v: u64,
     pub row: Arc<RawValue>,
     pub history: HistoryOut,

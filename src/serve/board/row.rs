@@ -14,14 +14,14 @@ use agent_fold_core::NAME_BYTES;
 use super::history::HistorySample;
 
 /// The most bytes of one pressure record: a real one is under a kilobyte.
-pub const RECORD_BYTES: usize = 16 << 10;
+pub(crate) const RECORD_BYTES: usize = 16 << 10;
 /// The most bytes of what a folded frame keeps (the fields the page shows).
 const FRAME_BYTES: usize = 2 << 10;
 
 /// The figures of a session's latest `context/pressure` record that the board ranks, filters
 /// and alerts on.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Latest {
+pub(crate) struct Latest {
     pub seq: Option<u64>,
     pub pressure: Option<u64>,
     pub projected: Option<u64>,
@@ -42,7 +42,7 @@ pub struct Latest {
 
 impl Latest {
     /// What the history keeps of it.
-    pub fn figures(&self, seq: u64) -> HistorySample {
+    pub(crate) fn figures(&self, seq: u64) -> HistorySample {
         HistorySample {
             seq,
             projected: self.projected,
@@ -54,7 +54,7 @@ impl Latest {
     }
 
     /// What the meter shows: the projection, else the last reading.
-    pub fn used(&self) -> Option<u64> {
+    pub(crate) fn used(&self) -> Option<u64> {
         self.projected.or(self.pressure)
     }
 }
@@ -89,7 +89,7 @@ impl Members<'_> {
 
 /// A pressure record read off a source.
 #[derive(Debug, Clone)]
-pub struct PressureRecord {
+pub(crate) struct PressureRecord {
     pub id: Arc<str>,
     pub seq: Option<u64>,
     pub is_error: bool,
@@ -105,7 +105,7 @@ pub struct PressureRecord {
 impl PressureRecord {
     /// A `context/pressure` or `context/error` record with a session; anything else is
     /// `Err(why)`, for the caller to count.
-    pub fn parse(bytes: &[u8]) -> Result<PressureRecord, String> {
+    pub(crate) fn parse(bytes: &[u8]) -> Result<PressureRecord, String> {
         if bytes.len() > RECORD_BYTES {
             return Err(format!(
                 "a pressure record of {} bytes, over the limit of {RECORD_BYTES}",
@@ -190,7 +190,7 @@ impl PressureRecord {
 /// A folded frame of the frames view (`folded_frames` ≥ 2), as the page shows it, parsed
 /// before the lock; other frames are no news.
 #[derive(Debug, Clone)]
-pub struct Folded {
+pub(crate) struct Folded {
     pub id: Arc<str>,
     /// The fields the page shows.
     pub shown: Arc<RawValue>,
@@ -213,7 +213,7 @@ struct ShownFrame {
 }
 
 impl Folded {
-    pub fn parse(key: Option<&[u8]>, bytes: &[u8]) -> Option<Folded> {
+    pub(crate) fn parse(key: Option<&[u8]>, bytes: &[u8]) -> Option<Folded> {
         // Most frames fold nothing: those are not parsed at all.
         if !bytes.windows(15).any(|w| w == b"\"folded_frames\"") {
             return None;

@@ -315,7 +315,7 @@ fn served_page_shows_each_session_and_follows_the_log_live() {
 fn expected(lines: &[&[u8]], n: usize) -> Value {
     let records: Vec<_> = lines[..n]
         .iter()
-        .map(|l| agent_fold::jsonl::line_record(l))
+        .map(|l| agent_fold::testing::jsonl::line_record(l))
         .collect();
     last_pressure(
         &records,

@@ -1,9 +1,9 @@
 //! The pressure view's helpers: build frames, run them natively and in Fluvio's engine (the
 //! built `.wasm`) over several invocation sizes, read checkpoints, render snapshots.
 
-use agent_fold::jsonl::line_record;
 use agent_fold::module::{Instance, native_process};
 pub(crate) use agent_fold::record::Rec;
+use agent_fold::testing::jsonl::line_record;
 use agent_fold_core::{Emit, Processor, RecordIn, STATE_VERSION};
 use serde_json::Value;
 

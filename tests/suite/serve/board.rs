@@ -59,7 +59,10 @@ fn a_directory_of_logs_is_followed_file_by_file() {
 
     let expect = |path: &std::path::Path, input: &str| {
         let text = std::fs::read(path).unwrap();
-        last_pressure(&agent_fold::jsonl::records(&text), &[("input", input)])
+        last_pressure(
+            &agent_fold::testing::jsonl::records(&text),
+            &[("input", input)],
+        )
     };
     let want = [
         expect(&cc, "claude-code"),
@@ -103,7 +106,7 @@ fn codex_s_configured_limit_is_the_point_serve_shows() {
     let rollout =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/adapt/codex.jsonl");
     let text = std::fs::read(&rollout).unwrap();
-    let records = agent_fold::jsonl::records(&text);
+    let records = agent_fold::testing::jsonl::records(&text);
     let configured = last_pressure(&records, &[("input", "codex"), ("compact_at", "150000")]);
     let default = last_pressure(&records, &[("input", "codex")]);
     assert_ne!(

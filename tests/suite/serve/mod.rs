@@ -231,7 +231,7 @@ fn a_followed_log_updates_live_a_half_line_waits_and_runs_fold() {
     let state = s.wait_state("seq 2", |st| seq_of(st, "s-1") == Some(2));
     assert_eq!(
         session(&state, "s-1").unwrap()["record"],
-        last_pressure(&agent_fold::jsonl::records(text.as_bytes()), &[])
+        last_pressure(&agent_fold::testing::jsonl::records(text.as_bytes()), &[])
     );
     assert_eq!(state["status"]["state"], "live");
     assert_eq!(state["status"]["message"], "following (agent-fold)");
@@ -256,7 +256,7 @@ fn a_followed_log_updates_live_a_half_line_waits_and_runs_fold() {
     let (row, _) = events.next_row("s-1", |r| r["seq"] == 3);
     assert_eq!(
         row["record"],
-        last_pressure(&agent_fold::jsonl::records(text.as_bytes()), &[]),
+        last_pressure(&agent_fold::testing::jsonl::records(text.as_bytes()), &[]),
         "the whole line, once"
     );
     let state = s.wait_state("4 lines", |st| st["status"]["records"] == 4);
@@ -582,7 +582,7 @@ fn wasm_and_native_modules_fold_alike() {
         assert_eq!(state["status"]["module"], module.as_str());
         assert_eq!(
             session(&state, "s-1").unwrap()["record"],
-            last_pressure(&agent_fold::jsonl::records(text.as_bytes()), &[]),
+            last_pressure(&agent_fold::testing::jsonl::records(text.as_bytes()), &[]),
             "{flags:?}"
         );
     }
@@ -592,7 +592,7 @@ fn wasm_and_native_modules_fold_alike() {
 fn a_claude_code_session_directory_is_adapted_by_the_module() {
     let Some(dir) = real_session() else { return };
     let dir = dir.as_path();
-    let lines = agent_fold::logs::read_records(dir).unwrap();
+    let lines = agent_fold::testing::logs::read_records(dir).unwrap();
     let mut m = Module::new(
         &Source::Native,
         &agent_fold_core::Config::from_params([

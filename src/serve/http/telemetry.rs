@@ -9,14 +9,14 @@ use axum::response::{IntoResponse, Response};
 use std::sync::atomic::AtomicU64;
 
 use super::App;
-use super::board::{Bands, LogEvent, SourceState};
-use super::outbox::Outcomes;
+use crate::serve::board::{Bands, LogEvent, SourceState};
+use crate::serve::notifiers::outbox::Outcomes;
 use crate::service::metrics::{CONTENT_TYPE, Kind, Text};
 
 /// What a scrape reads: the source's counts and state, the board's holdings, sessions by band
 /// (live ones; no per-session labels), alerts by rule, the clients and connections, the
 /// refusals.
-pub(super) fn render(app: &App) -> String {
+pub(crate) fn render(app: &App) -> String {
     let held = app.board.held();
     let f = &app.board.counters;
     let c = &app.connections;

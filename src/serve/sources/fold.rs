@@ -9,7 +9,7 @@ use agent_fold_core::{Frame, Input, View};
 use anyhow::Result;
 
 use crate::flags::BATCH;
-use crate::logs::{self, DETECT_LINES};
+use crate::logs::{DETECT_LINES, Verdict, detect};
 use crate::module::{Module, Source, check_wasm};
 use crate::params::{ModuleParams, Told};
 use crate::record::Rec;
@@ -17,7 +17,7 @@ use crate::settings;
 
 /// What a batch of lines gave.
 #[derive(Debug, Default)]
-pub struct BatchOutput {
+pub(crate) struct BatchOutput {
     /// The pressure instance's records.
     pub pressure: Vec<Rec>,
     /// The frames instance's frames.
@@ -28,7 +28,7 @@ pub struct BatchOutput {
 
 /// The two module instances over a followed log (the pressure view and the frames view), and
 /// how the log's lines reach them.
-pub struct ViewPair {
+pub(crate) struct ViewPair {
     source: Source,
     /// The user's params (no `emit`: each instance has its own).
     params: ModuleParams,
@@ -45,7 +45,7 @@ pub struct ViewPair {
 
 impl ViewPair {
     /// Checks the params and the module now, so that a bad one fails before the server starts.
-    pub fn new(source: Source, params: ModuleParams, told: Told) -> Result<ViewPair> {
+    pub(crate) fn new(source: Source, params: ModuleParams, told: Told) -> Result<ViewPair> {
         if let Source::Wasm(path) = &source {
             check_wasm(path, &params.view(View::Pressure))?;
         }
@@ -61,7 +61,7 @@ impl ViewPair {
     }
 
     /// The module, for the status line.
-    pub fn module(&self) -> String {
+    pub(crate) fn module(&self) -> String {
         match &self.source {
             Source::Wasm(p) => format!("SmartModule {} in fluvio-smartengine", p.display()),
             Source::Native => "native library".to_owned(),
@@ -69,12 +69,12 @@ impl ViewPair {
     }
 
     /// The log's format, once known.
-    pub fn input(&self) -> Option<Input> {
+    pub(crate) fn input(&self) -> Option<Input> {
         self.input
     }
 
     /// Forgets everything: new instances for a log read again from its start.
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.views = None;
         self.held.clear();
         self.next = 0;
@@ -100,21 +100,21 @@ impl ViewPair {
 
     /// Runs new lines through both instances. While the format is not yet told (auto), lines
     /// wait; after `DETECT_LINES` (200) that do not tell, the log is read as agent-fold frames.
-    pub fn push(&mut self, lines: Vec<Rec>) -> Result<BatchOutput> {
+    pub(crate) fn push(&mut self, lines: Vec<Rec>) -> Result<BatchOutput> {
         let mut lines = lines;
         if self.views.is_none() {
             if self.input.is_none() {
                 self.held.append(&mut lines);
-                self.input = match logs::detect(&self.held) {
-                    Some(f) => Some(f),
-                    None if self.held.len() >= DETECT_LINES => {
+                self.input = match detect::verdict(&self.held) {
+                    Verdict::Told(f) => Some(f),
+                    Verdict::Untold => {
                         tracing::warn!(
                             "the log's first {DETECT_LINES} lines do not tell its format: read \
                              as agent-fold frames (--input FORMAT names another)"
                         );
                         Some(Input::AgentFold)
                     }
-                    None => return Ok(BatchOutput::default()),
+                    Verdict::Waiting => return Ok(BatchOutput::default()),
                 };
                 lines = std::mem::take(&mut self.held);
             }
@@ -146,23 +146,23 @@ impl ViewPair {
     }
 
     /// Lines held while the format is not yet told.
-    pub fn waiting(&self) -> bool {
+    pub(crate) fn waiting(&self) -> bool {
         self.views.is_none()
     }
 
     /// Whether it tells the format from the log's own lines (`--input auto`).
-    pub fn is_auto(&self) -> bool {
+    pub(crate) fn is_auto(&self) -> bool {
         self.told == Told::Detect
     }
 
     /// A pair configured as this one is, with nothing read: for files read again from their
     /// start, whose sessions this one holds.
-    pub fn fresh(&self) -> Result<ViewPair> {
+    pub(crate) fn fresh(&self) -> Result<ViewPair> {
         ViewPair::new(self.source.clone(), self.params.clone(), self.told)
     }
 
     /// A pair like this one, for lines of `format` (a directory of logs tells each file's own).
-    pub fn for_format(&self, format: Input) -> Result<ViewPair> {
+    pub(crate) fn for_format(&self, format: Input) -> Result<ViewPair> {
         ViewPair::new(self.source.clone(), self.params.clone(), Told::Flag(format))
     }
 }

@@ -14,10 +14,10 @@ use bytes::Bytes;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::board::{Board, Client, Next};
+use crate::serve::board::{Board, Client, Next};
 
 /// The least time between two messages to one page: ten a second at most, a human's rate.
-pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
+pub(crate) const MIN_INTERVAL: Duration = Duration::from_millis(100);
 /// EventSource waits about 3 s before reconnecting, unless told: the first frame tells it 1 s.
 const RETRY: &str = "retry: 1000\n";
 /// A comment on an idle stream keeps proxies from closing it.
@@ -35,7 +35,7 @@ struct Reader {
 
 /// The response to `GET /events`: resumes after `last` (an SSE id), else the whole board
 /// first; a comment every `keep_alive` while nothing happens.
-pub fn response(board: Arc<Board>, last: Option<&str>, keep_alive: Duration) -> Response {
+pub(crate) fn response(board: Arc<Board>, last: Option<&str>, keep_alive: Duration) -> Response {
     let reader = Reader {
         after: last.and_then(|id| board.parse_id(id)),
         rx: board.subscribe(),

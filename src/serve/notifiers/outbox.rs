@@ -21,20 +21,20 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::Notify;
 
-use super::notice::Alert;
+use super::alert::Alert;
 
 /// Notices waiting per receiver at most (over its lanes).
-pub const QUEUE: usize = 16_384;
+pub(crate) const QUEUE: usize = 16_384;
 /// Their bytes at most: each notice counts its record and `OVERHEAD`.
-pub const BYTES: usize = 32 << 20;
+pub(crate) const BYTES: usize = 32 << 20;
 /// What a notice costs besides its record's bytes.
 const OVERHEAD: usize = 256;
 /// Notices one request carries at most.
-pub const NOTICES_PER_POST: usize = 256;
+pub(crate) const NOTICES_PER_POST: usize = 256;
 
 /// What became of the notices handed to one receiver.
 #[derive(Debug, Default)]
-pub struct Outcomes {
+pub(crate) struct Outcomes {
     /// Delivered (a 2xx).
     pub delivered: AtomicU64,
     /// Given up on (after the attempts, or a final refusal).
@@ -48,7 +48,7 @@ pub struct Outcomes {
 }
 
 /// One receiver's waiting notices.
-pub struct Outbox {
+pub(crate) struct Outbox {
     lanes: Box<[Lane]>,
     hasher: RandomState,
     /// The receiver's name in notes (`webhook`, `alertmanager`).
@@ -129,7 +129,7 @@ impl Pending {
 
 impl Outbox {
     /// An outbox of `lanes` lanes (each delivered in order, one request at a time).
-    pub fn new(name: &'static str, lanes: usize) -> Arc<Outbox> {
+    pub(crate) fn new(name: &'static str, lanes: usize) -> Arc<Outbox> {
         Arc::new(Outbox {
             lanes: (0..lanes.max(1))
                 .map(|_| Lane {
@@ -143,10 +143,6 @@ impl Outbox {
         })
     }
 
-    pub fn lanes(&self) -> usize {
-        self.lanes.len()
-    }
-
     fn lock(&self, lane: usize) -> MutexGuard<'_, Pending> {
         // Plain data: a panic elsewhere leaves it usable.
         self.lanes[lane]
@@ -157,7 +153,7 @@ impl Outbox {
 
     /// Hands a notice over; never waits (see the module's notes for what happens past the
     /// bound).
-    pub fn push(&self, mut alert: Alert) {
+    pub(crate) fn push(&self, mut alert: Alert) {
         let lane = (self.hasher.hash_one(&*alert.session) % self.lanes.len() as u64) as usize;
         let (most, most_bytes) = (QUEUE / self.lanes.len(), BYTES / self.lanes.len());
         let size = cost(&alert);
@@ -192,7 +188,7 @@ impl Outbox {
     }
 
     /// The next notices of `lane`, oldest first, at most [`NOTICES_PER_POST`]; waits for one.
-    pub async fn next(&self, lane: usize) -> Vec<Alert> {
+    pub(crate) async fn next(&self, lane: usize) -> Vec<Alert> {
         loop {
             let batch = self.take(lane);
             if !batch.is_empty() {
@@ -204,7 +200,7 @@ impl Outbox {
 
     /// The notices of `lane` waiting now, oldest first, at most [`NOTICES_PER_POST`]; none may
     /// wait.
-    pub fn take(&self, lane: usize) -> Vec<Alert> {
+    pub(crate) fn take(&self, lane: usize) -> Vec<Alert> {
         let mut p = self.lock(lane);
         let n = p.queue.len().min(NOTICES_PER_POST);
         let batch: Vec<Alert> = (0..n).map(|_| p.remove(0)).collect();
@@ -215,7 +211,7 @@ impl Outbox {
     }
 
     /// Notices waiting now, over the lanes.
-    pub fn waiting(&self) -> usize {
+    pub(crate) fn waiting(&self) -> usize {
         (0..self.lanes.len())
             .map(|l| self.lock(l).queue.len())
             .sum()

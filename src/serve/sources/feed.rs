@@ -16,11 +16,11 @@ use futures_util::StreamExt;
 
 use agent_fold_core::Input;
 
-use super::board::{Board, Changes, Folded, PressureRecord, SourceState};
 use super::fold::{self, ViewPair};
 use super::follow::{Follow, LINE_BYTES};
 use crate::jsonl::{Piece, Splitter};
 use crate::record::Rec;
+use crate::serve::board::{Board, Changes, Folded, PressureRecord, SourceState};
 
 /// How often a followed log is looked at when something just came; each quiet poll doubles
 /// the wait, up to [`IDLE_POLL`].
@@ -31,7 +31,7 @@ const IDLE_POLL: Duration = Duration::from_millis(800);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 /// Where the records come from, ready to start.
-pub enum Feed {
+pub(crate) enum Feed {
     /// Pressure records on this topic, from each partition's end less the look-back.
     Topic { topic: String, look_back: LookBack },
     /// Pressure records, one JSON a line, on stdin.
@@ -43,7 +43,7 @@ pub enum Feed {
 
 /// One followed log: where, whose home it is (when `serve` found it), and the module instances
 /// over it.
-pub struct LogFeed {
+pub(crate) struct LogFeed {
     pub path: PathBuf,
     pub agent: Option<&'static str>,
     pub views: Box<ViewPair>,
@@ -61,7 +61,7 @@ impl LogFeed {
 
 impl Feed {
     /// The source as the status line names it.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Feed::Topic { topic, .. } => format!("Fluvio topic {topic}"),
             Feed::Stdin => "stdin".to_owned(),
@@ -74,7 +74,7 @@ impl Feed {
     }
 
     /// The module that folds, when there is one.
-    pub fn module(&self) -> Option<String> {
+    pub(crate) fn module(&self) -> Option<String> {
         match self {
             Feed::Logs(logs) => logs.first().map(|l| l.views.module()),
             _ => None,
@@ -83,7 +83,7 @@ impl Feed {
 
     /// Starts reading: a thread for a log or stdin (blocking reads, the module's CPU work), a
     /// task on the runtime for a topic.
-    pub fn start(self, board: Arc<Board>) {
+    pub(crate) fn start(self, board: Arc<Board>) {
         match self {
             Feed::Topic { topic, look_back } => {
                 tokio::spawn(consume(topic, look_back, board));
@@ -100,7 +100,7 @@ impl Feed {
 
 /// Where `serve --topic` starts reading (docs/serve.md, "Where --topic starts").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LookBack {
+pub(crate) struct LookBack {
     /// Records per partition before its end at the start; `None`: from the partition's start.
     pub records: Option<u32>,
     /// Records stamped longer ago than this (by their `timestamp`) are passed over.
@@ -140,7 +140,7 @@ impl Reading {
 /// OTLP events in (`serve --otlp`): a receiver of its own, whose events the module reads with
 /// `input=otel` in a thread of its own; an exporter is answered once its events are on the
 /// board.
-pub struct OtlpFeed {
+pub(crate) struct OtlpFeed {
     pub addr: std::net::SocketAddr,
     pub token: crate::otlp::Token,
     pub views: Box<ViewPair>,
@@ -171,7 +171,7 @@ impl crate::otlp::EventSink for BoardSink {
 
 /// What `serve` needs to answer OTLP: its listener, its routes, its connections' figures, its
 /// counters.
-pub type OtlpServer = (
+pub(crate) type OtlpServer = (
     tokio::net::TcpListener,
     axum::Router,
     Arc<crate::service::Connections>,
@@ -181,7 +181,7 @@ pub type OtlpServer = (
 impl OtlpFeed {
     /// Listens, and starts the thread that runs the module over what arrives; `owns_status`:
     /// there is no other source, so this one says what the status line says.
-    pub async fn start(self, board: Arc<Board>, owns_status: bool) -> Result<OtlpServer> {
+    pub(crate) async fn start(self, board: Arc<Board>, owns_status: bool) -> Result<OtlpServer> {
         let listener = tokio::net::TcpListener::bind(self.addr)
             .await
             .with_context(|| format!("listening for OTLP on {}", self.addr))?;
@@ -608,7 +608,9 @@ async fn consume_once(
         bail!("the cluster has no topic {topic}");
     };
     let partitions = layout.partitions;
-    reading.started_ms.get_or_insert_with(super::board::now_ms);
+    reading
+        .started_ms
+        .get_or_insert_with(crate::serve::board::now_ms);
     let started = *reading.started.get_or_insert_with(std::time::Instant::now);
     let mut streams = Vec::new();
     for p in 0..partitions {
@@ -644,7 +646,7 @@ async fn consume_once(
     });
     let cutoff = look_back
         .since
-        .map(|d| super::board::now_ms() - d.as_millis() as i64);
+        .map(|d| crate::serve::board::now_ms() - d.as_millis() as i64);
     let mut records = futures_util::stream::select_all(streams).ready_chunks(512);
     loop {
         let chunk = if reading.caught_up {

@@ -21,19 +21,20 @@ use std::time::Duration;
 use axum::http::Uri;
 use serde::Serialize;
 
-use super::board::{Alert, AlertStatus, Board, now_ms};
+use super::alert::{Alert, AlertStatus};
 use super::outbox::{NOTICES_PER_POST, Outbox};
 use super::webhook;
+use crate::serve::board::{Board, now_ms};
 use agent_fold_core::time;
 
 /// How often firing alerts are sent again unless `--resend` says.
-pub const RESEND: Duration = Duration::from_secs(60);
+pub(crate) const RESEND: Duration = Duration::from_secs(60);
 /// How far ahead a firing alert's `endsAt` is put, in re-send intervals.
-pub const EXPIRES: u32 = 4;
+pub(crate) const EXPIRES: u32 = 4;
 
 /// Where the alerts go and how they read.
 #[derive(Debug, Clone)]
-pub struct Target {
+pub(crate) struct Target {
     /// `…/api/v2/alerts`.
     pub url: Uri,
     /// The board's URL: a session's is `link#session=ID`.
@@ -45,7 +46,7 @@ pub struct Target {
 const PATH: &str = "/api/v2/alerts";
 
 /// `--alertmanager`: an `http://HOST:PORT[/PREFIX]` URL; the alerts go to its `/api/v2/alerts`.
-pub fn url(s: &str) -> Result<Uri, String> {
+pub(crate) fn url(s: &str) -> Result<Uri, String> {
     let base = webhook::url(s)?;
     let prefix = base.path().trim_end_matches('/');
     let prefix = prefix.strip_suffix(PATH).unwrap_or(prefix);
@@ -204,14 +205,14 @@ fn percent(s: &str) -> String {
 }
 
 /// The v2 API's body for `alerts`: a JSON array of `postableAlert`s.
-pub fn body(alerts: &[Alert], to: &Target, now: i64) -> serde_json::Result<Vec<u8>> {
+pub(crate) fn body(alerts: &[Alert], to: &Target, now: i64) -> serde_json::Result<Vec<u8>> {
     let body: Vec<Postable> = alerts.iter().map(|a| postable(a, to, now)).collect();
     serde_json::to_vec(&body)
 }
 
 /// Starts the sender on the current runtime, taking the notices of `outbox` (which the board
 /// pushes to) and the board's firing alerts every re-send.
-pub fn start(to: Target, board: Arc<Board>, outbox: Arc<Outbox>) {
+pub(crate) fn start(to: Target, board: Arc<Board>, outbox: Arc<Outbox>) {
     tokio::spawn(async move {
         let client = webhook::client();
         let mut every = tokio::time::interval(to.resend);

@@ -11,7 +11,7 @@ use serde_json::value::RawValue;
 /// What an alert notice says of its alert.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum AlertStatus {
+pub(crate) enum AlertStatus {
     /// A session crossed into the rule.
     Firing,
     /// It crossed back out of one it fired: the alert is over.
@@ -21,7 +21,7 @@ pub enum AlertStatus {
 /// One alert notice: a session crossed into a rule, or back out of one it fired (see
 /// `board::alerts`).
 #[derive(Debug, Clone, Serialize)]
-pub struct Alert {
+pub(crate) struct Alert {
     pub status: AlertStatus,
     pub rule: String,
     pub session: Arc<str>,

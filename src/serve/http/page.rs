@@ -8,23 +8,23 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 /// `ui/context-meter.js` as it is in the repository: the package's ES module.
-pub const SCRIPT: &str = include_str!("../../ui/context-meter.js");
+pub(crate) const SCRIPT: &str = include_str!("../../../ui/context-meter.js");
 
 /// `ui/serve/index.html`: the board and a session's detail, filled by `ui/serve/page.js`.
-pub const PAGE: &str = include_str!("../../ui/serve/index.html");
+pub(crate) const PAGE: &str = include_str!("../../../ui/serve/index.html");
 
 const HTML: &str = "text/html; charset=utf-8";
 const JS: &str = "text/javascript; charset=utf-8";
 const CSS: &str = "text/css; charset=utf-8";
 
 /// The page's other files, served at `/serve/<name>`: name, content type, text.
-pub const FILES: &[(&str, &str, &str)] = &[
-    ("page.js", JS, include_str!("../../ui/serve/page.js")),
-    ("board.js", JS, include_str!("../../ui/serve/board.js")),
-    ("detail.js", JS, include_str!("../../ui/serve/detail.js")),
-    ("spark.js", JS, include_str!("../../ui/serve/spark.js")),
-    ("chart.js", JS, include_str!("../../ui/serve/chart.js")),
-    ("page.css", CSS, include_str!("../../ui/serve/page.css")),
+pub(crate) const FILES: &[(&str, &str, &str)] = &[
+    ("page.js", JS, include_str!("../../../ui/serve/page.js")),
+    ("board.js", JS, include_str!("../../../ui/serve/board.js")),
+    ("detail.js", JS, include_str!("../../../ui/serve/detail.js")),
+    ("spark.js", JS, include_str!("../../../ui/serve/spark.js")),
+    ("chart.js", JS, include_str!("../../../ui/serve/chart.js")),
+    ("page.css", CSS, include_str!("../../../ui/serve/page.css")),
 ];
 
 fn text(kind: &'static str, body: &'static str) -> Response {
@@ -39,17 +39,17 @@ fn text(kind: &'static str, body: &'static str) -> Response {
 }
 
 /// `GET /`.
-pub async fn page() -> Response {
+pub(crate) async fn page() -> Response {
     text(HTML, PAGE)
 }
 
 /// `GET /context-meter.js`.
-pub async fn script() -> Response {
+pub(crate) async fn script() -> Response {
     text(JS, SCRIPT)
 }
 
 /// `GET /serve/{file}`: one of [`FILES`], else 404.
-pub async fn file(Path(name): Path<String>) -> Response {
+pub(crate) async fn file(Path(name): Path<String>) -> Response {
     match FILES.iter().find(|(n, _, _)| *n == name) {
         Some((_, kind, body)) => text(kind, body),
         None => (StatusCode::NOT_FOUND, "no such file").into_response(),

@@ -23,18 +23,18 @@ use hyper_util::rt::TokioExecutor;
 use super::outbox::{Outbox, Outcomes};
 
 /// Lanes, so POSTs at once at most.
-pub const LANES: usize = 4;
+pub(crate) const LANES: usize = 4;
 /// One attempt's bound, connection and answer included.
-pub const TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(5);
 /// The pause before the second attempt; it doubles up to [`MAX_PAUSE`].
-pub const PAUSE: Duration = Duration::from_millis(250);
+pub(crate) const PAUSE: Duration = Duration::from_millis(250);
 /// The longest pause between two attempts: a receiver back from an outage hears from each lane
 /// within this (and its first answer's time).
-pub const MAX_PAUSE: Duration = Duration::from_secs(8);
+pub(crate) const MAX_PAUSE: Duration = Duration::from_secs(8);
 
 /// An `http://` URL (TLS is not linked into this binary: send to a local forwarder for an
 /// `https://` receiver).
-pub fn url(s: &str) -> Result<Uri, String> {
+pub(crate) fn url(s: &str) -> Result<Uri, String> {
     let uri: Uri = s.parse().map_err(|e| format!("{s:?} is not a URL: {e}"))?;
     match uri.scheme_str() {
         Some("http") if uri.host().is_some() => Ok(uri),
@@ -46,12 +46,12 @@ pub fn url(s: &str) -> Result<Uri, String> {
 }
 
 /// A client for [`post`].
-pub fn client() -> HttpClient {
+pub(crate) fn client() -> HttpClient {
     Client::builder(TokioExecutor::new()).build_http()
 }
 
 /// Starts the deliverer on the current runtime: the outbox the board pushes to.
-pub fn start(url: Uri) -> Arc<Outbox> {
+pub(crate) fn start(url: Uri) -> Arc<Outbox> {
     let outbox = Outbox::new("webhook", LANES);
     let client = client();
     for lane in 0..LANES {
@@ -88,18 +88,18 @@ pub fn start(url: Uri) -> Arc<Outbox> {
     outbox
 }
 
-pub type HttpClient =
+pub(crate) type HttpClient =
     Client<hyper_util::client::legacy::connect::HttpConnector, Full<bytes::Bytes>>;
 
 /// Why a POST was given up on: the receiver's final answer.
 #[derive(Debug, thiserror::Error)]
 #[error("answered {status} (a refusal: not tried again)")]
-pub struct Refused {
+pub(crate) struct Refused {
     pub status: StatusCode,
 }
 
 /// Whether an answer is worth trying again: the receiver was busy (408, 429) or failed (5xx).
-pub fn retried(status: StatusCode) -> bool {
+pub(crate) fn retried(status: StatusCode) -> bool {
     status == StatusCode::REQUEST_TIMEOUT
         || status == StatusCode::TOO_MANY_REQUESTS
         || status.is_server_error()
@@ -107,7 +107,7 @@ pub fn retried(status: StatusCode) -> bool {
 
 /// The pause after an attempt when the nominal one is `pause`: drawn in `[pause/2, pause]` by a
 /// hash keyed afresh each call (std's `RandomState`).
-pub fn jittered(pause: Duration) -> Duration {
+pub(crate) fn jittered(pause: Duration) -> Duration {
     use std::hash::BuildHasher;
     let r = std::hash::RandomState::new().hash_one(pause.as_nanos());
     let half = pause / 2;
@@ -116,7 +116,7 @@ pub fn jittered(pause: Duration) -> Duration {
 
 /// POSTs `body` as JSON to `url` until it is delivered or refused for good (see the module's
 /// notes): `Err` only for a final answer.
-pub async fn post(
+pub(crate) async fn post(
     client: &HttpClient,
     url: &Uri,
     body: Vec<u8>,
@@ -176,7 +176,7 @@ pub async fn post(
 
 #[cfg(test)]
 mod tests {
-    use super::super::board::Alert;
+    use super::super::alert::Alert;
     use super::*;
 
     fn notice(session: &str, seq: u64) -> Alert {
