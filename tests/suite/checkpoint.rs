@@ -202,10 +202,6 @@ fn a_version_4_checkpoint_restores_with_rebased_starting_afresh() {
     assert_eq!(shown(&mut v4, &after[3]), json!(2490 + 10));
 }
 
-fn pressure_of(out: &[Rec]) -> Vec<Value> {
-    out.iter().map(json).collect()
-}
-
 fn figures(v: &Value) -> Value {
     json!([
         v["pressureTokens"],
@@ -243,7 +239,7 @@ fn a_version_2_checkpoint_restores_without_a_projection_until_the_next_sample() 
             text(10)
         ),
     ]);
-    let out = pressure_of(&native_process(&mut p, &recs, 0).unwrap());
+    let out = values_of(&native_process(&mut p, &recs, 0).unwrap());
     assert_eq!(out.len(), 2, "{out:?}");
     assert_eq!(out[0]["seq"], 5);
     assert_eq!(figures(&out[0]), json!([4227, null, 0.04227, 286]));
@@ -269,7 +265,7 @@ fn a_version_1_checkpoint_restores_the_envelope_and_the_surface() {
         r#"{"type":"user/message","session_id":"s","seq":2,"message":"ok"}"#,
         r#"{"type":"user/message","session_id":"s","seq":3,"message":"Hello.","replaces":{"from_seq":0,"to_seq":1}}"#,
     ]);
-    let out = pressure_of(&native_process(&mut p, &recs, 0).unwrap());
+    let out = values_of(&native_process(&mut p, &recs, 0).unwrap());
     let brief: Vec<Value> = out
         .iter()
         .map(|v| {
@@ -613,6 +609,6 @@ fn calibration_sums_resume_from_a_checkpoint_at_every_position() {
         s["estGrowth"].as_u64().unwrap() >= 1000,
         "it calibrated: {s}"
     );
-    let out = pressure_of(&native_process(&mut processor(P), &recs, 0).unwrap());
+    let out = values_of(&native_process(&mut processor(P), &recs, 0).unwrap());
     assert_ne!(out.last().unwrap()["estimateScale"], 1);
 }

@@ -311,15 +311,28 @@ impl Server {
         what: &str,
         ok: impl Fn(&prometheus_parse::Scrape) -> bool,
     ) -> prometheus_parse::Scrape {
+        self.poll_until(what, Self::metrics, ok, |_| String::new())
+    }
+
+    /// Reads with `read` every 25 ms until `ok` holds of what it read, else fails saying
+    /// `what`, the last reading as `shown` gives it, and the server's stderr.
+    fn poll_until<T>(
+        &self,
+        what: &str,
+        read: impl Fn(&Self) -> T,
+        ok: impl Fn(&T) -> bool,
+        shown: impl Fn(&T) -> String,
+    ) -> T {
         let deadline = Instant::now() + TIMEOUT;
         loop {
-            let m = self.metrics();
-            if ok(&m) {
-                return m;
+            let v = read(self);
+            if ok(&v) {
+                return v;
             }
             assert!(
                 Instant::now() < deadline,
-                "waited {TIMEOUT:?} for {what}; stderr: {}",
+                "waited {TIMEOUT:?} for {what}; {}stderr: {}",
+                shown(&v),
                 self.stderr()
             );
             std::thread::sleep(Duration::from_millis(25));
@@ -358,19 +371,7 @@ impl Server {
 
     /// Polls `/state` until `ok` holds of it, else fails saying `what` and the last state.
     pub(crate) fn wait_state(&self, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            let s = self.state();
-            if ok(&s) {
-                return s;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "waited {TIMEOUT:?} for {what}; state: {s:#}\nstderr: {}",
-                self.stderr()
-            );
-            std::thread::sleep(Duration::from_millis(25));
-        }
+        self.poll_until(what, Self::state, ok, |s| format!("state: {s:#}\n"))
     }
 
     /// An SSE connection to `path` (`/events…`), with a `Last-Event-ID` when given.

@@ -64,6 +64,8 @@ fn json(r: &Rec) -> Value {
     serde_json::from_str(&out).expect("a JSON record")
 }
 
+/// The outputs as JSON, each read as [`json`] reads it (not `common::pressure::values_of`, which
+/// refuses a lone surrogate escape).
 fn pressure_of(out: &[Rec]) -> Vec<Value> {
     out.iter().map(json).collect()
 }

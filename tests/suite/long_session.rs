@@ -3,6 +3,7 @@
 //! replacement from a dropped message a front cut — natively and in the engine alike, in a
 //! store a session of any length fits in, its checkpoints holding the bound.
 
+use crate::common::pressure::values_of;
 use crate::common::*;
 use crate::harness::frame;
 use agent_fold::module::Instance;
@@ -36,12 +37,6 @@ fn session(n: u64, compact_at: Option<u64>) -> Vec<Rec> {
         .collect()
 }
 
-fn values(out: &[Rec]) -> Vec<Value> {
-    out.iter()
-        .map(|r| serde_json::from_slice(&r.value).expect("a JSON record"))
-        .collect()
-}
-
 /// The pressure records of `records` natively and in the engine (asserted alike), in
 /// invocations of 64.
 fn pressure(params: Params, records: &[Rec]) -> Vec<Value> {
@@ -49,7 +44,7 @@ fn pressure(params: Params, records: &[Rec]) -> Vec<Value> {
         .into_iter()
         .flat_map(|b| b.expect("no invocation fails"))
         .collect();
-    values(&out)
+    values_of(&out)
 }
 
 #[test]
@@ -152,7 +147,9 @@ fn a_million_message_session_fits_a_small_store_at_the_default_bound() {
             .unwrap_or_else(|e| panic!("at seq {start}: {e:#}"));
         last = emitted;
     }
-    let end = values(&last).pop().expect("the last reading is answered");
+    let end = values_of(&last)
+        .pop()
+        .expect("the last reading is answered");
     assert_eq!(
         (&end["seq"], &end["pressureTokens"], &end["partial"]),
         (

@@ -7,6 +7,7 @@
 
 mod common;
 mod harness;
+mod records;
 
 mod adapt;
 mod browser;

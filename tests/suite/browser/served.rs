@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use super::chart::{HELPERS as CHART, at as held};
 use super::harness::{Server, append, frame, last_pressure, real_session, scratch};
 use super::{chromium, f, js, s as text, shot};
+use crate::records::pressure_line;
 use agent_fold_testkit::cdp::Browser;
 
 /// Opens the server's page (with `query`) and waits for its first event (the board).
@@ -514,15 +515,13 @@ fn record(session: &str, seq: u64, [pressure, projected, message]: [u64; 3]) -> 
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_nanos() as u64;
-    json!({"type": "context/pressure", "session": session, "seq": seq,
-           "timestamp": agent_fold_core::time::format(now),
+    let fields = json!({"timestamp": agent_fold_core::time::format(now),
            "pressureTokens": pressure, "projectedTokens": projected, "capacity": 200000,
            "contextOccupancy": projected as f64 / 200000.0, "systemTokens": 180,
            "toolsTokens": 2310, "messageTokens": message, "estimateScale": 1,
            "compactAtTokens": 167000, "untilCompactTokens": 167000u64.saturating_sub(projected),
-           "stateVersion": 5})
-    .to_string()
-        + "\n"
+           "stateVersion": 5});
+    pressure_line(session, seq, fields)
 }
 
 /// A reading that is the whole projection.

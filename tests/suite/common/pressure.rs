@@ -190,6 +190,11 @@ pub(crate) fn values(by: &[Vec<Rec>]) -> Vec<Value> {
     by.iter().flatten().map(json).collect()
 }
 
+/// Each output as JSON.
+pub(crate) fn values_of(out: &[Rec]) -> Vec<Value> {
+    out.iter().map(json).collect()
+}
+
 /// A JSON string literal of exactly `4 * tokens` chars, quotes included: `tokens` by the
 /// estimate.
 pub(crate) fn text(tokens: usize) -> String {

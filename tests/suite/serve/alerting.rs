@@ -9,16 +9,15 @@ use serde_json::{Value, json};
 
 use super::write;
 use crate::harness::{Server, sample};
+use crate::records::pressure_line;
 use agent_fold_testkit::alerts::{Crossings, Rule};
 use agent_fold_testkit::webhook::Receiver;
 
 fn rec(session: &str, seq: u64, until: u64) -> String {
-    json!({"type": "context/pressure", "session": session, "seq": seq,
-           "pressureTokens": 167_000 - until.min(167_000), "capacity": 200000,
-           "compactAtTokens": 167000, "untilCompactTokens": until,
-           "agent": "claude-code", "model": "claude-opus-4-6", "stateVersion": 5})
-    .to_string()
-        + "\n"
+    let fields = json!({"pressureTokens": 167_000 - until.min(167_000), "capacity": 200000,
+                        "compactAtTokens": 167000, "untilCompactTokens": until,
+                        "agent": "claude-code", "model": "claude-opus-4-6", "stateVersion": 5});
+    pressure_line(session, seq, fields)
 }
 
 /// A board reading its standard input, alerting on `until<20000`, told by `args` where to.
@@ -323,18 +322,17 @@ fn compacting(seq: u64, ago: u64, used: u64, compactions: u64, last: Option<(u64
         .unwrap()
         .as_nanos() as u64
         - ago * 1_000_000_000;
-    let mut r = json!({"type": "context/pressure", "session": "c/1", "seq": seq,
-           "timestamp": agent_fold_core::time::format(stamp),
+    let mut fields = json!({"timestamp": agent_fold_core::time::format(stamp),
            "pressureTokens": used, "projectedTokens": used, "capacity": 200000,
            "compactAtTokens": 167000, "untilCompactTokens": 167_000u64.saturating_sub(used),
            "compactions": compactions,
            "agent": "codex", "model": "gpt-5.5", "stateVersion": 5});
     if let Some((before, after)) = last {
-        r["lastCompactTrigger"] = json!("auto");
-        r["lastCompactBeforeTokens"] = json!(before);
-        r["lastCompactAfterTokens"] = json!(after);
+        fields["lastCompactTrigger"] = json!("auto");
+        fields["lastCompactBeforeTokens"] = json!(before);
+        fields["lastCompactAfterTokens"] = json!(after);
     }
-    r.to_string() + "\n"
+    pressure_line("c/1", seq, fields)
 }
 
 /// The three ways compaction goes wrong (docs/serve.md, "Alerts"), each firing then resolving

@@ -14,17 +14,17 @@ use serde_json::{Value, json};
 use super::{seq_of, session, write};
 use crate::common::real_data;
 use crate::harness::{self, Server, append, frame, last_pressure, post, sample, scratch};
+use crate::records::pressure_line;
 use agent_fold_testkit::alerts;
 use agent_fold_testkit::webhook::Receiver;
 
 /// A pressure record with the figures the board ranks and alerts on.
 fn rec(session: &str, seq: u64, until: u64, occupancy: f64, names: (&str, &str)) -> String {
-    json!({"type": "context/pressure", "session": session, "seq": seq,
-           "pressureTokens": 1000, "projectedTokens": 1000, "capacity": 200000,
-           "contextOccupancy": occupancy, "compactAtTokens": 167000,
-           "untilCompactTokens": until, "agent": names.0, "model": names.1, "stateVersion": 5})
-    .to_string()
-        + "\n"
+    let fields = json!({"pressureTokens": 1000, "projectedTokens": 1000, "capacity": 200000,
+                        "contextOccupancy": occupancy, "compactAtTokens": 167000,
+                        "untilCompactTokens": until, "agent": names.0, "model": names.1,
+                        "stateVersion": 5});
+    pressure_line(session, seq, fields)
 }
 
 fn json_body(r: &harness::Response) -> Value {

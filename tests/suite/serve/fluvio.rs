@@ -8,6 +8,7 @@ use std::process::Stdio;
 use super::harness::{Server, scratch};
 use super::{p, seq_of};
 use crate::common::fluvio::{Topic, cluster, create_topic, fluvio, live, turn};
+use crate::records::pressure_line;
 
 /// A Fluvio profile file whose cluster is at `endpoint`.
 fn profile(dir: &Path, endpoint: &str) -> String {
@@ -119,11 +120,10 @@ fn an_unreachable_cluster_is_reported_and_a_cluster_that_comes_is_used() {
 
 /// A pressure record with `untilCompactTokens`, unstamped (so never older than `--idle`).
 fn until(session: &str, seq: u64, until: u64) -> String {
-    serde_json::json!({"type": "context/pressure", "session": session, "seq": seq,
-           "pressureTokens": 167_000 - until, "capacity": 200000, "compactAtTokens": 167000,
-           "untilCompactTokens": until, "stateVersion": 5})
-    .to_string()
-        + "\n"
+    let fields = serde_json::json!({"pressureTokens": 167_000 - until, "capacity": 200000,
+                                    "compactAtTokens": 167000, "untilCompactTokens": until,
+                                    "stateVersion": 5});
+    pressure_line(session, seq, fields)
 }
 
 /// A board restarted on a topic reads each partition from its end less `--look-back`: what lies

@@ -13,14 +13,13 @@ use serde_json::json;
 
 use super::harness::{Server, TIMEOUT, append, frame, refused, sample, scratch};
 use super::{p, write};
+use crate::records::pressure_line;
 
 /// A pressure record of `pad` bytes more than its figures.
 fn fat(session: usize, seq: u64, pad: usize) -> String {
-    json!({"type": "context/pressure", "session": format!("s{session}"), "seq": seq,
-           "pressureTokens": 1, "projectedTokens": 1, "capacity": 1000,
-           "contextOccupancy": 0.001, "pad": "x".repeat(pad)})
-    .to_string()
-        + "\n"
+    let fields = json!({"pressureTokens": 1, "projectedTokens": 1, "capacity": 1000,
+                        "contextOccupancy": 0.001, "pad": "x".repeat(pad)});
+    pressure_line(&format!("s{session}"), seq, fields)
 }
 
 /// A connection that sends `request` and then never reads.

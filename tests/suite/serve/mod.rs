@@ -17,6 +17,7 @@ use std::net::TcpListener;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use crate::records::pressure_line;
 use agent_fold::module::{Module, Source};
 use harness::{
     Scratch, Server, append, frame, last_pressure, real_session, refused, row_of, scratch,
@@ -24,12 +25,11 @@ use harness::{
 use serde_json::{Value, json};
 
 fn p(session: &str, seq: u64, occupancy: f64) -> String {
-    json!({"type": "context/pressure", "session": session, "seq": seq,
-           "pressureTokens": 100, "projectedTokens": (occupancy * 1000.0) as u64,
-           "capacity": 1000, "contextOccupancy": occupancy, "systemTokens": 1,
-           "toolsTokens": 2, "messageTokens": 3, "estimateScale": 1, "stateVersion": 4})
-    .to_string()
-        + "\n"
+    let fields = json!({"pressureTokens": 100, "projectedTokens": (occupancy * 1000.0) as u64,
+                        "capacity": 1000, "contextOccupancy": occupancy, "systemTokens": 1,
+                        "toolsTokens": 2, "messageTokens": 3, "estimateScale": 1,
+                        "stateVersion": 4});
+    pressure_line(session, seq, fields)
 }
 
 fn write(s: &mut Server, text: &str) {
