@@ -19,6 +19,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use fluvio::{Fluvio, RecordKey, TopicProducerPool};
 
+use crate::otlp::NotStored;
 use crate::otlp::decode::Limits;
 use crate::otlp::{self, EventSink, Receiver};
 use crate::record::Rec;
@@ -76,10 +77,9 @@ impl EventSink for FileSink {
                 let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
                 for r in &records {
                     out.write_all(&r.value)
-                        .and_then(|()| out.write_all(b"\n"))
-                        .map_err(|e| e.to_string())?;
+                        .and_then(|()| out.write_all(b"\n"))?;
                 }
-                out.flush().map_err(|e| e.to_string())
+                Ok(out.flush()?)
             })
         })
     }
@@ -108,18 +108,18 @@ impl EventSink for TopicSink {
                         self.producer
                             .send(key, r.value)
                             .await
-                            .map_err(|e| e.to_string())?,
+                            .map_err(NotStored::cluster)?,
                     );
                 }
-                self.producer.flush().await.map_err(|e| e.to_string())?;
+                self.producer.flush().await.map_err(NotStored::cluster)?;
                 for out in sent {
-                    out.wait().await.map_err(|e| e.to_string())?;
+                    out.wait().await.map_err(NotStored::cluster)?;
                 }
                 Ok(())
             };
             let r = tokio::time::timeout(Duration::from_secs(30), result)
                 .await
-                .unwrap_or_else(|_| Err("no acknowledgement from the cluster within 30 s".into()));
+                .unwrap_or(Err(NotStored::NoAck));
             self.failing.store(r.is_err(), Ordering::Relaxed);
             r
         })

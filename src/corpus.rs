@@ -314,6 +314,118 @@ fn json_text_cut(rng: &mut Rng, len: usize, out: &mut String, scratch: &mut Stri
     json_str(out, scratch);
 }
 
+/// A frame's `timestamp` value at `ms` of the corpus's clock.
+fn write_stamp(o: &mut String, ms: u64) {
+    let (day, rem) = (ms / 86_400_000, ms % 86_400_000);
+    let _ = write!(
+        o,
+        "\"2026-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z\"",
+        11 + (day + 28) / 30 % 2,
+        1 + (day + 28) % 30,
+        rem / 3_600_000,
+        rem / 60_000 % 60,
+        rem / 1000 % 60,
+        rem % 1000
+    );
+}
+
+/// The text writer a corpus uses: whole, or cut short for `--small`.
+type TextWriter = fn(&mut Rng, usize, &mut String, &mut String);
+
+/// A `request/header`'s members: the model, the system prompt, the tools with their schemas,
+/// the window.
+fn write_header(
+    rng: &mut Rng,
+    s: &Session,
+    small: bool,
+    fleet: bool,
+    json_text: TextWriter,
+    o: &mut String,
+    scratch: &mut String,
+) {
+    o.push_str(",\"model\":\"claude-sonnet-4-5\",\"system\":");
+    json_text(rng, s.system_len as usize, o, scratch);
+    o.push_str(",\"tools\":[");
+    for t in 0..s.tools {
+        if t > 0 {
+            o.push(',');
+        }
+        let name = TOOL_NAMES[t as usize % TOOL_NAMES.len()];
+        let _ = write!(o, "{{\"name\":\"{name}{}\",\"description\":", t / 16);
+        let n = range_sized(rng, small, (20, 80), (120, 600)) as usize;
+        json_text(rng, n, o, scratch);
+        o.push_str(",\"input_schema\":{\"type\":\"object\",\"properties\":{");
+        let props = range_sized(rng, small, (1, 2), (1, 6));
+        for p in 0..props {
+            if p > 0 {
+                o.push(',');
+            }
+            let _ = write!(
+                o,
+                "\"{}_{p}\":{{\"type\":\"{}\",\"description\":",
+                rng.pick(WORDS),
+                rng.pick(&["string", "integer", "boolean", "array"])
+            );
+            let n = rng.range(20, 120) as usize;
+            json_text(rng, n, o, scratch);
+            o.push('}');
+        }
+        o.push_str("},\"required\":[]}}");
+    }
+    o.push_str("],\"context_window\":200000,\"max_tokens\":32000");
+    if fleet {
+        o.push_str(",\"compact_reserve\":33000");
+    }
+}
+
+/// An `assistant/message`'s members: the message (text, and a tool call or a dispatch) and
+/// its usage; the message's length in bytes.
+fn write_assistant(
+    rng: &mut Rng,
+    context: u64,
+    small: bool,
+    tool: Tool,
+    json_text: TextWriter,
+    o: &mut String,
+    scratch: &mut String,
+) -> u64 {
+    let start = o.len();
+    o.push_str(",\"message\":{\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\",\"content\":[{\"type\":\"text\",\"text\":");
+    let n = log_range_sized(rng, small, (10, 120), (30, 1500)) as usize;
+    json_text(rng, n, o, scratch);
+    o.push('}');
+    match tool {
+        Tool::Text => {}
+        Tool::Call | Tool::Task => {
+            let name = if tool == Tool::Task {
+                "Task"
+            } else {
+                rng.pick(TOOL_NAMES)
+            };
+            let _ = write!(
+                o,
+                ",{{\"type\":\"tool_use\",\"id\":\"toolu_{:016x}\",\"name\":\"{name}\",\"input\":{{\"command\":",
+                rng.next_u64()
+            );
+            let n = range_sized(rng, small, (10, 60), (20, 300)) as usize;
+            json_text(rng, n, o, scratch);
+            o.push_str("}}");
+        }
+    }
+    o.push_str("]}");
+    let message_len = (o.len() - start) as u64;
+    let input = rng.range(2, 400);
+    let cached = context.saturating_sub(input);
+    let created = rng.range(0, 300);
+    let _ = write!(
+        o,
+        ",\"usage\":{{\"input_tokens\":{input},\"cache_read_input_tokens\":{cached},\
+             \"cache_creation_input_tokens\":{created},\"output_tokens\":{}}}",
+        rng.range(10, 900)
+    );
+    message_len
+}
+
 /// A deterministic stream of agent-log records.
 pub struct Corpus {
     rng: Rng,
@@ -510,18 +622,7 @@ impl Corpus {
         if unstamped {
             o.truncate(o.len() - ",\"timestamp\":".len());
         } else {
-            let ms = self.clock;
-            let (day, rem) = (ms / 86_400_000, ms % 86_400_000);
-            let _ = write!(
-                o,
-                "\"2026-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z\"",
-                11 + (day + 28) / 30 % 2,
-                1 + (day + 28) % 30,
-                rem / 3_600_000,
-                rem / 60_000 % 60,
-                rem / 1000 % 60,
-                rem % 1000
-            );
+            write_stamp(&mut o, self.clock);
         }
         let scratch = &mut self.scratch;
         let small = self.config.small;
@@ -530,39 +631,7 @@ impl Corpus {
         match step {
             Planned::Header => {
                 self.stats.headers += 1;
-                o.push_str(",\"model\":\"claude-sonnet-4-5\",\"system\":");
-                json_text(rng, s.system_len as usize, &mut o, scratch);
-                o.push_str(",\"tools\":[");
-                for t in 0..s.tools {
-                    if t > 0 {
-                        o.push(',');
-                    }
-                    let name = TOOL_NAMES[t as usize % TOOL_NAMES.len()];
-                    let _ = write!(o, "{{\"name\":\"{name}{}\",\"description\":", t / 16);
-                    let n = range_sized(rng, small, (20, 80), (120, 600)) as usize;
-                    json_text(rng, n, &mut o, scratch);
-                    o.push_str(",\"input_schema\":{\"type\":\"object\",\"properties\":{");
-                    let props = range_sized(rng, small, (1, 2), (1, 6));
-                    for p in 0..props {
-                        if p > 0 {
-                            o.push(',');
-                        }
-                        let _ = write!(
-                            o,
-                            "\"{}_{p}\":{{\"type\":\"{}\",\"description\":",
-                            rng.pick(WORDS),
-                            rng.pick(&["string", "integer", "boolean", "array"])
-                        );
-                        let n = rng.range(20, 120) as usize;
-                        json_text(rng, n, &mut o, scratch);
-                        o.push('}');
-                    }
-                    o.push_str("},\"required\":[]}}");
-                }
-                o.push_str("],\"context_window\":200000,\"max_tokens\":32000");
-                if self.config.fleet {
-                    o.push_str(",\"compact_reserve\":33000");
-                }
+                write_header(rng, s, small, self.config.fleet, json_text, &mut o, scratch);
             }
             Planned::User | Planned::Summary => {
                 let start = o.len();
@@ -595,40 +664,8 @@ impl Corpus {
                 let _ = write!(o, ",\"estimated_tokens_delta\":{delta}");
             }
             Planned::Assistant { tool, .. } => {
-                let start = o.len();
-                o.push_str(",\"message\":{\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\",\"content\":[{\"type\":\"text\",\"text\":");
-                let n = log_range_sized(rng, small, (10, 120), (30, 1500)) as usize;
-                json_text(rng, n, &mut o, scratch);
-                o.push('}');
-                match tool {
-                    Tool::Text => {}
-                    Tool::Call | Tool::Task => {
-                        let name = if tool == Tool::Task {
-                            "Task"
-                        } else {
-                            rng.pick(TOOL_NAMES)
-                        };
-                        let _ = write!(
-                            o,
-                            ",{{\"type\":\"tool_use\",\"id\":\"toolu_{:016x}\",\"name\":\"{name}\",\"input\":{{\"command\":",
-                            rng.next_u64()
-                        );
-                        let n = range_sized(rng, small, (10, 60), (20, 300)) as usize;
-                        json_text(rng, n, &mut o, scratch);
-                        o.push_str("}}");
-                    }
-                }
-                o.push_str("]}");
-                message_len = (o.len() - start) as u64;
-                let input = rng.range(2, 400);
-                let cached = s.context.saturating_sub(input);
-                let created = rng.range(0, 300);
-                let _ = write!(
-                    o,
-                    ",\"usage\":{{\"input_tokens\":{input},\"cache_read_input_tokens\":{cached},\
-                     \"cache_creation_input_tokens\":{created},\"output_tokens\":{}}}",
-                    rng.range(10, 900)
-                );
+                message_len =
+                    write_assistant(rng, s.context, small, tool, json_text, &mut o, scratch);
                 if !sub {
                     s.surface.push(seq);
                 }

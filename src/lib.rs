@@ -21,7 +21,6 @@ pub mod record;
 pub mod testing;
 
 mod accuracy;
-mod checkpoint;
 mod collect;
 mod flags;
 mod homes;
@@ -33,6 +32,7 @@ mod otlp;
 mod params;
 mod plot;
 mod relay;
+mod resume;
 mod run;
 mod serve;
 mod service;

@@ -276,14 +276,14 @@ pub fn engine_params(config: &Config) -> Result<Vec<(&'static str, String)>> {
 
 /// The module for `--wasm FILE` / `--native`: a named `.wasm`, the native library, else the
 /// project's build, else the native library (it gives the same output) with a note on stderr.
-pub fn choose(wasm: Option<&Path>, native: bool) -> Source {
+pub fn choose(wasm: Option<&Path>, native: bool) -> Build {
     if native {
-        return Source::Native;
+        return Build::Native;
     }
     match wasm {
-        Some(p) => Source::Wasm(p.to_owned()),
+        Some(p) => Build::Wasm(p.to_owned()),
         None if std::env::var_os("AGENT_FOLD_WASM").is_some() || default_wasm_path().exists() => {
-            Source::Wasm(default_wasm_path())
+            Build::Wasm(default_wasm_path())
         }
         None => {
             tracing::info!(
@@ -291,14 +291,14 @@ pub fn choose(wasm: Option<&Path>, native: bool) -> Source {
                  running the native library, which gives the same output",
                 default_wasm_path().display()
             );
-            Source::Native
+            Build::Native
         }
     }
 }
 
 /// Which module to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
+pub enum Build {
     /// A `.wasm` in the engine.
     Wasm(PathBuf),
     /// The native library.
@@ -314,16 +314,16 @@ pub enum Module {
 impl Module {
     /// An instance of `config`, its `history` (at the offsets from `history_base`) replayed
     /// through `look_back`.
-    pub fn new(source: &Source, config: &Config, history: Option<(&[Rec], i64)>) -> Result<Module> {
-        match source {
-            Source::Native => {
+    pub fn new(build: &Build, config: &Config, history: Option<(&[Rec], i64)>) -> Result<Module> {
+        match build {
+            Build::Native => {
                 let mut m = Module::Native(Box::new(Processor::new(config)));
                 if let Some((h, base)) = history {
                     m.look_back(h, base, INVOCATION_BYTES)?;
                 }
                 Ok(m)
             }
-            Source::Wasm(path) => Ok(Module::Wasm(Box::new(Instance::new(
+            Build::Wasm(path) => Ok(Module::Wasm(Box::new(Instance::new(
                 &read_wasm(path)?,
                 &engine_params(config)?,
                 history,

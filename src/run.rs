@@ -3,17 +3,17 @@
 
 use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use agent_fold_core::{Adapter, Config, Frame, Input, Malformed, Subagents, View};
 use anyhow::{Context, Result, anyhow, bail};
 
 use crate::flags::format;
-use crate::module::{self, Module, Source};
+use crate::module::{self, Build, Module};
 use crate::params::Format;
-use crate::params::Told;
+use crate::params::{ModuleParams, Told};
 use crate::record::Rec;
-use crate::{checkpoint, logs, plot};
+use crate::{logs, plot, resume};
 
 /// The params, the module source and the log of one run.
 #[derive(Debug, Clone, clap::Args)]
@@ -76,7 +76,7 @@ impl Args {
 
     /// Which module runs: checkpoints are the native library's; a fresh clone without a build
     /// of the module runs the library, which gives the same output (contract §6.8), and says so.
-    pub(crate) fn source(&self) -> Source {
+    pub(crate) fn build(&self) -> Build {
         let native = self.native || self.checkpoint_in.is_some() || self.checkpoint_out.is_some();
         module::choose(self.wasm.as_deref(), native)
     }
@@ -202,72 +202,109 @@ fn untold(args: &Args, config: &Config, input: &logs::LogReader) -> Result<Optio
 /// `agent-fold run`. Returns the summary of the main instance's run.
 pub(crate) fn run(args: &Args) -> Result<Summary> {
     let params = args.params.settle()?;
-    let config = params.config().clone();
     // The log's format: adapted here, told by its first lines unless --input names it; with
     // -e input=… the module adapts, and a shadow adapter here sees the same frames for the
     // summary and the plot's marks.
     let told = Told::settle(args.format, &params)?;
-    let source = args.source();
     let mut input = logs::LogReader::open_in(args.log(), args.session.as_deref())?;
     let format = match told {
         Told::Detect => match input.detect()? {
             Some(f) => Some(f),
-            None => untold(args, &config, &input)?,
+            None => untold(args, params.config(), &input)?,
         },
         Told::Flag(f) | Told::Param(f) => Some(f),
     }
     .filter(|f| *f != Input::AgentFold);
-    let adapt_here = !matches!(told, Told::Param(_));
-    let mut adapter = format.map(|input| {
-        Adapter::for_config(&Config {
-            input,
-            ..config.clone()
+    let mut run = Instances::start(args, &params, format, !matches!(told, Told::Param(_)))?;
+    let start = match &args.checkpoint_in {
+        Some(p) => run.resume(p)?,
+        None => 0,
+    };
+    let mut out = Outputs::open(args)?;
+    let end = run.feed(&mut input, start, args, &mut out)?;
+    out.finish(args)?;
+    if let Some(p) = &args.checkpoint_out {
+        run.save(p, end)?;
+    }
+    Ok(out.summary)
+}
+
+/// The instances of one run: the main one, the pressure one when an output asks for it, and
+/// the adapter that turns the log's lines into frames here.
+struct Instances {
+    config: Config,
+    adapter: Option<Adapter>,
+    /// The main instance is given the adapter's frames (else the log's own lines: `-e input=`).
+    adapt_here: bool,
+    main: Module,
+    pressure: Option<Module>,
+}
+
+impl Instances {
+    /// Every instance made, the look-back history replayed through each (offsets −n … −1, the
+    /// adapter learning it whether or not the main instance is given it adapted).
+    fn start(
+        args: &Args,
+        params: &ModuleParams,
+        format: Option<Input>,
+        adapt_here: bool,
+    ) -> Result<Instances> {
+        let config = params.config().clone();
+        let build = args.build();
+        let mut adapter = format.map(|input| {
+            Adapter::for_config(&Config {
+                input,
+                ..config.clone()
+            })
+        });
+        let history = match &args.lookback {
+            Some(p) => {
+                let lines = logs::read_records(p)?;
+                let base = -(lines.len() as i64);
+                let adapted = adapter.as_mut().map(|a| logs::adapt_chunk(a, &lines, base));
+                Some((lines, adapted.filter(|_| adapt_here), base))
+            }
+            None => None,
+        };
+        let main_history = history
+            .as_ref()
+            .map(|(lines, adapted, b)| (adapted.as_deref().unwrap_or(&lines[..]), *b));
+        let main = Module::new(&build, &config, main_history)?;
+        // The pressure view reads the log's own lines and adapts them itself, as a relay over
+        // the topic does: the agent's defaults (contract §3.4, §3.5) come with its `input`.
+        let pressure_config = || {
+            let mut p = params.clone();
+            if let (true, Some(f)) = (adapt_here, format) {
+                p.input_under(f);
+            }
+            p.view(View::Pressure)
+        };
+        let pressure_history = history.as_ref().map(|(lines, _, b)| (&lines[..], *b));
+        let pressure = match args.pressure_out.is_some() || args.plot.is_some() {
+            true => Some(Module::new(&build, &pressure_config(), pressure_history)?),
+            false => None,
+        };
+        Ok(Instances {
+            config,
+            adapter,
+            adapt_here,
+            main,
+            pressure,
         })
-    });
-    // Look-back history stands before the input: offsets −n … −1. The adapter learns it
-    // whether or not the main module is given it adapted.
-    let history = match &args.lookback {
-        Some(p) => {
-            let lines = logs::read_records(p)?;
-            let base = -(lines.len() as i64);
-            let adapted = adapter.as_mut().map(|a| logs::adapt_chunk(a, &lines, base));
-            Some((lines, adapted.filter(|_| adapt_here), base))
-        }
-        None => None,
-    };
-    let main_history = history
-        .as_ref()
-        .map(|(lines, adapted, b)| (adapted.as_deref().unwrap_or(&lines[..]), *b));
-    let mut main = Module::new(&source, &config, main_history)?;
-    // The pressure view reads the log's own lines and adapts them itself, as a relay over the
-    // topic does: the agent's defaults (contract §3.4, §3.5) come with its `input`.
-    let pressure_config = || {
-        let mut p = params.clone();
-        if let (true, Some(f)) = (adapt_here, format) {
-            p.input_under(f);
-        }
-        p.view(View::Pressure)
-    };
-    // The log's own lines, as the pressure instance adapts them itself.
-    let pressure_history = history.as_ref().map(|(lines, _, b)| (&lines[..], *b));
-    let mut pressure = match args.pressure_out.is_some() || args.plot.is_some() {
-        true => Some(Module::new(&source, &pressure_config(), pressure_history)?),
-        false => None,
-    };
-    // Where the log goes on: 0, or where a checkpoint left it.
-    let mut start = 0;
-    if let Some(p) = &args.checkpoint_in {
-        let text = std::fs::read_to_string(p)
-            .with_context(|| format!("reading checkpoint {}", p.display()))?;
-        let doc = checkpoint::Runner::read(&text)?;
-        start = doc.offset;
-        main.restore(doc.main)?;
-        if let Some(pm) = &mut pressure {
+    }
+
+    /// Restores every instance from the checkpoint at `path`; where the log goes on.
+    fn resume(&mut self, path: &Path) -> Result<i64> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading checkpoint {}", path.display()))?;
+        let doc = resume::Checkpoint::read(&text)?;
+        self.main.restore(doc.main)?;
+        if let Some(pm) = &mut self.pressure {
             pm.restore(doc.pressure.ok_or_else(|| {
                 anyhow!("the checkpoint has no state for the pressure instance")
             })?)?;
         }
-        if let Some(a) = &mut adapter {
+        if let Some(a) = &mut self.adapter {
             let state = doc.adapter.ok_or_else(|| {
                 anyhow!(
                     "the checkpoint has no adapter state for input={}",
@@ -276,77 +313,120 @@ pub(crate) fn run(args: &Args) -> Result<Summary> {
             })?;
             a.restore(state)?;
         }
+        Ok(doc.offset)
     }
 
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    let mut pout = match &args.pressure_out {
-        Some(p) => Some(std::io::BufWriter::new(
-            std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?,
-        )),
-        None => None,
-    };
-    let mut summary = Summary::default();
-    let mut marks = plot::Marks::default();
-    let mut pressure_recs = Vec::new();
-    let pb = progress_bar(input.known_len());
-    let batch = args.batch as usize;
-    let stream = input.is_stream();
-    let mut base = start;
-    while let Some(chunk) = input.next_batch(batch)? {
-        let chunk = &chunk[..];
-        let frames: Cow<[Rec]> = match &mut adapter {
-            Some(a) => Cow::Owned(logs::adapt_chunk(a, chunk, base)),
-            None => Cow::Borrowed(chunk),
-        };
-        let fed: &[Rec] = if adapt_here { &frames } else { chunk };
-        let recs = main.process(fed, base)?;
-        summary.add(&Summary::of(&frames, recs.len(), &config));
-        write_lines(&mut out, &recs)?;
-        if let Some(pm) = &mut pressure {
-            let precs = pm.process(chunk, base)?;
-            if let Some(w) = &mut pout {
-                write_lines(w, &precs)?;
+    /// Feeds the log from offset `start` in invocations of `--batch` lines, writing each
+    /// invocation's records as it goes; the offset after the last line.
+    fn feed(
+        &mut self,
+        input: &mut logs::LogReader,
+        start: i64,
+        args: &Args,
+        out: &mut Outputs,
+    ) -> Result<i64> {
+        let pb = progress_bar(input.known_len());
+        let stream = input.is_stream();
+        let mut base = start;
+        while let Some(chunk) = input.next_batch(args.batch as usize)? {
+            let chunk = &chunk[..];
+            let frames: Cow<[Rec]> = match &mut self.adapter {
+                Some(a) => Cow::Owned(logs::adapt_chunk(a, chunk, base)),
+                None => Cow::Borrowed(chunk),
+            };
+            let fed: &[Rec] = if self.adapt_here { &frames } else { chunk };
+            let recs = self.main.process(fed, base)?;
+            out.summary
+                .add(&Summary::of(&frames, recs.len(), &self.config));
+            write_lines(&mut out.frames, &recs)?;
+            if let Some(pm) = &mut self.pressure {
+                out.pressure(&frames, pm.process(chunk, base)?, args)?;
             }
-            if args.plot.is_some() {
-                marks.note(&frames);
-                pressure_recs.extend(precs);
+            if stream {
+                // A stream's answer goes out before the next read waits (contract §1: each
+                // record's output as soon as its invocation is processed).
+                out.flush()?;
             }
+            base += chunk.len() as i64;
+            pb.inc(chunk.len() as u64);
         }
-        if stream {
-            // A stream's answer goes out before the next read waits (contract §1: each
-            // record's output as soon as its invocation is processed).
-            // The pressure records first: once a line's answer is on stdout, its pressure
-            // records are on --pressure-out.
-            if let Some(w) = &mut pout {
-                w.flush()?;
-            }
-            out.flush()?;
-        }
-        base += chunk.len() as i64;
-        pb.inc(chunk.len() as u64);
+        pb.finish_and_clear();
+        Ok(base)
     }
-    pb.finish_and_clear();
-    out.flush()?;
-    if let Some(w) = &mut pout {
-        w.flush()?;
-    }
-    if let Some(path) = &args.plot {
-        plot::render(path, &plot::panels(&pressure_recs, &marks))?;
-    }
-    if let Some(p) = &args.checkpoint_out {
-        let main_doc = main.checkpoint()?;
-        let pressure_doc = pressure.as_ref().map(Module::checkpoint).transpose()?;
-        let adapter_doc = adapter.as_ref().map(Adapter::checkpoint);
-        let doc = checkpoint::Runner {
+
+    /// Writes every instance's state to `path`, the log to go on at `offset`.
+    fn save(&self, path: &Path, offset: i64) -> Result<()> {
+        let main_doc = self.main.checkpoint()?;
+        let pressure_doc = self.pressure.as_ref().map(Module::checkpoint).transpose()?;
+        let adapter_doc = self.adapter.as_ref().map(Adapter::checkpoint);
+        let doc = resume::Checkpoint {
             main: &main_doc,
             pressure: pressure_doc.as_deref(),
             adapter: adapter_doc.as_deref(),
-            offset: base,
+            offset,
         };
-        std::fs::write(p, doc.write()?)?;
+        std::fs::write(path, doc.write()?)?;
+        Ok(())
     }
-    Ok(summary)
+}
+
+/// Where a run's records go: the frames on stdout, the pressure records to `--pressure-out`,
+/// what `--plot` draws, and the summary.
+struct Outputs {
+    frames: std::io::BufWriter<std::io::StdoutLock<'static>>,
+    pressure: Option<std::io::BufWriter<std::fs::File>>,
+    marks: plot::Marks,
+    plotted: Vec<Rec>,
+    summary: Summary,
+}
+
+impl Outputs {
+    fn open(args: &Args) -> Result<Outputs> {
+        let pressure = match &args.pressure_out {
+            Some(p) => Some(std::io::BufWriter::new(
+                std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?,
+            )),
+            None => None,
+        };
+        Ok(Outputs {
+            frames: std::io::BufWriter::new(std::io::stdout().lock()),
+            pressure,
+            marks: plot::Marks::default(),
+            plotted: Vec::new(),
+            summary: Summary::default(),
+        })
+    }
+
+    /// One invocation's pressure records, for the lines that gave `frames`.
+    fn pressure(&mut self, frames: &[Rec], records: Vec<Rec>, args: &Args) -> Result<()> {
+        if let Some(w) = &mut self.pressure {
+            write_lines(w, &records)?;
+        }
+        if args.plot.is_some() {
+            self.marks.note(frames);
+            self.plotted.extend(records);
+        }
+        Ok(())
+    }
+
+    /// The pressure records first: once a line's answer is on stdout, its pressure records
+    /// are on --pressure-out.
+    fn flush(&mut self) -> Result<()> {
+        if let Some(w) = &mut self.pressure {
+            w.flush()?;
+        }
+        self.frames.flush()?;
+        Ok(())
+    }
+
+    /// Everything written out, and the plot drawn.
+    fn finish(&mut self, args: &Args) -> Result<()> {
+        self.flush()?;
+        if let Some(path) = &args.plot {
+            plot::render(path, &plot::panels(&self.plotted, &self.marks))?;
+        }
+        Ok(())
+    }
 }
 
 /// The command line: `agent-fold run …`.

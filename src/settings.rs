@@ -31,8 +31,8 @@ use serde_json::Value;
 pub use crate::homes::Homes;
 
 /// What the settings say: the window and the compaction point they set (module params
-/// `capacity` and `compact_at`, laid under the user's own by `crate::params`), and where each
-/// came from.
+/// `capacity` and `compact_at`, laid under the user's own where the params are settled), and
+/// where each came from.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Found {
     pub capacity: Option<u64>,

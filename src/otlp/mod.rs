@@ -19,7 +19,7 @@
 
 pub(crate) mod decode;
 mod doubles;
-pub(crate) mod record;
+pub(crate) mod otel_log;
 pub(crate) mod tally;
 
 use std::future::Future;
@@ -45,7 +45,7 @@ use anyhow::{Context, Result, bail};
 use crate::record::Rec;
 use crate::service::metrics::{Kind, Text};
 use decode::{BodyError, Encoding, Limits};
-use record::{Refused, Resource};
+use otel_log::{Refused, Resource};
 
 /// How long a request waits for a slot before it is told to come back.
 pub(crate) const SLOT_WAIT: Duration = Duration::from_secs(5);
@@ -73,7 +73,34 @@ pub(crate) trait EventSink: Send + Sync + 'static {
 }
 
 /// What [`EventSink::write`] returns: a future that settles once the records are stored, or fail.
-pub(crate) type Written<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
+pub(crate) type Written<'a> = Pin<Box<dyn Future<Output = Result<(), NotStored>> + Send + 'a>>;
+
+/// Why a sink did not store a request's records (answered 503, so the exporter sends them
+/// again), in the words of what failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum NotStored {
+    /// The file or stdout `collect` writes to.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// The Fluvio producer, as its error words it.
+    #[error("{0}")]
+    Cluster(String),
+    #[error("no acknowledgement from the cluster within 30 s")]
+    NoAck,
+    /// `serve --otlp`: the thread that runs the module over the events ended.
+    #[error("the board's module is gone")]
+    BoardGone,
+    /// `serve --otlp`: the module refused the batch.
+    #[error("the module failed: {0}")]
+    Module(String),
+}
+
+impl NotStored {
+    /// A producer's error, as it words it.
+    pub(crate) fn cluster(e: impl std::fmt::Display) -> NotStored {
+        NotStored::Cluster(e.to_string())
+    }
+}
 
 /// `google.rpc.Status`, the body of an OTLP failure (not part of `opentelemetry-proto`).
 #[derive(Clone, PartialEq, prost::Message)]
@@ -359,7 +386,7 @@ pub(crate) fn records(req: &ExportLogsServiceRequest) -> (Vec<Rec>, [u64; 3]) {
         let res = Resource::new(kvs);
         for sl in &rl.scope_logs {
             for lr in &sl.log_records {
-                match record::record(&res, lr) {
+                match otel_log::record(&res, lr) {
                     Ok(r) => out.push(r),
                     Err(why) => {
                         let i = Refused::ALL.iter().position(|r| *r == why).expect("listed");

@@ -238,9 +238,9 @@ async fn relay(
         args.module_name(),
         args.lookback
     );
-    watch.board.add(&parts);
+    watch.figures.add(&parts);
     watch.set(Phase::Relaying);
-    let ctl = Control::with_board(Arc::clone(&watch.board));
+    let ctl = Control::with_figures(Arc::clone(&watch.figures));
     // One maker for every partition's instances (each compiles the `.wasm` on its own thread).
     let make: pump::Make = Arc::new(move || -> Result<Module> {
         Ok(Module::Wasm(Box::new(Instance::new(&wasm, &params, None)?)))

@@ -200,7 +200,7 @@ pub struct RelayFigures {
 }
 
 impl RelayFigures {
-    /// A board for `partitions`, each at its defaults.
+    /// Figures for `partitions`, each at its defaults.
     pub fn new(partitions: &[u32]) -> RelayFigures {
         RelayFigures {
             stats: Mutex::new(partitions.iter().map(|p| (*p, Stats::default())).collect()),
@@ -230,21 +230,21 @@ impl RelayFigures {
 pub struct Control {
     stop: Cell<bool>,
     last_record: Cell<Instant>,
-    board: Arc<RelayFigures>,
+    figures: Arc<RelayFigures>,
 }
 
 impl Control {
     /// Control for the pumps of `partitions`.
     pub fn new(partitions: &[u32]) -> Control {
-        Control::with_board(Arc::new(RelayFigures::new(partitions)))
+        Control::with_figures(Arc::new(RelayFigures::new(partitions)))
     }
 
-    /// Control whose figures go to `board`.
-    pub fn with_board(board: Arc<RelayFigures>) -> Control {
+    /// Control whose figures go to `figures`.
+    pub fn with_figures(figures: Arc<RelayFigures>) -> Control {
         Control {
             stop: Cell::new(false),
             last_record: Cell::new(Instant::now()),
-            board,
+            figures,
         }
     }
 
@@ -260,17 +260,17 @@ impl Control {
     /// Every partition live and no record for `idle`.
     fn idle(&self, idle: Option<Duration>) -> bool {
         idle.is_some_and(|d| {
-            self.last_record.get().elapsed() >= d && self.board.lock().values().all(|s| s.live)
+            self.last_record.get().elapsed() >= d && self.figures.lock().values().all(|s| s.live)
         })
     }
 
     fn update(&self, partition: u32, f: impl FnOnce(&mut Stats)) {
-        f(self.board.lock().entry(partition).or_default());
+        f(self.figures.lock().entry(partition).or_default());
     }
 
     /// A copy of every partition's figures.
     pub fn stats(&self) -> BTreeMap<u32, Stats> {
-        self.board.stats()
+        self.figures.stats()
     }
 
     /// Sleeps `d`, waking early when asked to stop.
@@ -342,35 +342,12 @@ pub async fn pump<L: Partition, S: Sink>(
 ) -> Result<Exit, Stop> {
     ctl.update(partition, |st| st.live = false);
     let pos = log.position().await.map_err(Stop::Cluster)?;
-    let start = match pos.committed {
-        Some(c) if c < pos.first => {
-            tracing::warn!(
-                "partition {partition}: offsets {c}..{} are gone (retention): resuming at {}",
-                pos.first,
-                pos.first
-            );
-            pos.first
-        }
-        Some(c) => c,
-        None => pos.first,
-    };
-    let from = start.saturating_sub(s.lookback as i64).max(pos.first);
-    let began = Instant::now();
-    let make = Arc::clone(make);
-    let made = off_task(move || make()).await?;
-    let mut module = Worker(Some(made.map_err(Stop::Fatal)?));
-    if !rebuild(log, &mut module, from, start, partition, s, ctl).await? {
+    let start = resume_at(&pos, partition);
+    let Some(mut module) = rebuilt(log, make, &pos, start, partition, s, ctl).await? else {
         // Stopped mid-rebuild: nothing of this life was relayed, nothing to settle.
         tracing::info!("partition {partition}: stopped during the look-back, at its request");
         return Ok(Exit::Stopped);
-    }
-    if from < start {
-        tracing::info!(
-            "partition {partition}: state rebuilt through look_back from offsets \
-             {from}..{start} in {:.1?}; relaying from {start}",
-            began.elapsed()
-        );
-    }
+    };
     log.seek(start).await.map_err(Stop::Cluster)?;
     ctl.update(partition, |st| {
         st.next = start;
@@ -435,18 +412,7 @@ pub async fn pump<L: Partition, S: Sink>(
         }
         let max = s.invocation_bytes;
         let made = module.call(move |m| invoke(m, run, next, max)).await?;
-        for (records_in, out) in made.pieces {
-            let records_out = out.len() as u64;
-            produce(out, sink).await?;
-            let done = next + records_in as i64;
-            ctl.update(partition, |st| {
-                st.records_in += records_in as u64;
-                st.records_out += records_out;
-                st.next = done;
-                st.end = st.end.max(done);
-            });
-            next = done;
-        }
+        next = produce_pieces(made.pieces, next, sink, partition, ctl).await?;
         match made.end {
             Ended::Whole => {}
             Ended::Failed(e) => return Err(Stop::Fatal(e)),
@@ -472,24 +438,108 @@ pub async fn pump<L: Partition, S: Sink>(
         // Idle time counts from the end of the last round: relaying is not idling.
         ctl.last_record.set(Instant::now());
         if let Some((expected, found)) = gap {
-            let tries = match missing {
-                Some((at, n)) if at == expected => n + 1,
-                _ => 1,
-            };
-            if tries > s.refetches {
-                return Err(Stop::Fatal(anyhow!(
-                    "partition {partition}: offset {expected} never came ({found}; \
-                     {tries} fetches; were records removed?); relayed and committed up to it"
-                )));
-            }
-            missing = Some((expected, tries));
-            tracing::warn!(
-                "partition {partition}: expected offset {expected}, {found}: re-fetching from {expected}"
-            );
-            ctl.update(partition, |st| st.refetches += 1);
-            log.seek(expected).await.map_err(Stop::Cluster)?;
+            missing = Some(refetch(log, missing, expected, &found, partition, s, ctl).await?);
         }
     }
+}
+
+/// Where a partition's relaying resumes: its committed offset, else its first; a committed
+/// offset retention has removed resumes at the first still stored, said.
+fn resume_at(pos: &Position, partition: u32) -> i64 {
+    match pos.committed {
+        Some(c) if c < pos.first => {
+            tracing::warn!(
+                "partition {partition}: offsets {c}..{} are gone (retention): resuming at {}",
+                pos.first,
+                pos.first
+            );
+            pos.first
+        }
+        Some(c) => c,
+        None => pos.first,
+    }
+}
+
+/// A module made off the pumps' task, its state rebuilt through `look_back` from the
+/// `lookback` records before `start` (those still stored); `None`: stopped during it.
+async fn rebuilt<L: Partition>(
+    log: &mut L,
+    make: &Make,
+    pos: &Position,
+    start: i64,
+    partition: u32,
+    s: &Settings,
+    ctl: &Control,
+) -> Result<Option<Worker>, Stop> {
+    let from = start.saturating_sub(s.lookback as i64).max(pos.first);
+    let began = Instant::now();
+    let make = Arc::clone(make);
+    let made = off_task(move || make()).await?;
+    let mut module = Worker(Some(made.map_err(Stop::Fatal)?));
+    if !rebuild(log, &mut module, from, start, partition, s, ctl).await? {
+        return Ok(None);
+    }
+    if from < start {
+        tracing::info!(
+            "partition {partition}: state rebuilt through look_back from offsets \
+             {from}..{start} in {:.1?}; relaying from {start}",
+            began.elapsed()
+        );
+    }
+    Ok(Some(module))
+}
+
+/// Produces each invocation's records in order (awaiting each produce), moving the
+/// partition's figures on; the offset after the last piece.
+async fn produce_pieces<S: Sink>(
+    pieces: Vec<(usize, Vec<Rec>)>,
+    mut next: i64,
+    sink: &mut S,
+    partition: u32,
+    ctl: &Control,
+) -> Result<i64, Stop> {
+    for (records_in, out) in pieces {
+        let records_out = out.len() as u64;
+        produce(out, sink).await?;
+        let done = next + records_in as i64;
+        ctl.update(partition, |st| {
+            st.records_in += records_in as u64;
+            st.records_out += records_out;
+            st.next = done;
+            st.end = st.end.max(done);
+        });
+        next = done;
+    }
+    Ok(next)
+}
+
+/// An offset that did not come (`found` came instead): fetched again from it, at most
+/// `s.refetches` times in a row, then a stop naming it; the offset missing and its tries.
+async fn refetch<L: Partition>(
+    log: &mut L,
+    missing: Option<(i64, u32)>,
+    expected: i64,
+    found: &str,
+    partition: u32,
+    s: &Settings,
+    ctl: &Control,
+) -> Result<(i64, u32), Stop> {
+    let tries = match missing {
+        Some((at, n)) if at == expected => n + 1,
+        _ => 1,
+    };
+    if tries > s.refetches {
+        return Err(Stop::Fatal(anyhow!(
+            "partition {partition}: offset {expected} never came ({found}; \
+             {tries} fetches; were records removed?); relayed and committed up to it"
+        )));
+    }
+    tracing::warn!(
+        "partition {partition}: expected offset {expected}, {found}: re-fetching from {expected}"
+    );
+    ctl.update(partition, |st| st.refetches += 1);
+    log.seek(expected).await.map_err(Stop::Cluster)?;
+    Ok((expected, tries))
 }
 
 /// Replays offsets `from..to` through `look_back`, fetch by fetch, each cut to

@@ -41,7 +41,7 @@ impl Phase {
 /// What `/metrics` and `/healthz` read: the pumps' figures and the relay's own.
 #[derive(Debug, Default)]
 pub(crate) struct Watch {
-    pub board: Arc<RelayFigures>,
+    pub figures: Arc<RelayFigures>,
     phase: AtomicU8,
     /// Failed attempts to reach the cluster before relaying.
     pub connect_retries: AtomicU64,
@@ -64,7 +64,7 @@ impl Watch {
 /// A scrape: per partition the records in and out, lag, offsets, settles, restarts,
 /// re-fetches, refusals, liveness; the relay's phase and its connect retries.
 pub(crate) fn render(w: &Watch) -> String {
-    let stats = w.board.stats();
+    let stats = w.figures.stats();
     let mut t = Text::default();
     let per = |t: &mut Text,
                name: &str,
@@ -184,7 +184,7 @@ async fn metrics(State(w): State<Arc<Watch>>) -> Response {
 /// 200 when relaying with every partition live; 503, saying why, while connecting,
 /// rebuilding a partition's state, or stopping.
 async fn healthz(State(w): State<Arc<Watch>>) -> Response {
-    let stats = w.board.stats();
+    let stats = w.figures.stats();
     let waiting: Vec<u32> = stats
         .iter()
         .filter(|(_, s)| !s.live)

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::memory::{Cluster, ClusterEvent};
 use super::pump::{self, Control, Exit, Settings};
 use crate::corpus::corpus;
-use crate::module::{Module, Source};
+use crate::module::{Build, Module};
 use crate::record::Rec;
 use agent_fold_core::{Config, View};
 
@@ -34,7 +34,7 @@ pub(crate) fn block_on<F: Future>(f: F) -> F::Output {
 /// The module's records for `records` at once from offset `base`, after `history` (at offsets
 /// from `history_base`) through look_back.
 fn reference(p: &Config, history: Option<(&[Rec], i64)>, records: &[Rec], base: i64) -> Vec<Rec> {
-    let mut m = Module::new(&Source::Native, p, history).expect("params");
+    let mut m = Module::new(&Build::Native, p, history).expect("params");
     m.process(records, base).expect("no refusal")
 }
 
@@ -55,7 +55,7 @@ fn relay(cluster: &Cluster, p: &Config, s: &Settings) -> anyhow::Result<Exit> {
 /// Native instances with `p`.
 fn native(p: &Config) -> pump::Make {
     let p = p.clone();
-    std::sync::Arc::new(move || Module::new(&Source::Native, &p, None))
+    std::sync::Arc::new(move || Module::new(&Build::Native, &p, None))
 }
 
 fn relay_beside(
@@ -233,7 +233,7 @@ fn a_restart_rebuilds_through_look_back_from_before_the_committed_offset() {
         same(&st.out, &want, &format!("look-back {lookback}"));
     }
     // A look-back over the whole history gives what a relay that never stopped gives.
-    let mut whole = Module::new(&Source::Native, &p, None).unwrap();
+    let mut whole = Module::new(&Build::Native, &p, None).unwrap();
     whole.process(&records[..1800], 0).unwrap();
     let tail = whole.process(&records[1800..], 1800).unwrap();
     let resumed = reference(&p, Some((&records[..1800], 0)), &records[1800..], 1800);

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use serde::de::IgnoredAny;
 
-use super::board::{self, Board, Config, Folded, Next, PressureRecord, Sessions};
+use super::board::{self, Board, Folded, Next, Policy, PressureRecord, Sessions};
 use super::http::App;
 use super::notifiers::alertmanager;
 use super::notifiers::outbox::Outbox;
@@ -50,7 +50,7 @@ pub fn check_board(data: &[u8]) {
         .filter(|(i, _)| chosen & (1 << i) != 0)
         .filter_map(|(_, r)| board::alerts::Rule::parse(r).ok())
         .collect();
-    let config = Config {
+    let config = Policy {
         idle: std::time::Duration::from_secs(if first & 0x40 != 0 { 0 } else { 1800 }),
         max_sessions: if first & 0x80 != 0 { 3 } else { 64 },
         history_points: 1_000,
@@ -78,7 +78,7 @@ pub fn check_board(data: &[u8]) {
                         Ok(r) => {
                             c.pressure(r);
                         }
-                        Err(why) => c.skip(why),
+                        Err(why) => c.skip(why.to_string()),
                     }
                 });
             }
@@ -147,8 +147,8 @@ fn answers(app: &App, outbox: &Outbox, seen: Option<u64>) -> Option<u64> {
     }
     json(&super::http::encode(&answer), "/api/sessions");
     let held = b.held();
-    assert!(held.sessions <= b.config().max_sessions, "sessions bounded");
-    assert!(held.points <= b.config().history_points, "points bounded");
+    assert!(held.sessions <= b.policy().max_sessions, "sessions bounded");
+    assert!(held.points <= b.policy().history_points, "points bounded");
     let metrics = super::http::telemetry::render(app);
     for line in metrics.lines().filter(|l| !l.starts_with('#')) {
         let value = line.rsplit(' ').next().unwrap_or_default();

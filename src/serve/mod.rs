@@ -348,14 +348,14 @@ async fn serve(args: &Args, feeds: Feeds) -> Result<i32> {
         .as_ref()
         .map(|_| outbox::Outbox::new("alertmanager", 1));
     let receivers: Vec<_> = hook.iter().chain(manager.iter()).cloned().collect();
-    let config = board::Config {
+    let policy = board::Policy {
         idle: args.idle,
         max_sessions: args.max_sessions as usize,
         history_points: args.history_points as usize,
         rules: args.alerts.clone(),
         thrash_window: args.thrash_window,
     };
-    let board = Board::new(config, &feeds.describe(), feeds.module(), receivers.clone());
+    let board = Board::new(policy, &feeds.describe(), feeds.module(), receivers.clone());
     if let (Some(url), Some(outbox)) = (&args.alertmanager, &manager) {
         let link = args
             .external_url

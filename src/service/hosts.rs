@@ -71,15 +71,15 @@ impl Hosts {
         port.unwrap_or(default_port) == self.port && (host == "localhost" || is_ip_literal(&host))
     }
 
-    /// `Err(why)` when the request names another host, in its Host, its URI or its Origin.
-    pub(crate) fn check(&self, headers: &HeaderMap, uri: &Uri) -> Result<(), String> {
+    /// Refused when the request names another host, in its Host, its URI or its Origin.
+    pub(crate) fn check(&self, headers: &HeaderMap, uri: &Uri) -> Result<(), Refused> {
         // Exactly one Host, as RFC 9112 §3.2 asks of a request (a server must refuse one with
         // several, or none): a proxy and this server must not each read a different one.
         let mut hosts = headers.get_all(header::HOST).iter();
         let host = hosts.next();
         if hosts.next().is_some() {
             self.refused_host.fetch_add(1, Ordering::Relaxed);
-            return Err("a request with more than one Host header".to_owned());
+            return Err(Refused::HostTwice);
         }
         let named = uri
             .authority()
@@ -89,15 +89,14 @@ impl Hosts {
             Some(h) if self.allows(&h, 80) => {}
             Some(h) => {
                 self.refused_host.fetch_add(1, Ordering::Relaxed);
-                return Err(format!(
-                    "Host {h:?} is not this server's: it answers to 127.0.0.1:{p}, \
-                     localhost:{p} and [::1]:{p} (behind a proxy, start it with --allow-host NAME)",
-                    p = self.port
-                ));
+                return Err(Refused::Host {
+                    host: h,
+                    port: self.port,
+                });
             }
             None => {
                 self.refused_host.fetch_add(1, Ordering::Relaxed);
-                return Err("a request without a Host header".to_owned());
+                return Err(Refused::NoHost);
             }
         }
         if let Some(origin) = headers.get(header::ORIGIN) {
@@ -109,13 +108,27 @@ impl Hosts {
             };
             if !ok {
                 self.refused_origin.fetch_add(1, Ordering::Relaxed);
-                return Err(format!(
-                    "Origin {text:?} is not this server's: a page of another site may not read it"
-                ));
+                return Err(Refused::Origin(text.to_owned()));
             }
         }
         Ok(())
     }
+}
+
+/// A request that names another server, refused with 403 before any route runs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Refused {
+    #[error("a request with more than one Host header")]
+    HostTwice,
+    #[error("a request without a Host header")]
+    NoHost,
+    #[error(
+        "Host {host:?} is not this server's: it answers to 127.0.0.1:{port}, localhost:{port} \
+         and [::1]:{port} (behind a proxy, start it with --allow-host NAME)"
+    )]
+    Host { host: String, port: u16 },
+    #[error("Origin {0:?} is not this server's: a page of another site may not read it")]
+    Origin(String),
 }
 
 /// The middleware: a request naming another host gets 403 and why, before any route runs.
@@ -176,7 +189,7 @@ mod tests {
         let mut two = headers(&[("host", "127.0.0.1:8080")]);
         two.append(header::HOST, "127.0.0.1:8080".parse().unwrap());
         let err = hosts.check(&two, &uri).unwrap_err();
-        assert!(err.contains("more than one Host"), "{err}");
+        assert!(err.to_string().contains("more than one Host"), "{err}");
         let absolute: Uri = "http://evil.example/state".parse().unwrap();
         let h = headers(&[("host", "127.0.0.1:8080")]);
         assert!(hosts.check(&h, &absolute).is_err(), "an absolute-form URI");
@@ -197,7 +210,7 @@ mod tests {
             "file://",
         ] {
             let err = hosts.check(&with(bad), &uri).unwrap_err();
-            assert!(err.contains("Origin"), "{bad}: {err}");
+            assert!(err.to_string().contains("Origin"), "{bad}: {err}");
         }
         assert_eq!(hosts.refused_origin.load(Ordering::Relaxed), 4);
     }

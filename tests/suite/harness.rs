@@ -9,7 +9,7 @@ use std::process::{Child, ChildStdin, Command, Output, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
-use agent_fold::module::{Module, Source};
+use agent_fold::module::{Build, Module};
 use agent_fold::record::Rec;
 use agent_fold_core::View;
 use serde_json::{Value, json};
@@ -370,6 +370,12 @@ impl Server {
     }
 
     /// Polls `/state` until `ok` holds of it, else fails saying `what` and the last state.
+    /// The server's stderr once `ok` holds of it (a reader thread collects it: what the
+    /// server wrote reaches it a moment later).
+    pub(crate) fn wait_stderr(&self, what: &str, ok: impl Fn(&String) -> bool) -> String {
+        self.poll_until(what, Self::stderr, ok, |_| String::new())
+    }
+
     pub(crate) fn wait_state(&self, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
         self.poll_until(what, Self::state, ok, |s| format!("state: {s:#}\n"))
     }
@@ -724,7 +730,7 @@ pub(crate) fn frame(session: &str, seq: u64, kind: &str, extra: Value) -> String
 pub(crate) fn last_pressure(records: &[Rec], params: &[(&str, &str)]) -> Value {
     let mut config = agent_fold_core::Config::from_params(params.iter().copied()).unwrap();
     config.view = View::Pressure;
-    let mut m = Module::new(&Source::Native, &config, None).unwrap();
+    let mut m = Module::new(&Build::Native, &config, None).unwrap();
     let out = m.process(records, 0).unwrap();
     serde_json::from_slice(&out.last().expect("a pressure record").value).unwrap()
 }

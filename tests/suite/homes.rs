@@ -196,11 +196,13 @@ fn serve_with_no_source_follows_every_agents_home() {
         })
         .collect();
     assert_eq!(agents, ["claude-code", "codex", "gemini-cli", "opencode"]);
-    let said = s.stderr();
-    for (agent, path) in &homes {
-        let line = format!("following {agent}'s sessions: {}", path.display());
-        assert!(said.contains(&line), "{line}\n{said}");
-    }
+    let lines: Vec<String> = homes
+        .iter()
+        .map(|(agent, path)| format!("following {agent}'s sessions: {}", path.display()))
+        .collect();
+    s.wait_stderr("each home found said", |said| {
+        lines.iter().all(|l| said.contains(l))
+    });
 
     // Two of the four: the others said missing, where they were looked for.
     std::fs::remove_dir_all(home.join(".codex")).unwrap();
@@ -209,10 +211,11 @@ fn serve_with_no_source_follows_every_agents_home() {
     s.wait_state("Claude Code's session", |st| {
         row_of(&st["sessions"], sessions[0]).is_some()
     });
-    let said = s.stderr();
-    assert!(said.contains("no Codex sessions here"), "{said}");
-    assert!(said.contains("no OpenCode sessions here"), "{said}");
-    assert!(said.contains("following Gemini CLI's sessions"), "{said}");
+    s.wait_stderr("the homes missing said, and the ones found", |said| {
+        said.contains("no Codex sessions here")
+            && said.contains("no OpenCode sessions here")
+            && said.contains("following Gemini CLI's sessions")
+    });
 
     // The agents' own variables place their homes.
     let elsewhere = dir.join("elsewhere");

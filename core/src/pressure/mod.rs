@@ -3,13 +3,13 @@
 //! session's state is kept is the caller's business: a step takes the session, if there is one.
 
 mod change;
-mod checkpoint;
 mod records;
+mod saved;
 mod session;
 mod surface;
 
-pub(crate) use checkpoint::Fields;
 pub(crate) use records::{error_record, pressure_record};
+pub(crate) use saved::Fields;
 pub(crate) use session::{Figures, Names, Params, Refusal, Session};
 pub use surface::{Corrupt, Node, Plan, Replaces, Surface};
 

@@ -104,7 +104,7 @@ impl Changes<'_> {
             };
             let now = s.firing;
             let mut said = Vec::new();
-            for i in 0..self.board.config.rules.len().min(alerts::MAX_RULES) {
+            for i in 0..self.board.policy.rules.len().min(alerts::MAX_RULES) {
                 match (before.firing.has(i), now.has(i)) {
                     (true, true) => {
                         if let Some(&(_, t)) =
@@ -204,7 +204,7 @@ impl Changes<'_> {
     /// Session `id`, made when new, its activity `at` (room made first: the idlest goes).
     fn session(&mut self, id: &Arc<str>, at: i64) -> &mut Session {
         if !self.inner.sessions.contains_key(id) {
-            while self.inner.sessions.len() >= self.board.config.max_sessions.max(1) {
+            while self.inner.sessions.len() >= self.board.policy.max_sessions.max(1) {
                 if !self.evict_idlest() {
                     break;
                 }
@@ -329,7 +329,7 @@ impl Changes<'_> {
                     s.compacted_at.push_back(at);
                 }
             }
-            let window = board.config.thrash_window.as_millis() as i64;
+            let window = board.policy.thrash_window.as_millis() as i64;
             latest.recent_compactions = Some(
                 s.compacted_at
                     .iter()
@@ -340,7 +340,7 @@ impl Changes<'_> {
             if let Some(seq) = r.seq {
                 points = s.history.add(r.latest.figures(seq));
             }
-            let (c, ended) = s.firing.step_both(&board.config.rules, &s.latest);
+            let (c, ended) = s.firing.step_both(&board.policy.rules, &s.latest);
             // An alert ends with the start it had (the crossing's stamp, when the board saw
             // it); a new one starts at this record.
             cleared = ended
@@ -358,12 +358,12 @@ impl Changes<'_> {
         self.inner.points = (self.inner.points as isize + points) as usize;
         self.active(&r.id, at);
         let live =
-            now - self.inner.sessions[&r.id].active <= self.board.config.idle.as_millis() as i64;
+            now - self.inner.sessions[&r.id].active <= self.board.policy.idle.as_millis() as i64;
         self.inner.sessions.get_mut(&r.id).expect("made above").live = live;
         // A record older than `idle` (by its own stamp: a topic's history read again at a
         // restart, a log caught up) moves the figures and the alert state, and pages no one:
         // the crossing it holds is history, not news.
-        let old = now - at > self.board.config.idle.as_millis() as i64;
+        let old = now - at > self.board.policy.idle.as_millis() as i64;
         // A log read again from its start: its crossings are what was paged already, or are
         // said at the re-read's end (`reread_done`).
         let reread = self.inner.rereading.contains_key(&r.id);
@@ -387,7 +387,7 @@ impl Changes<'_> {
             }
         }
         self.touch(&r.id);
-        while self.inner.points > self.board.config.history_points {
+        while self.inner.points > self.board.policy.history_points {
             if !self.evict_idlest() {
                 break;
             }
@@ -399,7 +399,7 @@ impl Changes<'_> {
     /// its end at `info`), counted (a firing), and handed to each receiver's outbox, never
     /// waiting. `since` is when the alert began.
     fn notice(&mut self, status: AlertStatus, i: usize, r: &PressureRecord, since: i64) {
-        let rule = &self.board.config.rules[i];
+        let rule = &self.board.policy.rules[i];
         let value = rule.value(&r.latest).unwrap_or(f64::NAN);
         let (id, seq) = (&r.id, r.seq);
         match status {
@@ -450,7 +450,7 @@ impl Changes<'_> {
 
     /// Sessions idle past the bound leave the live board.
     pub(super) fn sweep(&mut self) {
-        let cutoff = self.now - self.board.config.idle.as_millis() as i64;
+        let cutoff = self.now - self.board.policy.idle.as_millis() as i64;
         let stale: Vec<Arc<str>> = self
             .inner
             .by_activity

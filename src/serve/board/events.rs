@@ -94,7 +94,7 @@ impl Board {
         let mut rows = Vec::with_capacity(ids.len());
         let mut gone = Vec::new();
         let mut bytes = 0;
-        let rules = &self.config.rules;
+        let rules = &self.policy.rules;
         for id in &ids {
             match inner.sessions.get_mut(id) {
                 Some(s) => {
@@ -140,7 +140,7 @@ impl Board {
             };
         }
         self.counters.boards.fetch_add(1, Ordering::Relaxed);
-        let rules = &self.config.rules;
+        let rules = &self.policy.rules;
         let rows = inner.sessions.values_mut().map(|s| s.row(rules)).collect();
         let out = BoardOut {
             v: head,

@@ -105,7 +105,7 @@ pub(crate) struct Status {
 
 /// How the board is bounded and what it alerts on.
 #[derive(Debug, Clone)]
-pub(crate) struct Config {
+pub(crate) struct Policy {
     /// A session whose last activity is older than this leaves the live board.
     pub idle: Duration,
     /// Sessions kept at most, live or idle.
@@ -118,9 +118,9 @@ pub(crate) struct Config {
     pub thrash_window: Duration,
 }
 
-impl Default for Config {
+impl Default for Policy {
     fn default() -> Self {
-        Config {
+        Policy {
             idle: Duration::from_secs(30 * 60),
             max_sessions: 20_000,
             history_points: 4 << 20,
@@ -374,7 +374,7 @@ pub(crate) struct Board {
     inner: Mutex<Inner>,
     head: watch::Sender<u64>,
     run: String,
-    config: Config,
+    policy: Policy,
     /// Where alert notices go (`--alert-webhook`, `--alertmanager`).
     receivers: Vec<Arc<Outbox>>,
     pub counters: Counters,
@@ -438,7 +438,7 @@ impl Board {
     /// A board for a source described as `source`; each of `receivers` takes every alert
     /// notice, never waited for (an [`Outbox`] is bounded and merges past its bound).
     pub(crate) fn new(
-        config: Config,
+        policy: Policy,
         source: &str,
         module: Option<String>,
         receivers: Vec<Arc<Outbox>>,
@@ -458,7 +458,7 @@ impl Board {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
         let counters = Counters {
-            alerts: config.rules.iter().map(|_| AtomicU64::new(0)).collect(),
+            alerts: policy.rules.iter().map(|_| AtomicU64::new(0)).collect(),
             ..Counters::default()
         };
         Arc::new(Board {
@@ -481,14 +481,14 @@ impl Board {
             }),
             head: watch::Sender::new(0),
             run: base36(nanos ^ u128::from(std::process::id())),
-            config,
+            policy,
             receivers,
             counters,
         })
     }
 
-    pub(crate) fn config(&self) -> &Config {
-        &self.config
+    pub(crate) fn policy(&self) -> &Policy {
+        &self.policy
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -536,7 +536,7 @@ impl Board {
     pub(crate) fn held(&self) -> Held {
         let inner = self.lock();
         let mut bands = Bands::default();
-        let mut firing = vec![0; self.config.rules.len()];
+        let mut firing = vec![0; self.policy.rules.len()];
         let mut live = 0;
         let mut bytes = 0;
         for s in inner.sessions.values() {
@@ -579,7 +579,7 @@ impl Board {
         for s in inner.sessions.values() {
             let Some(record) = &s.record else { continue };
             for i in s.firing.iter() {
-                let rule = &self.config.rules[i];
+                let rule = &self.policy.rules[i];
                 let since = s
                     .fired_at
                     .iter()
@@ -608,7 +608,7 @@ impl Board {
     /// counts of sessions kept, live and matched.
     pub(crate) fn query(&self, q: &query::Query) -> query::Answer {
         let mut inner = self.lock();
-        let rules = &self.config.rules;
+        let rules = &self.policy.rules;
         let total = inner.sessions.len();
         let mut picked: Vec<&mut Session> = inner
             .sessions
@@ -641,7 +641,7 @@ impl Board {
         let s = inner.sessions.get_mut(id)?;
         Some(query::Detail {
             v,
-            row: s.row(&self.config.rules),
+            row: s.row(&self.policy.rules),
             history: query::HistoryOut {
                 points: s.history.shown(after),
             },

@@ -102,18 +102,42 @@ pub(crate) struct PressureRecord {
     pub text: Arc<RawValue>,
 }
 
+/// Why a record is none the board takes: counted, and said as the source's `lastSkipped`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum NotARecord {
+    /// A line its reader could not take whole (over its limit), in the reader's words.
+    #[error("{0}")]
+    Line(String),
+    #[error("a pressure record of {0} bytes, over the limit of {RECORD_BYTES}")]
+    TooLong(usize),
+    #[error("not a pressure record: not UTF-8")]
+    NotUtf8,
+    #[error("not a pressure record: not JSON")]
+    NotJson,
+    #[error("not a pressure record: not a JSON object")]
+    NotObject,
+    #[error("not a pressure record: type {0:?}")]
+    OtherType(String),
+    #[error("not a pressure record: no type")]
+    NoType,
+    /// The module's own error about a record it keeps no state for (an over-long key).
+    #[error("the module said: {0}")]
+    ModuleSaid(String),
+    #[error("a pressure record without a session string")]
+    NoSession,
+    #[error("a session id of {0} bytes, over the limit of {max}", max = agent_fold_core::MAX_KEY_LEN)]
+    LongSession(usize),
+}
+
 impl PressureRecord {
     /// A `context/pressure` or `context/error` record with a session; anything else is
-    /// `Err(why)`, for the caller to count.
-    pub(crate) fn parse(bytes: &[u8]) -> Result<PressureRecord, String> {
+    /// refused, for the caller to count and say.
+    pub(crate) fn parse(bytes: &[u8]) -> Result<PressureRecord, NotARecord> {
         if bytes.len() > RECORD_BYTES {
-            return Err(format!(
-                "a pressure record of {} bytes, over the limit of {RECORD_BYTES}",
-                bytes.len()
-            ));
+            return Err(NotARecord::TooLong(bytes.len()));
         }
         let text = std::str::from_utf8(bytes)
-            .map_err(|_| "not a pressure record: not UTF-8".to_owned())?
+            .map_err(|_| NotARecord::NotUtf8)?
             .trim();
         // A raw line break can stand only between a JSON text's tokens (a string escapes its
         // own): kept, it would cut the SSE line the record is sent in (an event stream breaks
@@ -123,34 +147,26 @@ impl PressureRecord {
             false => Cow::Borrowed(text),
         };
         let text = &*text;
-        let raw = RawValue::from_string(text.to_owned())
-            .map_err(|_| "not a pressure record: not JSON".to_owned())?;
+        let raw = RawValue::from_string(text.to_owned()).map_err(|_| NotARecord::NotJson)?;
         if !text.starts_with('{') {
-            return Err("not a pressure record: not a JSON object".to_owned());
+            return Err(NotARecord::NotObject);
         }
-        let m = Members(
-            serde_json::from_str(text)
-                .map_err(|_| "not a pressure record: not a JSON object".to_owned())?,
-        );
+        let m = Members(serde_json::from_str(text).map_err(|_| NotARecord::NotObject)?);
         let is_error = match m.get::<String>("type").as_deref() {
             Some("context/pressure") => false,
             Some("context/error") => true,
-            Some(t) => return Err(format!("not a pressure record: type {t:?}")),
-            None => return Err("not a pressure record: no type".to_owned()),
+            Some(t) => return Err(NotARecord::OtherType(t.to_owned())),
+            None => return Err(NotARecord::NoType),
         };
         let Some(id) = m.get::<String>("session") else {
             // The module's own error about a record it keeps no state for (an over-long key).
             if is_error && let Some(e) = m.get::<String>("error") {
-                return Err(format!("the module said: {e}"));
+                return Err(NotARecord::ModuleSaid(e));
             }
-            return Err("a pressure record without a session string".to_owned());
+            return Err(NotARecord::NoSession);
         };
         if id.len() > agent_fold_core::MAX_KEY_LEN {
-            return Err(format!(
-                "a session id of {} bytes, over the limit of {}",
-                id.len(),
-                agent_fold_core::MAX_KEY_LEN
-            ));
+            return Err(NotARecord::LongSession(id.len()));
         }
         let stamp_ms = m
             .get::<String>("timestamp")
@@ -285,7 +301,7 @@ mod tests {
                 "the module said: key too long",
             ),
         ] {
-            let e = PressureRecord::parse(bad).unwrap_err();
+            let e = PressureRecord::parse(bad).unwrap_err().to_string();
             assert!(e.contains(why), "{e}");
         }
         let big = format!(
@@ -295,6 +311,7 @@ mod tests {
         assert!(
             PressureRecord::parse(big.as_bytes())
                 .unwrap_err()
+                .to_string()
                 .contains("over the limit")
         );
     }

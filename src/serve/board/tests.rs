@@ -1,5 +1,6 @@
 use serde_json::Value;
 
+use super::row::NotARecord;
 use super::*;
 
 fn rec(session: &str, seq: u64, until: u64) -> Vec<u8> {
@@ -11,19 +12,19 @@ fn rec(session: &str, seq: u64, until: u64) -> Vec<u8> {
     .into_bytes()
 }
 
-fn board(config: Config) -> Arc<Board> {
-    Board::new(config, "test", None, Vec::new())
+fn board(policy: Policy) -> Arc<Board> {
+    Board::new(policy, "test", None, Vec::new())
 }
 
 /// A board with `rules` whose notices wait in the one-lane outbox returned.
-fn alerting(config: Config) -> (Arc<Board>, Arc<Outbox>) {
+fn alerting(policy: Policy) -> (Arc<Board>, Arc<Outbox>) {
     let outbox = Outbox::new("test", 1);
-    let b = Board::new(config, "test", None, vec![Arc::clone(&outbox)]);
+    let b = Board::new(policy, "test", None, vec![Arc::clone(&outbox)]);
     (b, outbox)
 }
 
 /// Parses, then applies, as the sources do.
-fn apply(b: &mut Changes, bytes: &[u8]) -> Result<bool, String> {
+fn apply(b: &mut Changes, bytes: &[u8]) -> Result<bool, NotARecord> {
     Ok(b.pressure(PressureRecord::parse(bytes)?))
 }
 
@@ -49,7 +50,7 @@ fn sessions(rows: &Value) -> Vec<String> {
 /// intermediate values are not sent, and pages at the same version share the frame.
 #[test]
 fn deltas_coalesce_to_the_latest_row_of_each_session() {
-    let b = board(Config::default());
+    let b = board(Policy::default());
     let Next::Board { version: v0, wire } = b.next_after(None) else {
         panic!("a new page gets the whole board")
     };
@@ -90,7 +91,7 @@ fn deltas_coalesce_to_the_latest_row_of_each_session() {
 /// gets the whole board; so does one with an id of another run.
 #[test]
 fn a_page_far_behind_gets_the_whole_board() {
-    let b = board(Config::default());
+    let b = board(Policy::default());
     b.batch(|c| {
         for s in 0..(DELTA_ROWS + 10) {
             apply(c, &rec(&format!("s{s}"), 1, 100_000)).unwrap();
@@ -130,9 +131,9 @@ fn a_page_far_behind_gets_the_whole_board() {
 /// Bounded: past `max_sessions` the idlest session goes, and pages are told it is gone.
 #[test]
 fn the_idlest_session_goes_past_the_bound_and_pages_hear_it() {
-    let b = board(Config {
+    let b = board(Policy {
         max_sessions: 3,
-        ..Config::default()
+        ..Policy::default()
     });
     let stamped = |s: &str, sec: u64| {
         format!(
@@ -163,9 +164,9 @@ fn the_idlest_session_goes_past_the_bound_and_pages_hear_it() {
 /// the API's live rows leave it out, `all=1` keeps it.
 #[test]
 fn idle_sessions_leave_the_live_board_and_keep_their_history() {
-    let b = board(Config {
+    let b = board(Policy {
         idle: Duration::from_secs(60),
-        ..Config::default()
+        ..Policy::default()
     });
     let old = r#"{"type":"context/pressure","session":"quiet","seq":1,"timestamp":"2020-01-01T00:00:00Z","projectedTokens":5}"#;
     b.batch(|c| {
@@ -191,9 +192,9 @@ fn idle_sessions_leave_the_live_board_and_keep_their_history() {
 /// receivers' outboxes in order; a resolution carries when its alert began.
 #[test]
 fn alerts_fire_once_per_crossing_and_resolve_with_their_start() {
-    let (b, outbox) = alerting(Config {
+    let (b, outbox) = alerting(Policy {
         rules: vec![Rule::parse("until<20000").unwrap()],
-        ..Config::default()
+        ..Policy::default()
     });
     let mut waiting = std::collections::VecDeque::new();
     let mut rx = || -> Result<Alert, ()> {
@@ -258,9 +259,9 @@ fn alerts_fire_once_per_crossing_and_resolve_with_their_start() {
 /// and sends no notice; what comes after it alerts as ever.
 #[test]
 fn catching_up_rebuilds_the_alert_state_and_pages_no_one() {
-    let (b, outbox) = alerting(Config {
+    let (b, outbox) = alerting(Policy {
         rules: vec![Rule::parse("until<20000").unwrap()],
-        ..Config::default()
+        ..Policy::default()
     });
     b.batch(|c| {
         c.catching_up(true);
@@ -283,10 +284,10 @@ fn catching_up_rebuilds_the_alert_state_and_pages_no_one() {
 #[test]
 fn a_session_back_after_eviction_is_not_alerted_twice_for_one_crossing() {
     let b = Board::new(
-        Config {
+        Policy {
             rules: vec![Rule::parse("until<20000").unwrap()],
             max_sessions: 1,
-            ..Config::default()
+            ..Policy::default()
         },
         "test",
         None,
@@ -312,7 +313,7 @@ fn a_session_back_after_eviction_is_not_alerted_twice_for_one_crossing() {
 /// what a page lacks.
 #[test]
 fn a_session_s_history_is_served_whole_or_after_a_seq() {
-    let b = board(Config::default());
+    let b = board(Policy::default());
     b.batch(|c| {
         for seq in 1..=10 {
             apply(c, &rec("a", seq, 100_000 - seq * 1000)).unwrap();
@@ -335,9 +336,9 @@ fn a_session_s_history_is_served_whole_or_after_a_seq() {
 /// for a crossing it did not hold before, a resolution for an alert it no longer holds.
 #[test]
 fn a_log_read_again_changes_only_its_sessions_and_pages_only_what_differs() {
-    let (b, outbox) = alerting(Config {
+    let (b, outbox) = alerting(Policy {
         rules: vec![Rule::parse("until<20000").unwrap()],
-        ..Config::default()
+        ..Policy::default()
     });
     let rx = || outbox.take(0);
     let log = |id: &str| vec![rec(id, 1, 50_000), rec(id, 2, 10_000), rec(id, 3, 9_000)];
@@ -415,10 +416,10 @@ fn a_log_read_again_changes_only_its_sessions_and_pages_only_what_differs() {
 /// state has cleared, alerts as ever.
 #[test]
 fn an_old_record_updates_the_board_but_never_alerts() {
-    let (b, outbox) = alerting(Config {
+    let (b, outbox) = alerting(Policy {
         rules: vec![Rule::parse("until<20000").unwrap()],
         idle: Duration::from_secs(600),
-        ..Config::default()
+        ..Policy::default()
     });
     let mut waiting = std::collections::VecDeque::new();
     let mut rx = || -> Result<Alert, ()> {

@@ -94,7 +94,7 @@ pub(crate) fn render(app: &App) -> String {
     for ((agent, trigger), n) in &compactions {
         t.sample(family, &[("agent", agent), ("trigger", trigger)], *n as f64);
     }
-    let rules = &app.board.config().rules;
+    let rules = &app.board.policy().rules;
     if !rules.is_empty() {
         let by_rule = |values: Vec<f64>| rules.iter().map(|r| r.text.as_str()).zip(values);
         t.labelled(

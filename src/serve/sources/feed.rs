@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use fluvio::Offset;
-use fluvio::consumer::{ConsumerConfigExt, RetryMode};
+use fluvio::consumer::{ConsumerConfigExt, Record, RetryMode};
 use fluvio::dataplane::link::ErrorCode;
 use futures_util::StreamExt;
 
@@ -19,7 +19,9 @@ use agent_fold_core::Input;
 use super::fold::{self, ViewPair};
 use super::follow::{Follow, LINE_BYTES};
 use crate::jsonl::{Piece, Splitter};
+use crate::otlp::NotStored;
 use crate::record::Rec;
+use crate::serve::board::row::NotARecord;
 use crate::serve::board::{Board, Changes, Folded, PressureRecord, SourceState};
 
 /// How often a followed log is looked at when something just came; each quiet poll doubles
@@ -149,7 +151,7 @@ pub(crate) struct OtlpFeed {
 /// What an OTLP sink hands the module's thread: the records, and where to say it is done.
 type Batch = (
     Vec<crate::record::Rec>,
-    tokio::sync::oneshot::Sender<Result<(), String>>,
+    tokio::sync::oneshot::Sender<Result<(), NotStored>>,
 );
 
 /// The OTLP receiver's sink: the module's thread, through a bounded queue.
@@ -162,9 +164,8 @@ impl crate::otlp::EventSink for BoardSink {
             self.0
                 .send((records, done))
                 .await
-                .map_err(|_| "the board's module is gone".to_owned())?;
-            wait.await
-                .map_err(|_| "the board's module is gone".to_owned())?
+                .map_err(|_| NotStored::BoardGone)?;
+            wait.await.map_err(|_| NotStored::BoardGone)?
         })
     }
 }
@@ -210,9 +211,9 @@ impl OtlpFeed {
                         Ok(())
                     }
                     Err(e) => {
-                        let why = format!("the module failed: {e:#}");
+                        let why = NotStored::Module(format!("{e:#}"));
                         if owns_status {
-                            thread_board.batch(|b| b.status(SourceState::Error, why.clone()));
+                            thread_board.batch(|b| b.status(SourceState::Error, why.to_string()));
                         }
                         Err(why)
                     }
@@ -237,26 +238,26 @@ impl OtlpFeed {
 }
 
 /// Counts pressure records a source read (parsed before the lock), then [`apply`]s them.
-fn take(b: &mut Changes, records: Vec<Result<PressureRecord, String>>) {
+fn take(b: &mut Changes, records: Vec<Result<PressureRecord, NotARecord>>) {
     b.read(records.len() as u64);
     apply(b, records);
 }
 
 /// Applies parsed pressure records, counting the ones that are not.
-fn apply(b: &mut Changes, records: Vec<Result<PressureRecord, String>>) {
+fn apply(b: &mut Changes, records: Vec<Result<PressureRecord, NotARecord>>) {
     for r in records {
         match r {
             Ok(r) => {
                 b.pressure(r);
             }
-            Err(why) => b.skip(why),
+            Err(why) => b.skip(why.to_string()),
         }
     }
 }
 
 /// What a batch of lines gave, parsed outside the board's lock.
 struct Gave {
-    records: Vec<Result<PressureRecord, String>>,
+    records: Vec<Result<PressureRecord, NotARecord>>,
     folded: Vec<Folded>,
     skipped: Vec<String>,
 }
@@ -530,10 +531,11 @@ fn read_stdin(board: &Board) {
     board.batch(|b| b.status(SourceState::Live, "reading pressure records"));
     let mut stdin = std::io::stdin().lock();
     let mut lines = Splitter::new(LINE_BYTES);
-    let read = |piece: Piece<'_>, got: &mut Vec<Result<PressureRecord, String>>| {
+    let read = |piece: Piece<'_>, got: &mut Vec<Result<PressureRecord, NotARecord>>| {
         got.push(
             piece
                 .line("on stdin", LINE_BYTES)
+                .map_err(NotARecord::Line)
                 .and_then(PressureRecord::parse),
         )
     };
@@ -612,28 +614,7 @@ async fn consume_once(
         .started_ms
         .get_or_insert_with(crate::serve::board::now_ms);
     let started = *reading.started.get_or_insert_with(std::time::Instant::now);
-    let mut streams = Vec::new();
-    for p in 0..partitions {
-        // The partition's own end, as its leader knows it (the cluster's metadata lags).
-        let start = match (reading.next.get(&p), look_back.records) {
-            (Some(n), _) => Offset::absolute(*n)?,
-            (None, Some(n)) => Offset::from_end(n),
-            (None, None) => Offset::beginning(),
-        };
-        let config = ConsumerConfigExt::builder()
-            .topic(topic)
-            .partition(p)
-            .offset_start(start)
-            .max_bytes(FETCH_BYTES)
-            // Our own retry, so that a lost cluster shows on the page.
-            .retry_mode(RetryMode::Disabled)
-            .build()?;
-        let stream = fluvio
-            .consumer_with_config(config)
-            .await
-            .with_context(|| format!("consuming {topic} partition {p}"))?;
-        streams.push(Box::pin(stream));
-    }
+    let streams = open_partitions(&fluvio, topic, partitions, reading, look_back).await?;
     *wait = Duration::from_millis(250);
     let live = format!("consuming {partitions} partition(s)");
     board.batch(|b| {
@@ -670,51 +651,15 @@ async fn consume_once(
             }
         };
         let Some(chunk) = chunk else { break };
-        let mut failed = None;
-        let mut gap = None;
-        let (mut history, mut news) = (Vec::new(), Vec::with_capacity(chunk.len()));
-        for r in chunk {
-            match r {
-                Ok(rec) => {
-                    // This Fluvio can skip records at a response's boundary: a partition's
-                    // offsets must follow on, else it is read again from the first one missing.
-                    let (p, at) = (rec.partition(), rec.offset());
-                    match reading.next.get(&p) {
-                        Some(want) if at > *want => {
-                            gap = Some((p, *want, at));
-                            break;
-                        }
-                        Some(want) if at < *want => continue,
-                        _ => {}
-                    }
-                    reading.next.insert(p, at + 1);
-                    let parsed = PressureRecord::parse(rec.get_value().as_ref());
-                    // Older than --since by its own stamp: passed over, read all the same.
-                    if let (Some(cut), Ok(p)) = (cutoff, &parsed)
-                        && p.stamp_ms.is_some_and(|t| t < cut)
-                    {
-                        history.push(None);
-                        continue;
-                    }
-                    if reading.is_history(rec.timestamp()) {
-                        reading.history += 1;
-                        history.push(Some(parsed));
-                    } else {
-                        news.push(parsed);
-                    }
-                }
-                Err(code) => failed = Some(code),
-            }
-        }
+        let sorted = reading.sort(chunk, cutoff);
         board.batch(|b| {
             b.catching_up(true);
-            let passed = history.iter().filter(|h| h.is_none()).count() as u64;
-            b.read(passed);
-            take(b, history.into_iter().flatten().collect());
+            b.read(sorted.passed);
+            take(b, sorted.history);
             b.catching_up(false);
-            take(b, news);
+            take(b, sorted.news);
         });
-        if let Some((p, want, got)) = gap {
+        if let Some((p, want, got)) = sorted.gap {
             tracing::debug!(
                 partition = p,
                 want,
@@ -723,7 +668,7 @@ async fn consume_once(
             );
             return Ok(Again::Now);
         }
-        match failed {
+        match sorted.failed {
             Some(ErrorCode::TopicDeleted) => {
                 reading.next.clear();
                 bail!("the topic {topic} was deleted");
@@ -733,6 +678,104 @@ async fn consume_once(
         }
     }
     Ok(Again::Ended)
+}
+
+/// A partition's records as the consumer streams them.
+type PartitionStream =
+    std::pin::Pin<Box<dyn futures_util::Stream<Item = Result<Record, ErrorCode>> + Send>>;
+
+/// A stream for each of the topic's `partitions`, each from where it was left, else
+/// `look_back` records before its end (as its leader knows it: the cluster's metadata lags).
+async fn open_partitions(
+    fluvio: &fluvio::Fluvio,
+    topic: &str,
+    partitions: u32,
+    reading: &Reading,
+    look_back: LookBack,
+) -> Result<Vec<PartitionStream>> {
+    let mut streams: Vec<PartitionStream> = Vec::new();
+    for p in 0..partitions {
+        let start = match (reading.next.get(&p), look_back.records) {
+            (Some(n), _) => Offset::absolute(*n)?,
+            (None, Some(n)) => Offset::from_end(n),
+            (None, None) => Offset::beginning(),
+        };
+        let config = ConsumerConfigExt::builder()
+            .topic(topic)
+            .partition(p)
+            .offset_start(start)
+            .max_bytes(FETCH_BYTES)
+            // Our own retry, so that a lost cluster shows on the page.
+            .retry_mode(RetryMode::Disabled)
+            .build()?;
+        let stream = fluvio
+            .consumer_with_config(config)
+            .await
+            .with_context(|| format!("consuming {topic} partition {p}"))?;
+        streams.push(Box::pin(stream));
+    }
+    Ok(streams)
+}
+
+/// One chunk of a topic's records, sorted for the board: the history it replays without
+/// paging anyone, the news, the records passed over (older than `--since`), and what stops the
+/// read — a gap in a partition's offsets, a failed stream.
+struct Sorted {
+    history: Vec<Result<PressureRecord, NotARecord>>,
+    news: Vec<Result<PressureRecord, NotARecord>>,
+    passed: u64,
+    gap: Option<(u32, i64, i64)>,
+    failed: Option<ErrorCode>,
+}
+
+impl Reading {
+    /// Sorts a chunk, moving each partition's next offset on; records from `cutoff` (ms) on
+    /// only, by their own stamp.
+    fn sort(&mut self, chunk: Vec<Result<Record, ErrorCode>>, cutoff: Option<i64>) -> Sorted {
+        let mut sorted = Sorted {
+            history: Vec::new(),
+            news: Vec::with_capacity(chunk.len()),
+            passed: 0,
+            gap: None,
+            failed: None,
+        };
+        for r in chunk {
+            let rec = match r {
+                Ok(rec) => rec,
+                Err(code) => {
+                    sorted.failed = Some(code);
+                    continue;
+                }
+            };
+            // This Fluvio can skip records at a response's boundary: a partition's offsets
+            // must follow on, else it is read again from the first one missing.
+            let (p, at) = (rec.partition(), rec.offset());
+            match self.next.get(&p) {
+                Some(want) if at > *want => {
+                    sorted.gap = Some((p, *want, at));
+                    break;
+                }
+                Some(want) if at < *want => continue,
+                _ => {}
+            }
+            self.next.insert(p, at + 1);
+            let parsed = PressureRecord::parse(rec.get_value().as_ref());
+            // Older than --since by its own stamp: passed over, read all the same.
+            if let (Some(cut), Ok(p)) = (cutoff, &parsed)
+                && p.stamp_ms.is_some_and(|t| t < cut)
+            {
+                sorted.passed += 1;
+                continue;
+            }
+            if self.is_history(rec.timestamp()) {
+                self.history += 1;
+                sorted.history.push(parsed);
+            } else {
+                sorted.news.push(parsed);
+            }
+        }
+        sorted
+    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use anyhow::Result;
 
 use crate::flags::BATCH;
 use crate::logs::{DETECT_LINES, Verdict, detect};
-use crate::module::{Module, Source, check_wasm};
+use crate::module::{Build, Module, check_wasm};
 use crate::params::{ModuleParams, Told};
 use crate::record::Rec;
 use crate::settings;
@@ -29,7 +29,7 @@ pub(crate) struct BatchOutput {
 /// The two module instances over a followed log (the pressure view and the frames view), and
 /// how the log's lines reach them.
 pub(crate) struct ViewPair {
-    source: Source,
+    build: Build,
     /// The user's params (no `emit`: each instance has its own).
     params: ModuleParams,
     /// Where the log's format comes from; the module adapts it (its `input` param) either way.
@@ -45,12 +45,12 @@ pub(crate) struct ViewPair {
 
 impl ViewPair {
     /// Checks the params and the module now, so that a bad one fails before the server starts.
-    pub(crate) fn new(source: Source, params: ModuleParams, told: Told) -> Result<ViewPair> {
-        if let Source::Wasm(path) = &source {
+    pub(crate) fn new(build: Build, params: ModuleParams, told: Told) -> Result<ViewPair> {
+        if let Build::Wasm(path) = &build {
             check_wasm(path, &params.view(View::Pressure))?;
         }
         Ok(ViewPair {
-            source,
+            build,
             params,
             told,
             input: told.named(),
@@ -62,9 +62,9 @@ impl ViewPair {
 
     /// The module, for the status line.
     pub(crate) fn module(&self) -> String {
-        match &self.source {
-            Source::Wasm(p) => format!("SmartModule {} in fluvio-smartengine", p.display()),
-            Source::Native => "native library".to_owned(),
+        match &self.build {
+            Build::Wasm(p) => format!("SmartModule {} in fluvio-smartengine", p.display()),
+            Build::Native => "native library".to_owned(),
         }
     }
 
@@ -95,7 +95,7 @@ impl ViewPair {
                 None,
             ));
         }
-        Module::new(&self.source, &params.view(view), None)
+        Module::new(&self.build, &params.view(view), None)
     }
 
     /// Runs new lines through both instances. While the format is not yet told (auto), lines
@@ -158,12 +158,12 @@ impl ViewPair {
     /// A pair configured as this one is, with nothing read: for files read again from their
     /// start, whose sessions this one holds.
     pub(crate) fn fresh(&self) -> Result<ViewPair> {
-        ViewPair::new(self.source.clone(), self.params.clone(), self.told)
+        ViewPair::new(self.build.clone(), self.params.clone(), self.told)
     }
 
     /// A pair like this one, for lines of `format` (a directory of logs tells each file's own).
     pub(crate) fn for_format(&self, format: Input) -> Result<ViewPair> {
-        ViewPair::new(self.source.clone(), self.params.clone(), Told::Flag(format))
+        ViewPair::new(self.build.clone(), self.params.clone(), Told::Flag(format))
     }
 }
 

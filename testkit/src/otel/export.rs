@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::record::flat_map;
+use super::flat::flat_map;
 use super::time::format_time;
 use super::{Attr, OtelAgent, OtelEvent};
 

@@ -19,9 +19,9 @@
 mod claude_code;
 mod codex;
 mod export;
+mod flat;
 mod json;
 mod parse;
-mod record;
 #[cfg(test)]
 mod tests;
 mod time;
@@ -29,9 +29,9 @@ mod time;
 pub use claude_code::claude_code_events;
 pub use codex::codex_events;
 pub use export::{EXPORT_INTERVAL_NS, MAX_EXPORT_BATCH, collector_records, export_requests};
+pub use flat::MAX_STRING_BYTES;
 pub use json::read_jsonl;
 pub use parse::records_from_request;
-pub use record::MAX_STRING_BYTES;
 pub use time::{format_time, parse_time};
 
 /// An attribute's value, as OTLP types it.

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::Attr;
-use super::record::flat_map;
+use super::flat::flat_map;
 use super::time::format_time;
 
 /// An OTLP/JSON `AnyValue` read back: numbers from a JSON number or a decimal string.

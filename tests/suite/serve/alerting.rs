@@ -99,17 +99,21 @@ fn a_fleet_s_burst_delivers_every_crossing() {
     assert_eq!((notices("merged"), notices("dropped")), (0.0, 0.0));
 }
 
+/// A webhook receiver and an Alertmanager stand-in, and the URLs `serve` is given for each.
+fn both_receivers() -> (Receiver, Receiver, String, String) {
+    let hook = Receiver::start(false).unwrap();
+    let am = Receiver::alertmanager().unwrap();
+    let hook_url = format!("http://127.0.0.1:{}/hook", hook.port);
+    let am_url = format!("http://127.0.0.1:{}/", am.port);
+    (hook, am, hook_url, am_url)
+}
+
 /// A crossing then a compaction: a firing then a resolved notice on the webhook, and on
 /// Alertmanager's endpoint the same alert (same labels) firing with an end ahead, then with its
 /// end at the crossing back; every body is a valid v2 `postableAlerts`.
 #[test]
 fn a_crossing_then_a_compaction_fires_then_resolves_on_both_receivers() {
-    let hook = Receiver::start(false).unwrap();
-    let am = Receiver::alertmanager().unwrap();
-    let (hook_url, am_url) = (
-        format!("http://127.0.0.1:{}/hook", hook.port),
-        format!("http://127.0.0.1:{}/", am.port),
-    );
+    let (hook, am, hook_url, am_url) = both_receivers();
     let mut s = alerting(&[
         "--alert-webhook",
         &hook_url,
@@ -342,12 +346,7 @@ fn compacting(seq: u64, ago: u64, used: u64, compactions: u64, last: Option<(u64
 /// by agent and trigger.
 #[test]
 fn compaction_going_wrong_fires_and_resolves_on_both_receivers() {
-    let hook = Receiver::start(false).unwrap();
-    let am = Receiver::alertmanager().unwrap();
-    let (hook_url, am_url) = (
-        format!("http://127.0.0.1:{}/hook", hook.port),
-        format!("http://127.0.0.1:{}/", am.port),
-    );
+    let (hook, am, hook_url, am_url) = both_receivers();
     let all = [
         "--alert",
         "past>5%",

@@ -397,7 +397,7 @@ fn otel_last(records: &[Value], id: &str) -> Value {
         .map(|r| Rec::new(None, r.to_string().as_bytes()))
         .collect();
     let mut m = agent_fold::module::Module::new(
-        &agent_fold::module::Source::Native,
+        &agent_fold::module::Build::Native,
         &agent_fold_core::Config::from_params([("input", "otel"), ("emit", "pressure")]).unwrap(),
         None,
     )

@@ -18,7 +18,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::records::pressure_line;
-use agent_fold::module::{Module, Source};
+use agent_fold::module::{Build, Module};
 use harness::{
     Scratch, Server, append, frame, last_pressure, real_session, refused, row_of, scratch,
 };
@@ -594,7 +594,7 @@ fn a_claude_code_session_directory_is_adapted_by_the_module() {
     let dir = dir.as_path();
     let lines = agent_fold::testing::logs::read_records(dir).unwrap();
     let mut m = Module::new(
-        &Source::Native,
+        &Build::Native,
         &agent_fold_core::Config::from_params([
             ("input", "claude-code"),
             ("capacity", "200000"),

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use serde_json::value::RawValue;
 
 /// The parts of a runner checkpoint, borrowed from its text.
-pub(crate) struct Runner<'a> {
+pub(crate) struct Checkpoint<'a> {
     pub main: &'a str,
     pub pressure: Option<&'a str>,
     pub adapter: Option<&'a str>,
@@ -27,11 +27,11 @@ struct Doc<'a> {
     offset: i64,
 }
 
-impl<'a> Runner<'a> {
+impl<'a> Checkpoint<'a> {
     /// Reads a runner checkpoint without building its parts: each stays text for its restorer.
-    pub(crate) fn read(text: &'a str) -> Result<Runner<'a>> {
+    pub(crate) fn read(text: &'a str) -> Result<Checkpoint<'a>> {
         let doc: Doc = serde_json::from_str(text).context("reading the checkpoint")?;
-        Ok(Runner {
+        Ok(Checkpoint {
             main: doc.main.get(),
             pressure: doc.pressure.map(RawValue::get),
             adapter: doc.adapter.map(RawValue::get),
@@ -56,12 +56,12 @@ impl<'a> Runner<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::Runner;
+    use super::Checkpoint;
 
     #[test]
     fn parts_round_trip_as_text() {
         let text = r#"{"main":{"stateVersion":4,"view":"frames","sessions":[]},"adapter":{"input":"codex"},"offset":7}"#;
-        let r = Runner::read(text).unwrap();
+        let r = Checkpoint::read(text).unwrap();
         assert_eq!(
             r.main,
             r#"{"stateVersion":4,"view":"frames","sessions":[]}"#
@@ -69,6 +69,6 @@ mod tests {
         assert!(r.pressure.is_none());
         assert_eq!(r.offset, 7);
         assert_eq!(r.write().unwrap(), text);
-        assert!(Runner::read("{}").is_err());
+        assert!(Checkpoint::read("{}").is_err());
     }
 }
