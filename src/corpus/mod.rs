@@ -20,10 +20,7 @@ use anyhow::Result;
 use agent_fold_core::Rng;
 
 use crate::record::Rec;
-use text::{
-    TOOL_NAMES, TextWriter, WORDS, json_text, json_text_cut, log_range_sized, range_sized,
-    write_stamp,
-};
+use text::{TOOL_NAMES, TextWriter, WORDS, json_text, json_text_cut, range_sized, write_stamp};
 
 mod text;
 
@@ -203,7 +200,8 @@ fn write_assistant(
 ) -> u64 {
     let start = o.len();
     o.push_str(",\"message\":{\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\",\"content\":[{\"type\":\"text\",\"text\":");
-    let n = log_range_sized(rng, small, (10, 120), (30, 1500)) as usize;
+    let (lo, hi) = if small { (10, 120) } else { (30, 1500) };
+    let n = rng.log_range(lo, hi) as usize;
     json_text(rng, n, o, scratch);
     o.push('}');
     match tool {

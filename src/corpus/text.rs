@@ -121,17 +121,6 @@ pub(super) fn range_sized(
     rng.range(lo, hi)
 }
 
-/// [`range_sized`], drawn on a log scale.
-pub(super) fn log_range_sized(
-    rng: &mut Rng,
-    small: bool,
-    small_range: (u64, u64),
-    large: (u64, u64),
-) -> u64 {
-    let (lo, hi) = if small { small_range } else { large };
-    rng.log_range(lo, hi)
-}
-
 /// Text of about `len` bytes: prose, code, logs, a little CJK.
 fn text(rng: &mut Rng, len: usize, out: &mut String) {
     let start = out.len();

@@ -88,15 +88,18 @@ fn a_fleet_s_burst_delivers_every_crossing() {
         assert!(n.get("merged").is_none(), "nothing merged: {n}");
     }
     let m = s.metrics();
-    let notices = |o| {
-        sample(
-            &m,
-            "agent_fold_serve_alert_notices_total",
-            &[("receiver", "webhook"), ("outcome", o)],
-        )
-    };
+    let notices = |o| webhook_notices(&m, o);
     assert_eq!(notices("delivered"), (fired + resolved) as f64);
     assert_eq!((notices("merged"), notices("dropped")), (0.0, 0.0));
+}
+
+/// The webhook's notices with `outcome` in a scrape of `/metrics`.
+fn webhook_notices(m: &prometheus_parse::Scrape, outcome: &str) -> f64 {
+    sample(
+        m,
+        "agent_fold_serve_alert_notices_total",
+        &[("receiver", "webhook"), ("outcome", outcome)],
+    )
 }
 
 /// A webhook receiver and an Alertmanager stand-in, and the URLs `serve` is given for each.
@@ -307,13 +310,7 @@ fn notices_wait_out_a_receiver_s_outage() {
     assert_eq!(fired["until<20000"].len(), sessions, "{fired:?}");
     assert!(fired["until<20000"].values().all(|n| *n == 1), "{fired:?}");
     let m = s.metrics();
-    let notices = |o| {
-        sample(
-            &m,
-            "agent_fold_serve_alert_notices_total",
-            &[("receiver", "webhook"), ("outcome", o)],
-        )
-    };
+    let notices = |o| webhook_notices(&m, o);
     assert_eq!(notices("delivered"), sessions as f64);
     assert_eq!(notices("failed"), 0.0);
 }
