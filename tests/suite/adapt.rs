@@ -159,38 +159,34 @@ fn digest(input: Input, lines: &[Rec], frames: &[Rec]) -> String {
     for (seq, ts, p) in &ss {
         o.push_str(&format!("  {seq} {ts}: {p}\n"));
     }
-    o.push_str("\ncompaction frames (a message shown as its length and opening):\n");
-    for f in frames {
-        let mut v = json(f);
-        let t = v["type"].as_str().unwrap_or("").to_owned();
-        if t.starts_with("compact/") || v.get("replaces").is_some() {
-            if let Some(m) = v.get_mut("message") {
-                let s = m.to_string();
-                *m = Value::from(format!("<{} chars: {}>", s.chars().count(), cut(&s, 60)));
-            }
-            o.push_str(&format!("  {v}\n"));
-        }
-    }
-    // The ends, their carried content (`message`, `source`) shown as its length only: the
-    // captures' text stays where it is.
+    // Carried content (a message, a line's `source`, a header's system prompt and tools) is
+    // shown as its length only: what the agents and their users wrote stays in the captures.
     let skeleton = |f: &Rec| {
         let mut v = json(f);
         if let Some(o) = v.as_object_mut() {
-            for k in ["message", "source"] {
-                if let Some(m) = o.get_mut(k) {
+            for k in ["message", "source", "system", "tools"] {
+                if let Some(m) = o.get_mut(k).filter(|m| !m.is_null()) {
                     *m = Value::from(format!("<{} chars>", m.to_string().chars().count()));
                 }
             }
         }
-        cut(&v.to_string(), 400)
+        v
     };
+    o.push_str("\ncompaction frames (a message shown as its length):\n");
+    for f in frames {
+        let v = json(f);
+        let t = v["type"].as_str().unwrap_or("");
+        if t.starts_with("compact/") || v.get("replaces").is_some() {
+            o.push_str(&format!("  {}\n", skeleton(f)));
+        }
+    }
     o.push_str("\nfirst frames:\n");
     for f in frames.iter().take(3) {
-        o.push_str(&format!("  {}\n", skeleton(f)));
+        o.push_str(&format!("  {}\n", cut(&skeleton(f).to_string(), 400)));
     }
     o.push_str("last frames:\n");
     for f in &frames[frames.len().saturating_sub(3)..] {
-        o.push_str(&format!("  {}\n", skeleton(f)));
+        o.push_str(&format!("  {}\n", cut(&skeleton(f).to_string(), 400)));
     }
     let p = deployed_pressure(input, lines);
     let errors = p
