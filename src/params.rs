@@ -110,14 +110,6 @@ impl ModuleParams {
             self.config.compact_at = at;
         }
     }
-
-    /// The restore prior, unless the user named one (as `compact_restore` would).
-    pub fn restore_under(&mut self, tokens: u64) {
-        if !self.named("compact_restore") {
-            self.config.compact_restore = tokens;
-            self.config.restore_named = true;
-        }
-    }
 }
 
 /// Where a log's format comes from, one rule in every tool: `--input FORMAT` names it,

@@ -83,9 +83,10 @@ impl ViewPair {
         }
     }
 
-    /// An instance of `view`, with `input` the format once told, and the compaction point the
-    /// agent's settings on this machine move (`crate::settings`), under the user's own params.
-    fn instance(&self, view: View) -> Result<Module> {
+    /// The pair of instances (pressure, frames), with `input` the format once told, and the
+    /// compaction point the agent's settings on this machine move (`crate::settings`, read
+    /// once for both), under the user's own params.
+    fn instances(&self) -> Result<(Module, Module)> {
         let mut params = self.params.clone();
         if let Some(input) = self.input {
             params.input_under(input);
@@ -95,7 +96,10 @@ impl ViewPair {
                 None,
             ));
         }
-        Module::new(&self.build, &params.view(view), None)
+        Ok((
+            Module::new(&self.build, &params.view(View::Pressure), None)?,
+            Module::new(&self.build, &params.view(View::Frames), None)?,
+        ))
     }
 
     /// Runs new lines through both instances. While the format is not yet told (auto), lines
@@ -118,7 +122,7 @@ impl ViewPair {
                 };
                 lines = std::mem::take(&mut self.held);
             }
-            self.views = Some((self.instance(View::Pressure)?, self.instance(View::Frames)?));
+            self.views = Some(self.instances()?);
         }
         let Some((pressure, frames)) = &mut self.views else {
             unreachable!("made above")
